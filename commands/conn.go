@@ -1,0 +1,390 @@
+package commands
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/oncekv/oncekv/resp"
+)
+
+func connCommands() []*Command {
+	conn := func(c ...string) []string { return append([]string{"connection"}, c...) }
+	base := NoScript | Loading | Stale
+	sub := func(name string, arity int, flags Flags, run Handler) *Command {
+		return &Command{Name: "client|" + name, Arity: arity, Flags: flags | base, Categories: conn("slow"), Run: run}
+	}
+	return []*Command{
+		{Name: "ping", Arity: -1, Flags: Fast, Categories: conn("fast"), Run: pingCmd},
+		{Name: "echo", Arity: 2, Flags: Fast, Categories: conn("fast"), Run: echoCmd},
+		{Name: "quit", Arity: -1, Flags: NoMulti | AllowBusy | NoScript | Loading | Stale | Fast | NoAuth, Categories: conn("fast"), Run: quitCmd},
+		{Name: "select", Arity: 2, Flags: Loading | Stale | Fast, Categories: conn("fast"), Run: selectCmd},
+		{Name: "hello", Arity: -1, Flags: NoScript | Loading | Stale | Fast | NoAuth | AllowBusy, Categories: conn("fast"), Run: helloCmd},
+		{Name: "auth", Arity: -2, Flags: NoScript | Loading | Stale | Fast | NoAuth | AllowBusy, Categories: conn("fast"), Run: authCmd},
+		{Name: "reset", Arity: 1, Flags: NoMulti | NoScript | Loading | Stale | Fast | NoAuth | AllowBusy, Categories: conn("fast"), Run: resetCmd},
+		{Name: "client", Arity: -2, Categories: conn("slow"), Subcommands: []*Command{
+			sub("setname", 3, 0, clientSetname),
+			sub("getname", 2, 0, clientGetname),
+			sub("id", 2, 0, clientID),
+			sub("setinfo", 4, 0, clientSetinfo),
+			sub("info", 2, 0, clientInfo),
+			sub("list", -2, Admin, clientList),
+			sub("kill", -3, Admin, clientKill),
+			sub("no-evict", 3, Admin, clientOnOff),
+			sub("no-touch", 3, 0, clientOnOff),
+			sub("reply", 3, 0, clientReply),
+			sub("help", 2, Loading|Stale, clientHelp),
+		}},
+	}
+}
+
+func pingCmd(x *Ctx) {
+	switch len(x.Args) {
+	case 1:
+		x.W.Simple("PONG")
+	case 2:
+		x.W.Bulk(x.Args[1])
+	default:
+		x.W.Error("ERR wrong number of arguments for 'ping' command")
+	}
+}
+
+func echoCmd(x *Ctx) { x.W.Bulk(x.Args[1]) }
+
+func quitCmd(x *Ctx) {
+	x.W.OK()
+	x.CloseAfterReply()
+}
+
+func selectCmd(x *Ctx) {
+	n, ok := parseInt(x.Args[1])
+	if !ok || n != int64(int32(n)) {
+		x.Fail(ErrNotInteger)
+		return
+	}
+	if n < 0 || n >= int64(x.S.store.Databases()) {
+		x.Fail(ErrDBIndex)
+		return
+	}
+	x.Select(int(n))
+	x.W.OK()
+}
+
+// authenticate checks a user/password pair for the default user.
+func (x *Ctx) authenticate(user, pass []byte) bool {
+	if string(user) != "default" {
+		return false
+	}
+	if x.S.cfg.RequirePass == "" {
+		return true
+	}
+	return x.S.checkPassword(pass)
+}
+
+func authCmd(x *Ctx) {
+	var user, pass []byte
+	switch len(x.Args) {
+	case 2:
+		if x.S.cfg.RequirePass == "" {
+			x.Fail(ErrNoPassSet)
+			return
+		}
+		user, pass = []byte("default"), x.Args[1]
+	case 3:
+		user, pass = x.Args[1], x.Args[2]
+	default:
+		x.Fail(ErrSyntax)
+		return
+	}
+	if !x.authenticate(user, pass) {
+		x.Fail(ErrWrongPass)
+		return
+	}
+	x.Authed = true
+	x.W.OK()
+}
+
+func helloCmd(x *Ctx) {
+	ver := int64(0)
+	next := 1
+	if len(x.Args) >= 2 {
+		n, ok := parseInt(x.Args[1])
+		if !ok {
+			x.W.Error("ERR Protocol version is not an integer or out of range")
+			return
+		}
+		if n < 2 || n > 3 {
+			x.Fail(ErrNoProto)
+			return
+		}
+		ver = n
+		next = 2
+	}
+	var user, pass, name []byte
+	for j := next; j < len(x.Args); j++ {
+		more := len(x.Args) - 1 - j
+		switch {
+		case eq(x.Args[j], "auth") && more >= 2:
+			user, pass = x.Args[j+1], x.Args[j+2]
+			j += 2
+		case eq(x.Args[j], "setname") && more >= 1:
+			name = x.Args[j+1]
+			j++
+		default:
+			x.W.Error(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", x.Args[j]))
+			return
+		}
+	}
+	if user != nil {
+		if !x.authenticate(user, pass) {
+			x.Fail(ErrWrongPass)
+			return
+		}
+		x.Authed = true
+	}
+	if !x.Authed {
+		x.W.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	if name != nil && !x.setName(name) {
+		return
+	}
+	if ver != 0 {
+		x.SetProto(int(ver))
+	}
+	w := x.W
+	w.Map(7)
+	w.BulkString("server")
+	w.BulkString("redis")
+	w.BulkString("version")
+	w.BulkString(Version)
+	w.BulkString("proto")
+	w.Int(int64(w.Proto))
+	w.BulkString("id")
+	w.Int(x.ID)
+	w.BulkString("mode")
+	w.BulkString("standalone")
+	w.BulkString("role")
+	w.BulkString("master")
+	w.BulkString("modules")
+	w.Array(0)
+}
+
+func resetCmd(x *Ctx) {
+	if x.InMulti {
+		endMulti(x)
+	}
+	x.S.watch.unwatchAll(x.Conn)
+	x.Select(0)
+	x.SetProto(2)
+	x.Update(func(i *resp.Info) { i.Name = "" })
+	x.Authed = x.S.cfg.RequirePass == ""
+	x.W.Simple("RESET")
+}
+
+// setName validates and sets the client name, writing the error if any.
+func (x *Ctx) setName(name []byte) bool {
+	for _, c := range name {
+		if c < '!' || c > '~' {
+			x.Fail(ErrClientName)
+			return false
+		}
+	}
+	x.Update(func(i *resp.Info) { i.Name = string(name) })
+	return true
+}
+
+func clientSetname(x *Ctx) {
+	if x.setName(x.Args[2]) {
+		x.W.OK()
+	}
+}
+
+func clientGetname(x *Ctx) {
+	if n := x.Info().Name; n != "" {
+		x.W.BulkString(n)
+		return
+	}
+	x.W.Null()
+}
+
+func clientID(x *Ctx) { x.W.Int(x.ID) }
+
+func clientSetinfo(x *Ctx) {
+	val := string(x.Args[3])
+	for _, c := range val {
+		if c < '!' || c > '~' {
+			x.W.Error(fmt.Sprintf("ERR %s cannot contain spaces, newlines or special characters.", x.Args[2]))
+			return
+		}
+	}
+	switch {
+	case eq(x.Args[2], "lib-name"):
+		x.Update(func(i *resp.Info) { i.LibName = val })
+	case eq(x.Args[2], "lib-ver"):
+		x.Update(func(i *resp.Info) { i.LibVer = val })
+	default:
+		x.W.Error(fmt.Sprintf("ERR Unrecognized option '%s'", x.Args[2]))
+		return
+	}
+	x.W.OK()
+}
+
+// clientLine is a connection's line in CLIENT LIST / CLIENT INFO.
+func clientLine(c *resp.Conn, now time.Time) string {
+	i := c.Info()
+	flags := "N"
+	if i.Multi >= 0 && c != nil && i.Multi != 0 {
+		flags = "x"
+	}
+	multi := -1
+	if i.Multi > 0 {
+		multi = i.Multi
+	}
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=%s db=%d sub=0 psub=0 ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+		c.ID, c.Addr, c.LocalAddr, i.Name, int(now.Sub(c.Created).Seconds()), int(now.Sub(i.LastActive).Seconds()),
+		flags, i.DB, multi, i.LastCmd, i.Proto, i.LibName, i.LibVer)
+}
+
+func clientInfo(x *Ctx) {
+	x.W.Verbatim(clientLine(x.Conn, x.S.cfg.Clock()))
+}
+
+func clientList(x *Ctx) {
+	var ids map[int64]bool
+	rest := x.Args[2:]
+	for len(rest) > 0 {
+		switch {
+		case eq(rest[0], "type") && len(rest) >= 2:
+			t := strings.ToLower(string(rest[1]))
+			if t != "normal" && t != "master" && t != "replica" && t != "slave" && t != "pubsub" {
+				x.W.Error(fmt.Sprintf("ERR Unknown client type '%s'", rest[1]))
+				return
+			}
+			if t != "normal" {
+				ids = map[int64]bool{}
+			}
+			rest = rest[2:]
+		case eq(rest[0], "id") && len(rest) >= 2:
+			if ids == nil {
+				ids = map[int64]bool{}
+			}
+			for _, a := range rest[1:] {
+				n, ok := parseInt(a)
+				if !ok || n <= 0 {
+					x.W.Error("ERR Invalid client ID")
+					return
+				}
+				ids[n] = true
+			}
+			rest = nil
+		default:
+			x.Fail(ErrSyntax)
+			return
+		}
+	}
+	var b strings.Builder
+	now := x.S.cfg.Clock()
+	for _, c := range x.S.clients(x.Conn) {
+		if ids == nil || ids[c.ID] {
+			b.WriteString(clientLine(c, now))
+		}
+	}
+	x.W.Verbatim(b.String())
+}
+
+// clients lists the connections, or just self without a wire server
+// (unit tests).
+func (s *Server) clients(self *resp.Conn) []*resp.Conn {
+	if s.wire == nil {
+		return []*resp.Conn{self}
+	}
+	return s.wire.Clients()
+}
+
+func clientKill(x *Ctx) {
+	rest := x.Args[2:]
+	if len(rest) == 1 {
+		// Old form: CLIENT KILL addr:port.
+		for _, c := range x.S.clients(x.Conn) {
+			if c.Addr == string(rest[0]) {
+				x.S.wire.Kill(c.ID)
+				x.W.OK()
+				return
+			}
+		}
+		x.W.Error("ERR No such client")
+		return
+	}
+	var killed int64
+	if len(rest)%2 != 0 {
+		x.Fail(ErrSyntax)
+		return
+	}
+	var id int64 = -1
+	var addr string
+	for i := 0; i < len(rest); i += 2 {
+		switch {
+		case eq(rest[i], "id"):
+			n, ok := parseInt(rest[i+1])
+			if !ok || n <= 0 {
+				x.W.Error("ERR client-id should be greater than 0")
+				return
+			}
+			id = n
+		case eq(rest[i], "addr"):
+			addr = string(rest[i+1])
+		case eq(rest[i], "skipme"), eq(rest[i], "type"), eq(rest[i], "user"), eq(rest[i], "laddr"):
+		default:
+			x.Fail(ErrSyntax)
+			return
+		}
+	}
+	for _, c := range x.S.clients(x.Conn) {
+		if (id < 0 || c.ID == id) && (addr == "" || c.Addr == addr) && c != x.Conn && x.S.wire != nil {
+			if x.S.wire.Kill(c.ID) {
+				killed++
+			}
+		}
+	}
+	x.W.Int(killed)
+}
+
+func clientOnOff(x *Ctx) {
+	if !eq(x.Args[2], "on") && !eq(x.Args[2], "off") {
+		x.Fail(ErrSyntax)
+		return
+	}
+	x.W.OK()
+}
+
+func clientReply(x *Ctx) {
+	if eq(x.Args[2], "on") {
+		x.W.OK()
+		return
+	}
+	x.Fail(ErrSyntax)
+}
+
+func clientHelp(x *Ctx) {
+	lines := []string{
+		"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"GETNAME", "    Return the name of the current connection.",
+		"ID", "    Return the ID of the current connection.",
+		"INFO", "    Return information about the current client connection.",
+		"KILL <ip:port>", "    Kill connection made from <ip:port>.",
+		"KILL <option> <value> [<option> <value> [...]]", "    Kill connections. Options are: ID <client-id>, ADDR <ip:port>.",
+		"LIST [TYPE NORMAL] [ID <id> [<id> ...]]", "    Return information about client connections.",
+		"SETNAME <name>", "    Assign the name <name> to the current connection.",
+		"SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
+		"HELP", "    Print this help.",
+	}
+	x.W.Array(len(lines))
+	for _, l := range lines {
+		x.W.Simple(l)
+	}
+}
+
+// itoa is strconv.FormatInt for INFO lines.
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

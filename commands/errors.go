@@ -1,0 +1,76 @@
+package commands
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/oncekv/oncekv/store"
+)
+
+// Sentinel errors of command handling. Their text is the RESP error reply,
+// code first, exactly as Redis 7 words it.
+var (
+	ErrSyntax        = errors.New("ERR syntax error")
+	ErrNotInteger    = errors.New("ERR value is not an integer or out of range")
+	ErrNotFloat      = errors.New("ERR value is not a valid float")
+	ErrOverflow      = errors.New("ERR increment or decrement would overflow")
+	ErrIncrNaN       = errors.New("ERR increment would produce NaN or Infinity")
+	ErrWrongType     = errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
+	ErrNoSuchKey     = errors.New("ERR no such key")
+	ErrDBIndex       = errors.New("ERR DB index is out of range")
+	ErrNoAuth        = errors.New("NOAUTH Authentication required.")
+	ErrNoPassSet     = errors.New("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+	ErrWrongPass     = errors.New("WRONGPASS invalid username-password pair or user is disabled.")
+	ErrStringTooBig  = errors.New("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+	ErrOffsetRange   = errors.New("ERR offset is out of range")
+	ErrNoProto       = errors.New("NOPROTO unsupported protocol version")
+	ErrExecNoMulti   = errors.New("ERR EXEC without MULTI")
+	ErrDiscardNoMult = errors.New("ERR DISCARD without MULTI")
+	ErrNestedMulti   = errors.New("ERR MULTI calls can not be nested")
+	ErrWatchInMulti  = errors.New("ERR WATCH inside MULTI is not allowed")
+	ErrExecAbort     = errors.New("EXECABORT Transaction discarded because of previous errors.")
+	ErrClientName    = errors.New("ERR Client names cannot contain spaces, newlines or special characters.")
+	ErrMisconf       = errors.New("MISCONF Errors writing to the data directory: writes are refused until the disk accepts them again; reads keep working. Check the server log for the cause.")
+	ErrShutdown      = errors.New("ERR Errors trying to SHUTDOWN. Check logs.")
+	ErrCursor        = errors.New("ERR invalid cursor")
+	ErrTimeout       = errors.New("ERR timeout is not an integer or out of range")
+)
+
+// errorText maps any error to the text of its RESP error reply. It is the
+// one place where store and engine errors become RESP.
+func errorText(err error) string {
+	var re replyError
+	switch {
+	case errors.As(err, &re):
+		return string(re)
+	case errors.Is(err, store.ErrWrite):
+		return ErrMisconf.Error()
+	case errors.Is(err, store.ErrBadDB):
+		return ErrDBIndex.Error()
+	case errors.Is(err, store.ErrClosed):
+		return "ERR server is shutting down"
+	}
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			return s.Error()
+		}
+	}
+	return "ERR " + err.Error()
+}
+
+var sentinels = []error{
+	ErrSyntax, ErrNotInteger, ErrNotFloat, ErrOverflow, ErrIncrNaN, ErrWrongType,
+	ErrNoSuchKey, ErrDBIndex, ErrNoAuth, ErrNoPassSet, ErrWrongPass, ErrStringTooBig,
+	ErrOffsetRange, ErrNoProto, ErrExecNoMulti, ErrDiscardNoMult, ErrNestedMulti,
+	ErrWatchInMulti, ErrExecAbort, ErrClientName, ErrMisconf, ErrShutdown, ErrCursor,
+	ErrTimeout,
+}
+
+// replyError is an error whose text is already a complete RESP error
+// (used for messages with parameters, such as the command name).
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+
+// errorf builds a replyError; the format must start with the error code.
+func errorf(format string, a ...any) error { return replyError(fmt.Sprintf(format, a...)) }

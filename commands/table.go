@@ -1,0 +1,185 @@
+package commands
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Flags describe a command, as Redis's COMMAND INFO lists them.
+type Flags uint32
+
+// Command flags. Write commands run inside an exclusive store transaction,
+// ReadOnly ones inside a shared one, the others outside any.
+const (
+	Write Flags = 1 << iota
+	ReadOnly
+	Admin
+	Fast
+	NoAuth   // allowed before AUTH
+	NoMulti  // not queued by MULTI: runs at once (MULTI, EXEC, WATCH…)
+	Loading  // allowed while loading
+	Stale    // allowed on a stale replica
+	NoScript // not allowed from scripts
+	Blocking
+	DenyOOM
+	SkipMonitor
+	SkipSlowlog
+	AllowBusy
+	NoMandatoryKeys
+	Pubsub
+)
+
+var flagNames = []struct {
+	f    Flags
+	name string
+}{
+	{Write, "write"}, {ReadOnly, "readonly"}, {DenyOOM, "denyoom"}, {Admin, "admin"},
+	{Pubsub, "pubsub"}, {NoScript, "noscript"}, {Blocking, "blocking"},
+	{Loading, "loading"}, {Stale, "stale"}, {SkipMonitor, "skip_monitor"},
+	{SkipSlowlog, "skip_slowlog"}, {Fast, "fast"}, {NoAuth, "no_auth"},
+	{NoMulti, "no_multi"}, {AllowBusy, "allow_busy"}, {NoMandatoryKeys, "no_mandatory_keys"},
+}
+
+// Names lists the flags' names in Redis's order.
+func (f Flags) Names() []string {
+	var out []string
+	for _, fn := range flagNames {
+		if f&fn.f != 0 {
+			out = append(out, fn.name)
+		}
+	}
+	return out
+}
+
+// Handler runs a command whose arguments passed the arity check.
+type Handler func(x *Ctx)
+
+// Command is one entry of a command table.
+type Command struct {
+	// Name is lower case; for a subcommand, "container|sub".
+	Name string
+	// Arity is Redis's: n means exactly n arguments counting the name, -n
+	// at least n.
+	Arity int
+	Flags Flags
+	// FirstKey, LastKey and Step locate the keys among the arguments
+	// (LastKey -1 means the last argument).
+	FirstKey, LastKey, Step int
+	// Categories are the ACL categories, without '@'.
+	Categories []string
+	Run        Handler
+	// Subcommands of a container command (CLIENT, CONFIG, COMMAND).
+	Subcommands []*Command
+	// Doc feeds COMMAND DOCS.
+	Doc Doc
+}
+
+// Doc is what COMMAND DOCS tells about a command.
+type Doc struct {
+	Summary    string
+	Since      string
+	Group      string
+	Complexity string
+	Args       []Arg
+}
+
+// ArgType is the type of a documented argument.
+type ArgType string
+
+// Argument types, as COMMAND DOCS names them.
+const (
+	ArgString    ArgType = "string"
+	ArgInteger   ArgType = "integer"
+	ArgDouble    ArgType = "double"
+	ArgKey       ArgType = "key"
+	ArgPattern   ArgType = "pattern"
+	ArgUnixTime  ArgType = "unix-time"
+	ArgPureToken ArgType = "pure-token"
+	ArgOneOf     ArgType = "oneof"
+	ArgBlock     ArgType = "block"
+)
+
+// Arg documents one argument.
+type Arg struct {
+	Name     string
+	Type     ArgType
+	Token    string
+	Optional bool
+	Multiple bool
+	// MultipleToken repeats the token before each value.
+	MultipleToken bool
+	KeySpec       int // index of the key spec, for ArgKey
+	Args          []Arg
+}
+
+// Table is a set of commands by lower-case name.
+type Table struct {
+	cmds map[string]*Command
+}
+
+// NewTable returns an empty table.
+func NewTable() *Table { return &Table{cmds: make(map[string]*Command)} }
+
+// Register adds commands; a duplicate name is a programming error.
+func (t *Table) Register(cmds ...*Command) {
+	for _, c := range cmds {
+		name := strings.ToLower(c.Name)
+		if _, dup := t.cmds[name]; dup {
+			panic(fmt.Sprintf("commands: %q registered twice", name))
+		}
+		if c.Step == 0 && c.FirstKey != 0 {
+			c.Step = 1
+		}
+		t.cmds[name] = c
+	}
+}
+
+// Lookup finds a command by name, in any case.
+func (t *Table) Lookup(name []byte) *Command {
+	if c, ok := t.cmds[string(name)]; ok {
+		return c
+	}
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return nil
+	}
+	lower := buf[:len(name)]
+	for i, b := range name {
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		lower[i] = b
+	}
+	return t.cmds[string(lower)]
+}
+
+// All returns every command.
+func (t *Table) All() []*Command {
+	out := make([]*Command, 0, len(t.cmds))
+	for _, c := range t.cmds {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Len is the number of commands.
+func (t *Table) Len() int { return len(t.cmds) }
+
+// sub finds a subcommand of c by name.
+func (c *Command) sub(name []byte) *Command {
+	for _, s := range c.Subcommands {
+		_, short, _ := strings.Cut(s.Name, "|")
+		if strings.EqualFold(short, string(name)) {
+			return s
+		}
+	}
+	return nil
+}
+
+// arityOK checks n arguments (counting the name) against arity.
+func arityOK(arity, n int) bool {
+	if arity >= 0 {
+		return n == arity
+	}
+	return n >= -arity
+}

@@ -1,0 +1,241 @@
+package commands
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/oncekv/oncekv/resp"
+	"github.com/oncekv/oncekv/store"
+)
+
+func txCommands() []*Command {
+	return []*Command{
+		{Name: "multi", Arity: 1, Flags: NoMulti | NoScript | Loading | Stale | Fast | AllowBusy,
+			Categories: []string{"fast", "transaction"}, Run: multiCmd},
+		{Name: "exec", Arity: 1, Flags: NoMulti | NoScript | Loading | Stale | SkipSlowlog,
+			Categories: []string{"slow", "transaction"}, Run: execCmd},
+		{Name: "discard", Arity: 1, Flags: NoMulti | NoScript | Loading | Stale | Fast | AllowBusy,
+			Categories: []string{"fast", "transaction"}, Run: discardCmd},
+		{Name: "watch", Arity: -2, Flags: NoMulti | NoScript | Loading | Stale | Fast | AllowBusy,
+			FirstKey: 1, LastKey: -1, Step: 1, Categories: []string{"fast", "transaction"}, Run: watchCmd},
+		{Name: "unwatch", Arity: 1, Flags: NoScript | Loading | Stale | Fast | AllowBusy,
+			Categories: []string{"fast", "transaction"}, Run: unwatchCmd},
+	}
+}
+
+func multiCmd(x *Ctx) {
+	if x.InMulti {
+		x.Fail(ErrNestedMulti)
+		return
+	}
+	x.InMulti = true
+	x.Queue = x.Queue[:0]
+	x.Dirty = false
+	x.W.OK()
+}
+
+func endMulti(x *Ctx) {
+	x.InMulti = false
+	x.Queue = nil
+	x.Dirty = false
+	x.Conn.Update(func(i *resp.Info) { i.Multi = -1 })
+	x.S.watch.unwatchAll(x.Conn)
+}
+
+func discardCmd(x *Ctx) {
+	if !x.InMulti {
+		x.Fail(ErrDiscardNoMult)
+		return
+	}
+	endMulti(x)
+	x.W.OK()
+}
+
+func execCmd(x *Ctx) {
+	if !x.InMulti {
+		x.Fail(ErrExecNoMulti)
+		return
+	}
+	queue := x.Queue
+	if x.Dirty {
+		endMulti(x)
+		x.Fail(ErrExecAbort)
+		return
+	}
+	s := x.S
+	t, err := s.store.Update(func(tx store.Tx) error {
+		if s.watch.dirty(x.Conn) {
+			x.W.NullArray()
+			return nil
+		}
+		x.InMulti = false
+		x.W.Array(len(queue))
+		for _, args := range queue {
+			cmd, errText := s.resolve(args)
+			if cmd == nil {
+				x.W.Error(errText)
+				continue
+			}
+			sub := &Ctx{Conn: x.Conn, S: s, Cmd: cmd, Args: args, W: x.W}
+			if cmd.Flags&(Write|ReadOnly) != 0 {
+				sub.Tx = s.watch.wrap(tx)
+			}
+			cmd.Run(sub)
+		}
+		return nil
+	})
+	endMulti(x)
+	if err != nil && t == nil {
+		x.Fail(err)
+		return
+	}
+	x.Await(t)
+}
+
+func watchCmd(x *Ctx) {
+	if x.InMulti {
+		x.Fail(ErrWatchInMulti)
+		return
+	}
+	// Register under the shared lock, so no write is half done.
+	_ = x.S.store.View(func(store.Tx) error {
+		for _, k := range x.Args[1:] {
+			x.S.watch.add(x.Conn, watchKey{db: x.DB, key: string(k)})
+		}
+		return nil
+	})
+	x.W.OK()
+}
+
+func unwatchCmd(x *Ctx) {
+	x.S.watch.unwatchAll(x.Conn)
+	x.W.OK()
+}
+
+type watchKey struct {
+	db  int
+	key string
+}
+
+type watchState struct {
+	keys  []watchKey
+	dirty atomic.Bool
+}
+
+// watchRegistry marks the transactions of clients whose watched keys a
+// write touches.
+type watchRegistry struct {
+	mu   sync.Mutex
+	n    atomic.Int64
+	keys map[watchKey]map[*resp.Conn]struct{}
+}
+
+func stateOf(c *resp.Conn) *watchState {
+	ws, _ := c.Watch.(*watchState)
+	if ws == nil {
+		ws = &watchState{}
+		c.Watch = ws
+	}
+	return ws
+}
+
+func (r *watchRegistry) add(c *resp.Conn, k watchKey) {
+	ws := stateOf(c)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.keys[k]
+	if m == nil {
+		m = make(map[*resp.Conn]struct{})
+		r.keys[k] = m
+	}
+	if _, ok := m[c]; ok {
+		return
+	}
+	m[c] = struct{}{}
+	ws.keys = append(ws.keys, k)
+	r.n.Add(1)
+}
+
+func (r *watchRegistry) unwatchAll(c *resp.Conn) {
+	ws, _ := c.Watch.(*watchState)
+	if ws == nil {
+		return
+	}
+	r.mu.Lock()
+	for _, k := range ws.keys {
+		if m := r.keys[k]; m != nil {
+			delete(m, c)
+			r.n.Add(-1)
+			if len(m) == 0 {
+				delete(r.keys, k)
+			}
+		}
+	}
+	r.mu.Unlock()
+	ws.keys = nil
+	ws.dirty.Store(false)
+}
+
+func (r *watchRegistry) dirty(c *resp.Conn) bool {
+	ws, _ := c.Watch.(*watchState)
+	return ws != nil && ws.dirty.Load()
+}
+
+func (r *watchRegistry) touch(k watchKey) {
+	r.mu.Lock()
+	for c := range r.keys[k] {
+		stateOf(c).dirty.Store(true)
+	}
+	r.mu.Unlock()
+}
+
+func (r *watchRegistry) touchDB(db int, exists func(key string) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, m := range r.keys {
+		if k.db != db || !exists(k.key) {
+			continue
+		}
+		for c := range m {
+			stateOf(c).dirty.Store(true)
+		}
+	}
+}
+
+// wrap returns tx, reporting its writes to the registry when anyone
+// watches.
+func (r *watchRegistry) wrap(tx store.Tx) store.Tx {
+	if r.n.Load() == 0 {
+		return tx
+	}
+	if w, ok := tx.(watchingTx); ok {
+		return w
+	}
+	return watchingTx{Tx: tx, r: r}
+}
+
+type watchingTx struct {
+	store.Tx
+	r *watchRegistry
+}
+
+func (w watchingTx) Set(db int, key []byte, v store.Value) error {
+	w.r.touch(watchKey{db, string(key)})
+	return w.Tx.Set(db, key, v)
+}
+
+func (w watchingTx) Delete(db int, key []byte) (bool, error) {
+	ok, err := w.Tx.Delete(db, key)
+	if ok {
+		w.r.touch(watchKey{db, string(key)})
+	}
+	return ok, err
+}
+
+func (w watchingTx) Flush(db int) error {
+	w.r.touchDB(db, func(key string) bool {
+		_, ok, _ := w.Tx.Get(db, []byte(key))
+		return ok
+	})
+	return w.Tx.Flush(db)
+}

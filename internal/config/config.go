@@ -1,0 +1,305 @@
+// Package config reads the server's configuration the way redis-server
+// does: an optional redis.conf-style file as the first argument, then
+// `--directive value…` overrides, using Redis's directive names.
+package config
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the server's configuration.
+type Config struct {
+	Port        int
+	Bind        []string
+	Dir         string
+	AppendFsync string
+	Databases   int
+	RequirePass string
+	LogLevel    string
+	MaxClients  int
+	// Timeout closes idle clients after that many seconds; 0 never.
+	Timeout int
+	// MemTableSize and BlockCacheSize size the storage engine's memory.
+	MemTableSize   int64
+	BlockCacheSize int64
+}
+
+// Default is the configuration of `oncekv` run with no arguments.
+func Default() Config {
+	return Config{
+		Port:           6379,
+		Bind:           []string{"127.0.0.1"},
+		Dir:            "./data",
+		AppendFsync:    "everysec",
+		Databases:      16,
+		LogLevel:       "notice",
+		MaxClients:     10000,
+		MemTableSize:   8 << 20,
+		BlockCacheSize: 32 << 20,
+	}
+}
+
+// ErrUnknown is wrapped by errors about directives this server does not
+// know.
+var ErrUnknown = errors.New("unknown directive")
+
+// ignored are Redis directives accepted for compatibility that change
+// nothing here (persistence is always on; there is no RDB).
+var ignored = map[string]bool{
+	"appendonly": true, "save": true, "protected-mode": true,
+	"dbfilename": true, "appendfilename": true, "supervised": true, "logfile": true,
+	"always-show-logo": true, "set-proc-title": true, "hz": true,
+}
+
+// Parse reads args: an optional config file path first, then
+// --directive value pairs, later ones winning.
+func Parse(args []string) (Config, error) {
+	c := Default()
+	if len(args) > 0 && !strings.HasPrefix(args[0], "--") {
+		if err := c.loadFile(args[0]); err != nil {
+			return c, err
+		}
+		args = args[1:]
+	}
+	var name string
+	var vals []string
+	flush := func() error {
+		if name == "" {
+			return nil
+		}
+		err := c.Set(name, vals)
+		name, vals = "", nil
+		return err
+	}
+	for _, a := range args {
+		if strings.HasPrefix(a, "--") && len(a) > 2 {
+			if err := flush(); err != nil {
+				return c, err
+			}
+			name = strings.ToLower(a[2:])
+			continue
+		}
+		if name == "" {
+			return c, fmt.Errorf("argument %q: expected --directive", a)
+		}
+		vals = append(vals, a)
+	}
+	if err := flush(); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+func (c *Config) loadFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("read config file: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		fields, err := splitLine(sc.Text())
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		if err := c.Set(strings.ToLower(fields[0]), fields[1:]); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+	}
+	return sc.Err()
+}
+
+// splitLine splits a config line into words, honouring double and single
+// quotes.
+func splitLine(s string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	in, quote := false, byte(0)
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case quote != 0:
+			if ch == quote {
+				quote = 0
+				continue
+			}
+			cur.WriteByte(ch)
+		case ch == '"' || ch == '\'':
+			quote, in = ch, true
+		case ch == ' ' || ch == '\t':
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteByte(ch)
+			in = true
+		}
+	}
+	if quote != 0 {
+		return nil, errors.New("unbalanced quotes")
+	}
+	if in {
+		out = append(out, cur.String())
+	}
+	return out, nil
+}
+
+// Set applies one directive.
+func (c *Config) Set(name string, vals []string) error {
+	one := func() (string, error) {
+		if len(vals) != 1 {
+			return "", fmt.Errorf("directive %q takes one argument", name)
+		}
+		return vals[0], nil
+	}
+	num := func() (int, error) {
+		v, err := one()
+		if err != nil {
+			return 0, err
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return 0, fmt.Errorf("directive %q: %q is not an integer", name, v)
+		}
+		return n, nil
+	}
+	size := func() (int64, error) {
+		v, err := one()
+		if err != nil {
+			return 0, err
+		}
+		return ParseMemory(v)
+	}
+	var err error
+	switch name {
+	case "port":
+		c.Port, err = num()
+	case "bind":
+		if len(vals) == 0 {
+			return fmt.Errorf("directive %q needs an address", name)
+		}
+		c.Bind = vals
+	case "dir":
+		c.Dir, err = one()
+	case "appendfsync":
+		c.AppendFsync, err = one()
+	case "databases":
+		c.Databases, err = num()
+	case "requirepass":
+		c.RequirePass, err = one()
+	case "loglevel":
+		c.LogLevel, err = one()
+	case "maxclients":
+		c.MaxClients, err = num()
+	case "timeout":
+		c.Timeout, err = num()
+	case "memtable-size":
+		c.MemTableSize, err = size()
+	case "block-cache-size":
+		c.BlockCacheSize, err = size()
+	default:
+		if ignored[name] {
+			return nil
+		}
+		return fmt.Errorf("%w %q", ErrUnknown, name)
+	}
+	return err
+}
+
+// ParseMemory reads a size such as 100, 8mb or 1gb, as redis.conf does.
+func ParseMemory(s string) (int64, error) {
+	l := strings.ToLower(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1000}, {"m", 1000 * 1000}, {"g", 1000 * 1000 * 1000}, {"b", 1}} {
+		if strings.HasSuffix(l, u.suffix) {
+			mult = u.m
+			l = strings.TrimSuffix(l, u.suffix)
+			break
+		}
+	}
+	n, err := strconv.ParseInt(l, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("invalid memory size %q", s)
+	}
+	return n * mult, nil
+}
+
+// Validate checks ranges and enumerations.
+func (c Config) Validate() error {
+	switch {
+	case c.Port < 0 || c.Port > 65535:
+		return fmt.Errorf("port %d out of range 0..65535", c.Port)
+	case c.AppendFsync != "always" && c.AppendFsync != "everysec" && c.AppendFsync != "no":
+		return fmt.Errorf("appendfsync must be always, everysec or no, not %q", c.AppendFsync)
+	case c.Databases < 1 || c.Databases > 65536:
+		return fmt.Errorf("databases must be 1..65536, not %d", c.Databases)
+	case c.MaxClients < 1:
+		return fmt.Errorf("maxclients must be at least 1")
+	case c.Timeout < 0:
+		return fmt.Errorf("timeout must not be negative")
+	case c.Dir == "":
+		return fmt.Errorf("dir must not be empty")
+	}
+	switch c.LogLevel {
+	case "debug", "verbose", "notice", "warning", "nothing":
+	default:
+		return fmt.Errorf("loglevel must be debug, verbose, notice, warning or nothing, not %q", c.LogLevel)
+	}
+	return nil
+}
+
+// Addrs are the listen addresses.
+func (c Config) Addrs() []string {
+	out := make([]string, len(c.Bind))
+	for i, b := range c.Bind {
+		b = strings.TrimPrefix(b, "-")
+		if b == "*" {
+			b = "0.0.0.0"
+		}
+		out[i] = netJoin(b, c.Port)
+	}
+	return out
+}
+
+func netJoin(host string, port int) string {
+	if strings.Contains(host, ":") {
+		return "[" + host + "]:" + strconv.Itoa(port)
+	}
+	return host + ":" + strconv.Itoa(port)
+}
+
+// IdleTimeout is Timeout as a duration.
+func (c Config) IdleTimeout() time.Duration { return time.Duration(c.Timeout) * time.Second }
+
+// Directives are the values CONFIG GET shows.
+func (c Config) Directives() map[string]string {
+	return map[string]string{
+		"port":             strconv.Itoa(c.Port),
+		"bind":             strings.Join(c.Bind, " "),
+		"dir":              c.Dir,
+		"appendfsync":      c.AppendFsync,
+		"appendonly":       "yes",
+		"databases":        strconv.Itoa(c.Databases),
+		"requirepass":      c.RequirePass,
+		"loglevel":         c.LogLevel,
+		"maxclients":       strconv.Itoa(c.MaxClients),
+		"timeout":          strconv.Itoa(c.Timeout),
+		"save":             "",
+		"memtable-size":    strconv.FormatInt(c.MemTableSize, 10),
+		"block-cache-size": strconv.FormatInt(c.BlockCacheSize, 10),
+	}
+}

@@ -1,0 +1,100 @@
+package resp
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/tidwall/redcon"
+)
+
+// Waiter is something a reply must wait for before it is sent: a store
+// ticket that becomes durable.
+type Waiter interface {
+	Wait(ctx context.Context) error
+}
+
+// Conn is one client connection's state. Its exported fields belong to the
+// connection's goroutine; other goroutines read a consistent copy through
+// Info.
+type Conn struct {
+	ID        int64
+	Addr      string
+	LocalAddr string
+	Created   time.Time
+
+	// DB is the selected database; change it with Select.
+	DB int
+	// Authed is set once the client authenticated (or no password is set).
+	Authed bool
+	// W buffers the replies of the current pipeline; W.Proto is the
+	// connection's protocol.
+	W *Writer
+
+	// MULTI state: InMulti while queueing, Queue holds the queued
+	// commands, Dirty marks a queueing error (EXEC answers EXECABORT).
+	InMulti bool
+	Queue   [][][]byte
+	Dirty   bool
+	// Watch is opaque state of the WATCH implementation.
+	Watch any
+
+	mu      sync.Mutex
+	info    Info
+	waits   []Waiter
+	closing bool
+	rc      redcon.Conn
+	srv     *Server
+}
+
+// Info is what CLIENT LIST shows of a connection.
+type Info struct {
+	Name, LibName, LibVer string
+	DB                    int
+	LastCmd               string
+	LastActive            time.Time
+	Proto                 int
+	Multi                 int
+}
+
+// Info returns a consistent copy of the connection's listed state.
+func (c *Conn) Info() Info {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.info
+}
+
+// Update changes the listed state under the connection's lock.
+func (c *Conn) Update(fn func(*Info)) {
+	c.mu.Lock()
+	fn(&c.info)
+	c.mu.Unlock()
+}
+
+// Select switches the connection's database.
+func (c *Conn) Select(db int) {
+	c.DB = db
+	c.Update(func(i *Info) { i.DB = db })
+}
+
+// SetProto switches the reply encoding.
+func (c *Conn) SetProto(p int) {
+	c.W.Proto = p
+	c.Update(func(i *Info) { i.Proto = p })
+}
+
+// Await makes the replies written so far wait for w before they are sent.
+// If w fails, the connection is closed without sending them: a client is
+// never told a write succeeded that did not.
+func (c *Conn) Await(w Waiter) {
+	if w != nil {
+		c.waits = append(c.waits, w)
+	}
+}
+
+// CloseAfterReply closes the connection once the pending replies are sent
+// (QUIT).
+func (c *Conn) CloseAfterReply() { c.closing = true }
+
+// Server is the server the connection belongs to.
+func (c *Conn) Server() *Server { return c.srv }

@@ -1,0 +1,622 @@
+// Package badgerdb is the embedded store: the keyspace on disk in Badger.
+//
+// Writes are staged in memory (an overlay that every read consults first)
+// and applied to Badger by one committer goroutine that gathers the writes of
+// all connections into one Badger commit per round, collapsing writes of the
+// same key (group commit). Under the "always" fsync policy each round is
+// synced before the tickets of its writes are done; under "everysec" a
+// syncer syncs once a second; under "no" the operating system decides.
+//
+// A sweeper walks the time-ordered expiry index in bounded rounds and deletes
+// expired keys, as Redis's active expire cycle does.
+//
+// What it does not do: keep the whole keyspace in memory (reads that miss
+// the overlay go to Badger), or survive the loss of writes still staged when
+// the process dies (at most the unsynced tail under "everysec"/"no").
+package badgerdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"go.uber.org/zap"
+
+	"github.com/oncekv/oncekv/store"
+)
+
+// Fsync is the appendfsync policy.
+type Fsync int
+
+// The appendfsync policies, as Redis names them.
+const (
+	FsyncEverysec Fsync = iota
+	FsyncAlways
+	FsyncNo
+)
+
+// ParseFsync reads an appendfsync value.
+func ParseFsync(s string) (Fsync, error) {
+	switch s {
+	case "always":
+		return FsyncAlways, nil
+	case "everysec":
+		return FsyncEverysec, nil
+	case "no":
+		return FsyncNo, nil
+	}
+	return 0, fmt.Errorf("argument must be 'always', 'everysec' or 'no'")
+}
+
+func (f Fsync) String() string {
+	switch f {
+	case FsyncAlways:
+		return "always"
+	case FsyncNo:
+		return "no"
+	}
+	return "everysec"
+}
+
+// Options configure the store.
+type Options struct {
+	Dir       string
+	Databases int
+	Fsync     Fsync
+	Logger    *zap.Logger
+	// MemTableSize and BlockCacheSize size Badger's memory.
+	MemTableSize   int64
+	BlockCacheSize int64
+	// SweepInterval is how often the expiry sweeper runs (Redis: hz 10).
+	SweepInterval time.Duration
+	// SweepKeys is the most keys the sweeper deletes under one lock.
+	SweepKeys int
+	// GCInterval is how often Badger's value log is garbage collected.
+	GCInterval time.Duration
+	// MaxPending is how many staged writes may wait for the committer
+	// before writers wait (back-pressure).
+	MaxPending int
+	// Clock returns Unix milliseconds; nil means the wall clock.
+	Clock func() int64
+}
+
+// DefaultOptions are the options of a server started with no configuration.
+func DefaultOptions(dir string) Options {
+	return Options{
+		Dir:            dir,
+		Databases:      16,
+		Fsync:          FsyncEverysec,
+		Logger:         zap.NewNop(),
+		MemTableSize:   8 << 20,
+		BlockCacheSize: 32 << 20,
+		SweepInterval:  100 * time.Millisecond,
+		SweepKeys:      64,
+		GCInterval:     5 * time.Minute,
+		MaxPending:     100000,
+	}
+}
+
+type pending struct {
+	val []byte // nil with del
+	del bool
+	n   uint64 // the staged-op number that wrote it
+}
+
+type op struct {
+	key string
+	pending
+}
+
+// DB is the Badger-backed store.
+type DB struct {
+	opts Options
+	bdb  *badger.DB
+	log  *zap.Logger
+	now  func() int64
+
+	// mu is the keyspace lock: Update holds it exclusively, View shared.
+	mu       sync.RWMutex
+	counts   []int
+	expiring []int
+
+	// omu guards the overlay and the staged batch; the committer takes
+	// only omu, never mu.
+	omu     sync.RWMutex
+	overlay map[string]*pending
+	batch   []op
+	staged  uint64
+
+	committed atomic.Uint64
+	synced    atomic.Uint64
+	progMu    sync.Mutex
+	progress  chan struct{} // closed and replaced whenever progress is made
+	failure   atomic.Pointer[error]
+
+	kick    chan struct{}
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	started bool
+	closed  atomic.Bool
+}
+
+var _ store.Store = (*DB)(nil)
+
+// Open opens (creating if needed) the data directory and counts its keys.
+// It starts no goroutine: call Start.
+func Open(opts Options) (*DB, error) {
+	if opts.Databases < 1 || opts.Databases > 1<<16 {
+		return nil, fmt.Errorf("open store: databases must be 1..65536")
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = 100000
+	}
+	if opts.SweepKeys <= 0 {
+		opts.SweepKeys = 64
+	}
+	bopts := badger.DefaultOptions(opts.Dir).
+		WithSyncWrites(false).
+		WithLogger(badgerLogger{opts.Logger.Sugar()}).
+		WithNumVersionsToKeep(1).
+		WithDetectConflicts(false)
+	if opts.MemTableSize > 0 {
+		bopts = bopts.WithMemTableSize(opts.MemTableSize)
+	}
+	if opts.BlockCacheSize > 0 {
+		bopts = bopts.WithBlockCacheSize(opts.BlockCacheSize)
+	}
+	bdb, err := badger.Open(bopts)
+	if err != nil {
+		return nil, fmt.Errorf("open store in %s: %w", opts.Dir, err)
+	}
+	s := &DB{
+		opts:     opts,
+		bdb:      bdb,
+		log:      opts.Logger,
+		now:      opts.Clock,
+		counts:   make([]int, opts.Databases),
+		expiring: make([]int, opts.Databases),
+		overlay:  make(map[string]*pending),
+		progress: make(chan struct{}),
+		kick:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+	}
+	if s.now == nil {
+		s.now = func() int64 { return time.Now().UnixMilli() }
+	}
+	if err := s.countKeys(); err != nil {
+		bdb.Close()
+		return nil, fmt.Errorf("open store: count keys: %w", err)
+	}
+	return s, nil
+}
+
+func (s *DB) countKeys() error {
+	return s.bdb.View(func(txn *badger.Txn) error {
+		for _, sp := range []struct {
+			space  byte
+			counts []int
+		}{{spaceKeys, s.counts}, {spaceExpiry, s.expiring}} {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{sp.space}})
+			for it.Rewind(); it.Valid(); it.Next() {
+				k := it.Item().Key()
+				if len(k) < 3 {
+					continue
+				}
+				db := int(k[1])<<8 | int(k[2])
+				if db < len(sp.counts) {
+					sp.counts[db]++
+				}
+			}
+			it.Close()
+		}
+		return nil
+	})
+}
+
+// Start launches the committer, the syncer, the sweeper and value-log GC.
+func (s *DB) Start() {
+	if s.started {
+		return
+	}
+	s.started = true
+	s.wg.Add(1)
+	go s.commitLoop()
+	if s.opts.Fsync == FsyncEverysec {
+		s.wg.Add(1)
+		go s.syncLoop()
+	}
+	if s.opts.SweepInterval > 0 {
+		s.wg.Add(1)
+		go s.sweepLoop()
+	}
+	if s.opts.GCInterval > 0 {
+		s.wg.Add(1)
+		go s.gcLoop()
+	}
+}
+
+// Close drains staged writes, syncs and closes Badger.
+func (s *DB) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(s.stop)
+	s.wg.Wait()
+	var errs []error
+	if !s.started {
+		// Nothing committed the staged writes: do it now.
+		s.commitRound()
+	}
+	if err := s.bdb.Sync(); err != nil {
+		errs = append(errs, fmt.Errorf("close store: sync: %w", err))
+	}
+	if err := s.bdb.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close store: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// Databases is the number of logical databases.
+func (s *DB) Databases() int { return s.opts.Databases }
+
+// Fsync is the store's fsync policy.
+func (s *DB) Fsync() Fsync { return s.opts.Fsync }
+
+// Stats are figures for INFO.
+type Stats struct {
+	Pending   uint64
+	Committed uint64
+	Synced    uint64
+	LSMSize   int64
+	VlogSize  int64
+	LastError error
+}
+
+// Stats reports the committer's progress and Badger's sizes.
+func (s *DB) Stats() Stats {
+	s.omu.RLock()
+	staged := s.staged
+	s.omu.RUnlock()
+	lsm, vlog := s.bdb.Size()
+	st := Stats{
+		Committed: s.committed.Load(),
+		Synced:    s.synced.Load(),
+		LSMSize:   lsm,
+		VlogSize:  vlog,
+	}
+	st.Pending = staged - st.Committed
+	if p := s.failure.Load(); p != nil {
+		st.LastError = *p
+	}
+	return st
+}
+
+// View runs fn with shared access.
+func (s *DB) View(fn func(tx store.Tx) error) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return fn(&tx{s: s, now: s.now()})
+}
+
+// Update runs fn with exclusive access and returns a ticket for its writes.
+func (s *DB) Update(fn func(tx store.Tx) error) (store.Ticket, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if p := s.failure.Load(); p != nil {
+		return nil, fmt.Errorf("%w: %v", store.ErrWrite, *p)
+	}
+	s.backPressure()
+	s.mu.Lock()
+	t := &tx{s: s, now: s.now(), write: true}
+	err := fn(t)
+	s.mu.Unlock()
+	if t.last == 0 {
+		return nil, err
+	}
+	s.poke()
+	if s.opts.Fsync != FsyncAlways {
+		return store.Done{}, err
+	}
+	return ticket{s: s, n: t.last}, err
+}
+
+func (s *DB) poke() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// backPressure waits while too many writes are staged.
+func (s *DB) backPressure() {
+	for {
+		s.omu.RLock()
+		staged := s.staged
+		s.omu.RUnlock()
+		if staged-s.committed.Load() < uint64(s.opts.MaxPending) || !s.started {
+			return
+		}
+		ch := s.progressCh()
+		if staged-s.committed.Load() < uint64(s.opts.MaxPending) {
+			return
+		}
+		select {
+		case <-ch:
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+func (s *DB) progressCh() chan struct{} {
+	s.progMu.Lock()
+	defer s.progMu.Unlock()
+	return s.progress
+}
+
+func (s *DB) announce() {
+	s.progMu.Lock()
+	close(s.progress)
+	s.progress = make(chan struct{})
+	s.progMu.Unlock()
+}
+
+// waitFor blocks until committed (or synced) reaches n.
+func (s *DB) waitFor(ctx context.Context, n uint64, counter *atomic.Uint64) error {
+	for {
+		if counter.Load() >= n {
+			return nil
+		}
+		ch := s.progressCh()
+		if counter.Load() >= n {
+			return nil
+		}
+		if p := s.failure.Load(); p != nil {
+			return fmt.Errorf("%w: %v", store.ErrWrite, *p)
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.stop:
+			if counter.Load() >= n {
+				return nil
+			}
+			if !s.started {
+				return store.ErrClosed
+			}
+			// Close commits everything it can before the committer
+			// stops; wait for that.
+			s.wg.Wait()
+			if counter.Load() >= n {
+				return nil
+			}
+			return store.ErrClosed
+		}
+	}
+}
+
+// drain waits until every staged write is committed to Badger. It must be
+// called with mu held (so nothing new is staged meanwhile).
+func (s *DB) drain() error {
+	s.omu.RLock()
+	n := s.staged
+	s.omu.RUnlock()
+	if s.committed.Load() >= n {
+		return nil
+	}
+	if !s.started {
+		s.commitRound()
+		return nil
+	}
+	s.poke()
+	return s.waitFor(context.Background(), n, &s.committed)
+}
+
+type ticket struct {
+	s *DB
+	n uint64
+}
+
+func (t ticket) Wait(ctx context.Context) error {
+	return t.s.waitFor(ctx, t.n, &t.s.synced)
+}
+
+// stage records a write in the overlay and the batch. Called with mu held.
+func (s *DB) stage(key []byte, val []byte, del bool) uint64 {
+	s.omu.Lock()
+	s.staged++
+	n := s.staged
+	p := pending{val: val, del: del, n: n}
+	if old := s.overlay[string(key)]; old != nil {
+		*old = p
+	} else {
+		pp := p
+		s.overlay[string(key)] = &pp
+	}
+	s.batch = append(s.batch, op{key: string(key), pending: p})
+	s.omu.Unlock()
+	return n
+}
+
+// getRaw reads a Badger key through the overlay. The returned slice must not
+// be modified.
+func (s *DB) getRaw(key []byte) ([]byte, bool, error) {
+	s.omu.RLock()
+	p := s.overlay[string(key)]
+	var val []byte
+	var del bool
+	if p != nil {
+		val, del = p.val, p.del
+	}
+	s.omu.RUnlock()
+	if p != nil {
+		return val, !del, nil
+	}
+	// The overlay missed, so any committed write of key is in Badger now:
+	// a transaction opened after this point sees it.
+	var out []byte
+	err := s.bdb.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(key)
+		if err != nil {
+			return err
+		}
+		out, err = item.ValueCopy(nil)
+		return err
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return out, true, nil
+}
+
+func (s *DB) commitLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.kick:
+			s.commitRound()
+		case <-s.stop:
+			s.commitRound()
+			return
+		}
+	}
+}
+
+// commitRound writes everything staged so far as one Badger batch.
+func (s *DB) commitRound() {
+	for {
+		s.omu.Lock()
+		ops := s.batch
+		s.batch = nil
+		hi := s.staged
+		s.omu.Unlock()
+		if len(ops) == 0 {
+			return
+		}
+		for attempt := 0; ; attempt++ {
+			err := s.write(ops)
+			if err == nil {
+				if p := s.failure.Load(); p != nil {
+					s.log.Info("store writes again")
+					s.failure.Store(nil)
+				}
+				break
+			}
+			if attempt == 0 {
+				s.log.Error("store write failed; refusing writes until it succeeds", zap.Error(err))
+			}
+			s.failure.Store(&err)
+			s.announce()
+			select {
+			case <-s.stop:
+				if attempt > 3 {
+					return
+				}
+			case <-time.After(time.Duration(min(attempt+1, 10)) * 100 * time.Millisecond):
+			}
+		}
+		s.omu.Lock()
+		for i := range ops {
+			if p := s.overlay[ops[i].key]; p != nil && p.n <= hi {
+				delete(s.overlay, ops[i].key)
+			}
+		}
+		s.omu.Unlock()
+		s.committed.Store(hi)
+		if s.opts.Fsync == FsyncAlways {
+			s.synced.Store(hi)
+		}
+		s.announce()
+		select {
+		case <-s.kick:
+		default:
+			return
+		}
+	}
+}
+
+// write applies ops to Badger, the last write of each key winning.
+func (s *DB) write(ops []op) error {
+	seen := make(map[string]struct{}, len(ops))
+	wb := s.bdb.NewWriteBatch()
+	defer wb.Cancel()
+	for i := len(ops) - 1; i >= 0; i-- {
+		o := &ops[i]
+		if _, dup := seen[o.key]; dup {
+			continue
+		}
+		seen[o.key] = struct{}{}
+		var err error
+		if o.del {
+			err = wb.Delete([]byte(o.key))
+		} else {
+			err = wb.Set([]byte(o.key), o.val)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		return err
+	}
+	if s.opts.Fsync == FsyncAlways {
+		return s.bdb.Sync()
+	}
+	return nil
+}
+
+func (s *DB) syncLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			c := s.committed.Load()
+			if err := s.bdb.Sync(); err != nil {
+				s.log.Error("fsync failed", zap.Error(err))
+				continue
+			}
+			s.synced.Store(c)
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+func (s *DB) gcLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.GCInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			for s.bdb.RunValueLogGC(0.5) == nil {
+			}
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+type badgerLogger struct{ l *zap.SugaredLogger }
+
+func (b badgerLogger) Errorf(f string, a ...any)   { b.l.Errorf("badger: "+f, a...) }
+func (b badgerLogger) Warningf(f string, a ...any) { b.l.Warnf("badger: "+f, a...) }
+func (b badgerLogger) Infof(f string, a ...any)    { b.l.Debugf("badger: "+f, a...) }
+func (b badgerLogger) Debugf(f string, a ...any)   {}

@@ -1,0 +1,65 @@
+package badgerdb
+
+import (
+	"encoding/binary"
+
+	"github.com/oncekv/oncekv/store"
+)
+
+// The layout of Badger keys. Every key starts with a one-byte space tag so
+// that each space is one contiguous, byte-ordered range:
+//
+//	'k' db(2) key              → kind(1) expireAt(8) data   the keyspace
+//	'x' db(2) expireAt(8) key  → empty                      the expiry index
+//	'm' name                   → bytes                      server metadata
+const (
+	spaceKeys   = 'k'
+	spaceExpiry = 'x'
+	spaceMeta   = 'm'
+	headerLen   = 9
+)
+
+func dataKey(db int, key []byte) []byte {
+	b := make([]byte, 3+len(key))
+	b[0] = spaceKeys
+	binary.BigEndian.PutUint16(b[1:], uint16(db))
+	copy(b[3:], key)
+	return b
+}
+
+func dbPrefix(space byte, db int) []byte {
+	return []byte{space, byte(db >> 8), byte(db)}
+}
+
+func expiryKey(db int, at int64, key []byte) []byte {
+	b := make([]byte, 11+len(key))
+	b[0] = spaceExpiry
+	binary.BigEndian.PutUint16(b[1:], uint16(db))
+	binary.BigEndian.PutUint64(b[3:], uint64(at))
+	copy(b[11:], key)
+	return b
+}
+
+func metaKey(name string) []byte {
+	return append([]byte{spaceMeta}, name...)
+}
+
+func encodeValue(v store.Value) []byte {
+	b := make([]byte, headerLen+len(v.Data))
+	b[0] = byte(v.Kind)
+	binary.BigEndian.PutUint64(b[1:], uint64(v.ExpireAt))
+	copy(b[headerLen:], v.Data)
+	return b
+}
+
+// decodeValue returns a Value that aliases b.
+func decodeValue(b []byte) (store.Value, bool) {
+	if len(b) < headerLen {
+		return store.Value{}, false
+	}
+	return store.Value{
+		Kind:     store.Kind(b[0]),
+		ExpireAt: int64(binary.BigEndian.Uint64(b[1:])),
+		Data:     b[headerLen:],
+	}, true
+}

@@ -1,0 +1,100 @@
+package badgerdb
+
+import (
+	"encoding/binary"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// sweepBudget bounds one tick of the sweeper, as Redis bounds its active
+// expire cycle to a share of each 100 ms.
+const sweepBudget = 25 * time.Millisecond
+
+func (s *DB) sweepLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.Sweep(sweepBudget)
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+// Sweep deletes expired keys for at most about budget, in rounds of at most
+// SweepKeys keys, each round under the keyspace lock. It returns how many
+// keys it deleted.
+func (s *DB) Sweep(budget time.Duration) int {
+	deadline := time.Now().Add(budget)
+	total := 0
+	for db := 0; db < s.opts.Databases; db++ {
+		for {
+			n, more := s.sweepRound(db)
+			total += n
+			if !more || time.Now().After(deadline) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	return total
+}
+
+// sweepRound deletes up to SweepKeys expired keys of db; more reports that
+// the round was full, so more expired keys may be waiting.
+func (s *DB) sweepRound(db int) (deleted int, more bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.counts[db] == 0 {
+		return 0, false
+	}
+	t := &tx{s: s, now: s.now(), write: true}
+	prefix := dbPrefix(spaceExpiry, db)
+	type cand struct {
+		idx []byte
+		at  int64
+		key []byte
+	}
+	var cands []cand
+	err := s.scanRaw(prefix, prefix, func(raw, _ []byte) (bool, error) {
+		if len(raw) < 11 {
+			return true, nil
+		}
+		at := int64(binary.BigEndian.Uint64(raw[3:11]))
+		if at > t.now {
+			return false, nil
+		}
+		c := cand{idx: append([]byte(nil), raw...), at: at}
+		c.key = c.idx[11:]
+		cands = append(cands, c)
+		return len(cands) < s.opts.SweepKeys, nil
+	})
+	if err != nil {
+		s.log.Warn("sweep: scan expiry index", zap.Error(err))
+		return 0, false
+	}
+	for _, c := range cands {
+		v, raw, ok, err := t.getAny(db, c.key)
+		if err != nil {
+			s.log.Warn("sweep: read key", zap.Error(err))
+			return deleted, false
+		}
+		if ok && v.ExpireAt == c.at {
+			t.remove(db, c.key, raw, v)
+			deleted++
+			continue
+		}
+		// A stale index entry: the key changed deadline or went away.
+		t.stage(c.idx, nil, true)
+	}
+	if t.last != 0 {
+		s.poke()
+	}
+	return deleted, len(cands) == s.opts.SweepKeys
+}

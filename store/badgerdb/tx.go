@@ -1,0 +1,237 @@
+package badgerdb
+
+import (
+	"bytes"
+	"slices"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/oncekv/oncekv/store"
+)
+
+// tx is a transaction over the keyspace; the caller holds s.mu.
+type tx struct {
+	s     *DB
+	now   int64
+	write bool
+	last  uint64 // the number of the last op this tx staged
+}
+
+var _ store.Tx = (*tx)(nil)
+
+func (t *tx) Now() int64 { return t.now }
+
+func (t *tx) checkDB(db int) error {
+	if db < 0 || db >= len(t.s.counts) {
+		return store.ErrBadDB
+	}
+	return nil
+}
+
+// getAny returns the stored value even when it has expired.
+func (t *tx) getAny(db int, key []byte) (store.Value, []byte, bool, error) {
+	raw := dataKey(db, key)
+	b, ok, err := t.s.getRaw(raw)
+	if err != nil || !ok {
+		return store.Value{}, raw, false, err
+	}
+	v, ok := decodeValue(b)
+	return v, raw, ok, nil
+}
+
+func (t *tx) Get(db int, key []byte) (store.Value, bool, error) {
+	if err := t.checkDB(db); err != nil {
+		return store.Value{}, false, err
+	}
+	v, _, ok, err := t.getAny(db, key)
+	if !ok || err != nil || v.Expired(t.now) {
+		return store.Value{}, false, err
+	}
+	return v, true, nil
+}
+
+func (t *tx) stage(key, val []byte, del bool) {
+	t.last = t.s.stage(key, val, del)
+}
+
+func (t *tx) Set(db int, key []byte, v store.Value) error {
+	if !t.write {
+		return store.ErrReadOnly
+	}
+	if err := t.checkDB(db); err != nil {
+		return err
+	}
+	old, raw, existed, err := t.getAny(db, key)
+	if err != nil {
+		return err
+	}
+	if existed && old.ExpireAt != 0 && old.ExpireAt != v.ExpireAt {
+		t.stage(expiryKey(db, old.ExpireAt, key), nil, true)
+		t.s.expiring[db]--
+	}
+	if v.ExpireAt != 0 && (!existed || old.ExpireAt != v.ExpireAt) {
+		t.stage(expiryKey(db, v.ExpireAt, key), []byte{}, false)
+		t.s.expiring[db]++
+	}
+	if !existed {
+		t.s.counts[db]++
+	}
+	t.stage(raw, encodeValue(v), false)
+	return nil
+}
+
+func (t *tx) Delete(db int, key []byte) (bool, error) {
+	if !t.write {
+		return false, store.ErrReadOnly
+	}
+	if err := t.checkDB(db); err != nil {
+		return false, err
+	}
+	old, raw, existed, err := t.getAny(db, key)
+	if err != nil || !existed {
+		return false, err
+	}
+	t.remove(db, key, raw, old)
+	return !old.Expired(t.now), nil
+}
+
+func (t *tx) remove(db int, key, raw []byte, old store.Value) {
+	if old.ExpireAt != 0 {
+		t.stage(expiryKey(db, old.ExpireAt, key), nil, true)
+		t.s.expiring[db]--
+	}
+	t.stage(raw, nil, true)
+	t.s.counts[db]--
+}
+
+func (t *tx) Scan(db int, from []byte, fn func(key []byte, v store.Value) (bool, error)) error {
+	if err := t.checkDB(db); err != nil {
+		return err
+	}
+	prefix := dbPrefix(spaceKeys, db)
+	start := append(slices.Clip(prefix), from...)
+	return t.s.scanRaw(prefix, start, func(raw, val []byte) (bool, error) {
+		v, ok := decodeValue(val)
+		if !ok || v.Expired(t.now) {
+			return true, nil
+		}
+		return fn(raw[len(prefix):], v)
+	})
+}
+
+func (t *tx) Len(db int) int {
+	if db < 0 || db >= len(t.s.counts) {
+		return 0
+	}
+	return t.s.counts[db]
+}
+
+func (t *tx) Expiring(db int) int {
+	if db < 0 || db >= len(t.s.expiring) {
+		return 0
+	}
+	return t.s.expiring[db]
+}
+
+func (t *tx) Flush(db int) error {
+	if !t.write {
+		return store.ErrReadOnly
+	}
+	if err := t.checkDB(db); err != nil {
+		return err
+	}
+	if err := t.s.drain(); err != nil {
+		return err
+	}
+	if err := t.s.bdb.DropPrefix(dbPrefix(spaceKeys, db), dbPrefix(spaceExpiry, db)); err != nil {
+		return err
+	}
+	t.s.counts[db] = 0
+	t.s.expiring[db] = 0
+	return nil
+}
+
+func (t *tx) Meta(name string) ([]byte, error) {
+	b, ok, err := t.s.getRaw(metaKey(name))
+	if !ok {
+		return nil, err
+	}
+	return bytes.Clone(b), err
+}
+
+func (t *tx) SetMeta(name string, value []byte) error {
+	if !t.write {
+		return store.ErrReadOnly
+	}
+	t.stage(metaKey(name), bytes.Clone(value), false)
+	return nil
+}
+
+// scanRaw visits the Badger keys with prefix from start on, merged with the
+// overlay (which wins), skipping deleted keys. The slices passed to fn are
+// valid only during the call.
+func (s *DB) scanRaw(prefix, start []byte, fn func(raw, val []byte) (bool, error)) error {
+	// Snapshot the overlay first: anything that leaves it afterwards has
+	// been committed, so the Badger iterator opened below sees it.
+	type kv struct {
+		key string
+		p   pending
+	}
+	var over []kv
+	s.omu.RLock()
+	for k, p := range s.overlay {
+		if len(k) >= len(prefix) && k[:len(prefix)] == string(prefix) && k >= string(start) {
+			over = append(over, kv{k, *p})
+		}
+	}
+	s.omu.RUnlock()
+	slices.SortFunc(over, func(a, b kv) int {
+		if a.key < b.key {
+			return -1
+		}
+		if a.key > b.key {
+			return 1
+		}
+		return 0
+	})
+	return s.bdb.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
+		defer it.Close()
+		it.Seek(start)
+		i := 0
+		for {
+			var bkey []byte
+			if it.Valid() {
+				bkey = it.Item().Key()
+			}
+			if bkey == nil && i >= len(over) {
+				return nil
+			}
+			useOver := i < len(over) && (bkey == nil || over[i].key <= string(bkey))
+			if useOver {
+				o := over[i]
+				i++
+				if bkey != nil && o.key == string(bkey) {
+					it.Next()
+				}
+				if o.p.del {
+					continue
+				}
+				more, err := fn([]byte(o.key), o.p.val)
+				if err != nil || !more {
+					return err
+				}
+				continue
+			}
+			val, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			more, err := fn(bkey, val)
+			if err != nil || !more {
+				return err
+			}
+			it.Next()
+		}
+	})
+}

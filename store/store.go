@@ -1,0 +1,110 @@
+// Package store defines the keyspace that commands run against: numbered
+// logical databases of binary keys, each holding one typed value with an
+// optional deadline in Unix milliseconds.
+//
+// A Store promises:
+//
+//   - Update runs its function with exclusive access to the whole keyspace, so
+//     a read-modify-write of any number of keys is atomic (KV-1, MULTI/EXEC).
+//     View runs with shared access: any number of Views run at once, never
+//     beside an Update.
+//   - No read ever returns a value past its deadline (KV-4); expired keys are
+//     removed in the background by a sweeper.
+//   - Scan visits keys in byte order (KV-7).
+//   - A write is visible to every later transaction as soon as Update
+//     returns; it is durable once the returned Ticket is done, according to
+//     the store's fsync policy (KV-6).
+//
+// It does not promise that a write is durable when Update returns: wait on
+// the Ticket before acknowledging it to a client.
+package store
+
+import "context"
+
+// Kind is the type of the value a key holds.
+type Kind byte
+
+// The kinds of value a key can hold. Their byte values are persisted.
+const (
+	KindString Kind = 's'
+	KindOnce   Kind = 'o'
+)
+
+// String returns the name TYPE answers for the kind.
+func (k Kind) String() string {
+	switch k {
+	case KindString:
+		return "string"
+	case KindOnce:
+		return "once"
+	}
+	return "none"
+}
+
+// Value is what a key holds.
+type Value struct {
+	Kind Kind
+	// Data is the payload; callers must not modify a slice returned by Get.
+	Data []byte
+	// ExpireAt is the deadline in Unix milliseconds; 0 means no deadline.
+	ExpireAt int64
+}
+
+// Expired reports whether v is past its deadline at now (Unix ms).
+func (v Value) Expired(now int64) bool {
+	return v.ExpireAt != 0 && v.ExpireAt <= now
+}
+
+// Tx is access to the keyspace inside View or Update.
+type Tx interface {
+	// Now is the transaction's clock in Unix milliseconds, fixed for its
+	// whole run so that a MULTI block sees one instant.
+	Now() int64
+	// Get returns the live value of key in db.
+	Get(db int, key []byte) (Value, bool, error)
+	// Set stores v under key, replacing any value.
+	Set(db int, key []byte, v Value) error
+	// Delete removes key and reports whether a live value was there.
+	Delete(db int, key []byte) (bool, error)
+	// Scan calls fn for each live key >= from in byte order until fn
+	// returns false or an error.
+	Scan(db int, from []byte, fn func(key []byte, v Value) (bool, error)) error
+	// Len is the number of keys in db, counting expired keys that the
+	// sweeper has not removed yet (as Redis's DBSIZE does).
+	Len(db int) int
+	// Expiring is the number of keys of db that have a deadline.
+	Expiring(db int) int
+	// Flush removes every key of db.
+	Flush(db int) error
+	// Meta reads a named server-wide record (e.g. a persisted counter).
+	Meta(name string) ([]byte, error)
+	// SetMeta writes a named server-wide record.
+	SetMeta(name string, value []byte) error
+}
+
+// Ticket tells when the writes of one Update are durable.
+type Ticket interface {
+	// Wait blocks until the writes are durable under the store's fsync
+	// policy, or the store failed to make them so.
+	Wait(ctx context.Context) error
+}
+
+// Store is a keyspace of numbered databases.
+type Store interface {
+	// View runs fn with shared, read-only access.
+	View(fn func(tx Tx) error) error
+	// Update runs fn with exclusive access. The ticket is nil when fn wrote
+	// nothing.
+	Update(fn func(tx Tx) error) (Ticket, error)
+	// Databases is the number of logical databases.
+	Databases() int
+	// Close stops background work, makes every write durable and closes
+	// the storage.
+	Close() error
+}
+
+// Done is a Ticket that is already durable.
+type Done struct{}
+
+// Wait returns at once.
+func (Done) Wait(context.Context) error { return nil }
