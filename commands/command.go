@@ -1,7 +1,575 @@
 package commands
 
-// commandCommands is the COMMAND family (COUNT, INFO, DOCS, LIST, GETKEYS).
-func commandCommands() []*Command { return nil }
+import (
+	"sort"
+	"strings"
+
+	"github.com/oncekv/oncekv/resp"
+)
+
+// commandCommands is the COMMAND family (COUNT, INFO, DOCS, LIST, GETKEYS),
+// which describes the command table to clients in Redis 7.0's formats.
+func commandCommands() []*Command {
+	sub := func(name string, arity int, run Handler) *Command {
+		return &Command{Name: "command|" + name, Arity: arity, Flags: Loading | Stale,
+			Categories: []string{"slow", "connection"}, Run: run}
+	}
+	return []*Command{{
+		Name: "command", Arity: -1, Flags: Loading | Stale,
+		Categories: []string{"slow", "connection"}, Run: commandAllCmd,
+		Subcommands: []*Command{
+			sub("count", 2, commandCountCmd),
+			sub("docs", -2, commandDocsCmd),
+			sub("getkeys", -4, commandGetKeysCmd(false)),
+			sub("getkeysandflags", -4, commandGetKeysCmd(true)),
+			sub("help", 2, commandHelpCmd),
+			sub("info", -2, commandInfoCmd),
+			sub("list", -2, commandListCmd),
+		},
+	}}
+}
 
 // attachDocs fills each command's Doc from the docs table.
-func (t *Table) attachDocs() {}
+func (t *Table) attachDocs() {
+	var attach func(c *Command)
+	attach = func(c *Command) {
+		if c.Doc.Summary == "" {
+			if d, ok := docs[strings.ToLower(c.Name)]; ok {
+				c.Doc = d
+			}
+		}
+		for _, s := range c.Subcommands {
+			attach(s)
+		}
+	}
+	for _, c := range t.cmds {
+		attach(c)
+	}
+}
+
+// sorted returns the table's commands by name.
+func (t *Table) sorted() []*Command {
+	all := t.All()
+	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	return all
+}
+
+// byFullName finds a command or subcommand by its full name
+// ("get", "client|kill"), in any case.
+func (t *Table) byFullName(name []byte) *Command {
+	container, sub, isSub := strings.Cut(strings.ToLower(string(name)), "|")
+	c := t.Lookup([]byte(container))
+	if c == nil || !isSub {
+		return c
+	}
+	if strings.Contains(sub, "|") {
+		return nil
+	}
+	return c.sub([]byte(sub))
+}
+
+// forArgs finds the command that a full command line runs, as GETKEYS
+// does: the subcommand of a container when one is given, nil when unknown.
+func (t *Table) forArgs(args [][]byte) *Command {
+	c := t.Lookup(args[0])
+	if c == nil || len(c.Subcommands) == 0 || len(args) == 1 {
+		return c
+	}
+	return c.sub(args[1])
+}
+
+// COMMAND: every command's info.
+func commandAllCmd(x *Ctx) {
+	all := x.S.table.sorted()
+	x.W.Array(len(all))
+	for _, c := range all {
+		writeCommandInfo(x.W, c)
+	}
+}
+
+func commandCountCmd(x *Ctx) { x.W.Int(int64(x.S.table.Len())) }
+
+func commandInfoCmd(x *Ctx) {
+	if len(x.Args) == 2 {
+		commandAllCmd(x)
+		return
+	}
+	names := x.Args[2:]
+	x.W.Array(len(names))
+	for _, n := range names {
+		if c := x.S.table.byFullName(n); c != nil {
+			writeCommandInfo(x.W, c)
+		} else {
+			x.W.Null()
+		}
+	}
+}
+
+func commandDocsCmd(x *Ctx) {
+	var found []*Command
+	if len(x.Args) == 2 {
+		found = x.S.table.sorted()
+	} else {
+		for _, n := range x.Args[2:] {
+			if c := x.S.table.byFullName(n); c != nil {
+				found = append(found, c)
+			}
+		}
+	}
+	x.W.Map(len(found))
+	for _, c := range found {
+		x.W.BulkString(c.Name)
+		writeCommandDoc(x.W, c)
+	}
+}
+
+// COMMAND LIST [FILTERBY MODULE name|ACLCAT category|PATTERN pattern]
+func commandListCmd(x *Ctx) {
+	keep := func(*Command) bool { return true }
+	switch {
+	case len(x.Args) == 2:
+	case len(x.Args) == 5 && eq(x.Args[2], "filterby"):
+		value := x.Args[4]
+		switch {
+		case eq(x.Args[3], "module"):
+			keep = func(*Command) bool { return false } // no modules here
+		case eq(x.Args[3], "aclcat"):
+			keep = func(c *Command) bool {
+				for _, cat := range c.Categories {
+					if strings.EqualFold(cat, string(value)) {
+						return true
+					}
+				}
+				return false
+			}
+		case eq(x.Args[3], "pattern"):
+			pattern := []byte(strings.ToLower(string(value)))
+			keep = func(c *Command) bool { return globMatch(pattern, []byte(c.Name)) }
+		default:
+			x.Fail(ErrSyntax)
+			return
+		}
+	default:
+		x.Fail(ErrSyntax)
+		return
+	}
+	var names []string
+	for _, c := range x.S.table.sorted() {
+		if keep(c) {
+			names = append(names, c.Name)
+		}
+		for _, s := range c.Subcommands {
+			if keep(s) {
+				names = append(names, s.Name)
+			}
+		}
+	}
+	x.W.Array(len(names))
+	for _, n := range names {
+		x.W.BulkString(n)
+	}
+}
+
+// COMMAND GETKEYS / GETKEYSANDFLAGS command [arg ...]
+func commandGetKeysCmd(withFlags bool) Handler {
+	return func(x *Ctx) {
+		args := x.Args[2:]
+		c := x.S.table.forArgs(args)
+		switch {
+		case c == nil:
+			x.W.Error("ERR Invalid command specified")
+			return
+		case c.FirstKey <= 0:
+			x.W.Error("ERR The command has no key arguments")
+			return
+		case !arityOK(c.Arity, len(args)):
+			x.W.Error("ERR Invalid number of arguments specified for command")
+			return
+		}
+		pos := keyPositions(c, len(args))
+		if len(pos) == 0 {
+			if c.Flags&NoMandatoryKeys != 0 {
+				x.W.Array(0)
+			} else {
+				x.W.Error("ERR Invalid arguments specified for command")
+			}
+			return
+		}
+		specs := keySpecs(c)
+		x.W.Array(len(pos))
+		for _, p := range pos {
+			if !withFlags {
+				x.W.Bulk(args[p])
+				continue
+			}
+			x.W.Array(2)
+			x.W.Bulk(args[p])
+			writeSimpleSet(x.W, specs[specOf(c, p)].flags)
+		}
+	}
+}
+
+func commandHelpCmd(x *Ctx) {
+	lines := []string{
+		"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"(no subcommand)",
+		"    Return the details of every command.",
+		"COUNT",
+		"    Return the number of commands.",
+		"LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
+		"    Return the names of the commands and subcommands, optionally filtered.",
+		"INFO [<command-name> ...]",
+		"    Return the details of the given commands, or of every command when",
+		"    none is given.",
+		"DOCS [<command-name> ...]",
+		"    Return the documentation of the given commands, or of every command",
+		"    when none is given.",
+		"GETKEYS <full-command>",
+		"    Return the key names of a full command.",
+		"GETKEYSANDFLAGS <full-command>",
+		"    Return the key names of a full command with their access flags.",
+		"HELP",
+		"    Print this help.",
+	}
+	x.W.Array(len(lines))
+	for _, l := range lines {
+		x.W.Simple(l)
+	}
+}
+
+// keyPositions lists the indexes of the key arguments in a command line
+// of argc arguments (counting the name).
+func keyPositions(c *Command, argc int) []int {
+	if c.FirstKey <= 0 {
+		return nil
+	}
+	last := c.LastKey
+	if last < 0 {
+		last += argc
+	}
+	var pos []int
+	for i := c.FirstKey; i <= last && i < argc; i += keyStep(c) {
+		pos = append(pos, i)
+	}
+	return pos
+}
+
+func keyStep(c *Command) int {
+	if c.Step <= 0 {
+		return 1
+	}
+	return c.Step
+}
+
+// keySpec is a Redis 7 key specification in its two simplest forms: one
+// key at a fixed index, or a range of keys from an index to an offset
+// from the end.
+type keySpec struct {
+	flags   []string
+	index   int
+	lastKey int // 0: the key at index only; negative: from the end
+	keyStep int
+}
+
+// keySpecs derives the key specifications of c from FirstKey, LastKey and
+// Step: one range spec when the keys run to the end of the arguments, else
+// one spec per key position (as Redis has for RENAME: source, then
+// destination). Arguments documented as keys refer to these by index.
+func keySpecs(c *Command) []keySpec {
+	if c.FirstKey <= 0 {
+		return nil
+	}
+	if c.LastKey < 0 {
+		return []keySpec{{flags: keySpecFlagsOf(c, 0), index: c.FirstKey, lastKey: c.LastKey, keyStep: keyStep(c)}}
+	}
+	var specs []keySpec
+	for i, p := 0, c.FirstKey; p <= c.LastKey || i == 0; i, p = i+1, p+keyStep(c) {
+		specs = append(specs, keySpec{flags: keySpecFlagsOf(c, i), index: p, keyStep: 1})
+	}
+	return specs
+}
+
+// specOf is the index of the key spec that covers argument p.
+func specOf(c *Command, p int) int {
+	if c.LastKey < 0 {
+		return 0
+	}
+	return (p - c.FirstKey) / keyStep(c)
+}
+
+// keySpecFlags are the flags of key specs where the defaults (RW ACCESS
+// UPDATE for write commands, RO ACCESS for read-only ones, RO for the
+// others) say less than Redis does; one list per spec.
+var keySpecFlags = map[string][][]string{
+	"set":           {{"RW", "access", "update", "variable_flags"}},
+	"setnx":         {{"OW", "insert"}},
+	"setex":         {{"OW", "update"}},
+	"psetex":        {{"OW", "update"}},
+	"getdel":        {{"RW", "access", "delete"}},
+	"mset":          {{"OW", "update"}},
+	"msetnx":        {{"OW", "insert"}},
+	"append":        {{"RW", "insert"}},
+	"strlen":        {{"RO"}},
+	"setrange":      {{"RW", "update"}},
+	"del":           {{"RM", "delete"}},
+	"unlink":        {{"RM", "delete"}},
+	"exists":        {{"RO"}},
+	"expire":        {{"RW", "update"}},
+	"pexpire":       {{"RW", "update"}},
+	"expireat":      {{"RW", "update"}},
+	"pexpireat":     {{"RW", "update"}},
+	"persist":       {{"RW", "update"}},
+	"type":          {{"RO"}},
+	"touch":         {{"RO"}},
+	"rename":        {{"RW", "access", "delete"}, {"OW", "update"}},
+	"renamenx":      {{"RW", "access", "delete"}, {"OW", "insert"}},
+	"once.claim":    {{"RW", "access", "insert"}},
+	"once.complete": {{"RW", "update"}},
+	"once.abort":    {{"RW", "delete"}},
+	"once.extend":   {{"RW", "update"}},
+}
+
+func keySpecFlagsOf(c *Command, i int) []string {
+	if f, ok := keySpecFlags[c.Name]; ok && i < len(f) {
+		return f[i]
+	}
+	switch {
+	case c.Flags&Write != 0:
+		return []string{"RW", "access", "update"}
+	case c.Flags&ReadOnly != 0:
+		return []string{"RO", "access"}
+	}
+	return []string{"RO"}
+}
+
+// commandTips are the hints about the reply that Redis 7 gives for these
+// commands in COMMAND INFO.
+var commandTips = map[string][]string{
+	"mget":         {"request_policy:multi_shard"},
+	"mset":         {"request_policy:multi_shard", "response_policy:all_succeeded"},
+	"msetnx":       {"request_policy:multi_shard", "response_policy:agg_min"},
+	"del":          {"request_policy:multi_shard", "response_policy:agg_sum"},
+	"unlink":       {"request_policy:multi_shard", "response_policy:agg_sum"},
+	"exists":       {"request_policy:multi_shard", "response_policy:agg_sum"},
+	"touch":        {"request_policy:multi_shard", "response_policy:agg_sum"},
+	"ttl":          {"nondeterministic_output"},
+	"pttl":         {"nondeterministic_output"},
+	"keys":         {"request_policy:all_shards", "nondeterministic_output_order"},
+	"scan":         {"nondeterministic_output", "request_policy:special"},
+	"randomkey":    {"request_policy:all_shards", "nondeterministic_output"},
+	"ping":         {"request_policy:all_shards", "response_policy:all_succeeded"},
+	"info":         {"nondeterministic_output", "request_policy:all_shards", "response_policy:special"},
+	"dbsize":       {"request_policy:all_shards", "response_policy:agg_sum"},
+	"flushdb":      {"request_policy:all_shards", "response_policy:all_succeeded"},
+	"flushall":     {"request_policy:all_shards", "response_policy:all_succeeded"},
+	"time":         {"nondeterministic_output"},
+	"lastsave":     {"nondeterministic_output"},
+	"config|set":   {"request_policy:all_nodes", "response_policy:all_succeeded"},
+	"client|info":  {"nondeterministic_output"},
+	"client|list":  {"nondeterministic_output"},
+	"command":      {"nondeterministic_output_order"},
+	"command|docs": {"nondeterministic_output_order"},
+	"command|info": {"nondeterministic_output_order"},
+	"command|list": {"nondeterministic_output_order"},
+	"once.claim":   {"nondeterministic_output"},
+	"once.wait":    {"nondeterministic_output"},
+	"once.status":  {"nondeterministic_output"},
+}
+
+// noMultiListed are the commands that Redis 7.0 lists as "no_multi". The
+// flag also marks commands that MULTI runs at once (MULTI, EXEC, WATCH…),
+// which Redis does not list.
+var noMultiListed = map[string]bool{"shutdown": true, "save": true}
+
+func infoFlags(c *Command) []string {
+	var out []string
+	for _, n := range c.Flags.Names() {
+		if n == "no_multi" && !noMultiListed[c.Name] {
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// writeCommandInfo writes c's COMMAND INFO entry: name, arity, flags,
+// first key, last key, step, ACL categories, tips, key specs, subcommands.
+func writeCommandInfo(w *resp.Writer, c *Command) {
+	w.Array(10)
+	w.BulkString(c.Name)
+	w.Int(int64(c.Arity))
+	writeSimpleSet(w, infoFlags(c))
+	if c.FirstKey > 0 {
+		w.Int(int64(c.FirstKey))
+		w.Int(int64(c.LastKey))
+		w.Int(int64(keyStep(c)))
+	} else {
+		w.Int(0)
+		w.Int(0)
+		w.Int(0)
+	}
+	w.Set(len(c.Categories))
+	for _, cat := range c.Categories {
+		w.Simple("@" + cat)
+	}
+	tips := commandTips[c.Name]
+	w.Set(len(tips))
+	for _, t := range tips {
+		w.BulkString(t)
+	}
+	specs := keySpecs(c)
+	w.Set(len(specs))
+	for _, s := range specs {
+		writeKeySpec(w, s)
+	}
+	if len(c.Subcommands) == 0 {
+		w.Set(0) // as Redis 7.0 writes it
+		return
+	}
+	w.Array(len(c.Subcommands))
+	for _, s := range c.Subcommands {
+		writeCommandInfo(w, s)
+	}
+}
+
+func writeKeySpec(w *resp.Writer, s keySpec) {
+	w.Map(3)
+	w.BulkString("flags")
+	writeSimpleSet(w, s.flags)
+	w.BulkString("begin_search")
+	w.Map(2)
+	w.BulkString("type")
+	w.BulkString("index")
+	w.BulkString("spec")
+	w.Map(1)
+	w.BulkString("index")
+	w.Int(int64(s.index))
+	w.BulkString("find_keys")
+	w.Map(2)
+	w.BulkString("type")
+	w.BulkString("range")
+	w.BulkString("spec")
+	w.Map(3)
+	w.BulkString("lastkey")
+	w.Int(int64(s.lastKey))
+	w.BulkString("keystep")
+	w.Int(int64(s.keyStep))
+	w.BulkString("limit")
+	w.Int(0)
+}
+
+func writeSimpleSet(w *resp.Writer, items []string) {
+	w.Set(len(items))
+	for _, s := range items {
+		w.Simple(s)
+	}
+}
+
+// writeCommandDoc writes c's COMMAND DOCS map. Summary and group are always
+// there: redis-cli reads them for every command it lists.
+func writeCommandDoc(w *resp.Writer, c *Command) {
+	d := c.Doc
+	group := d.Group
+	if group == "" {
+		group = "generic"
+	}
+	dep, deprecated := deprecatedDocs[c.Name]
+	n := 2
+	if d.Since != "" {
+		n++
+	}
+	if d.Complexity != "" {
+		n++
+	}
+	if deprecated {
+		n += 3
+	}
+	if len(d.Args) > 0 {
+		n++
+	}
+	if len(c.Subcommands) > 0 {
+		n++
+	}
+	w.Map(n)
+	w.BulkString("summary")
+	w.BulkString(d.Summary)
+	if d.Since != "" {
+		w.BulkString("since")
+		w.BulkString(d.Since)
+	}
+	w.BulkString("group")
+	w.BulkString(group)
+	if d.Complexity != "" {
+		w.BulkString("complexity")
+		w.BulkString(d.Complexity)
+	}
+	if deprecated {
+		w.BulkString("doc_flags")
+		writeSimpleSet(w, []string{"deprecated"})
+		w.BulkString("deprecated_since")
+		w.BulkString(dep.since)
+		w.BulkString("replaced_by")
+		w.BulkString(dep.replacedBy)
+	}
+	if len(d.Args) > 0 {
+		w.BulkString("arguments")
+		writeDocArgs(w, d.Args)
+	}
+	if len(c.Subcommands) > 0 {
+		w.BulkString("subcommands")
+		w.Map(len(c.Subcommands))
+		for _, s := range c.Subcommands {
+			w.BulkString(s.Name)
+			writeCommandDoc(w, s)
+		}
+	}
+}
+
+func writeDocArgs(w *resp.Writer, args []Arg) {
+	w.Array(len(args))
+	for _, a := range args {
+		writeDocArg(w, a)
+	}
+}
+
+func writeDocArg(w *resp.Writer, a Arg) {
+	var flags []string
+	if a.Optional {
+		flags = append(flags, "optional")
+	}
+	if a.Multiple {
+		flags = append(flags, "multiple")
+	}
+	if a.MultipleToken {
+		flags = append(flags, "multiple_token")
+	}
+	isKey := a.Type == ArgKey
+	nested := a.Type == ArgOneOf || a.Type == ArgBlock
+	n := 2
+	for _, b := range []bool{isKey, a.Token != "", len(flags) > 0, nested} {
+		if b {
+			n++
+		}
+	}
+	w.Map(n)
+	w.BulkString("name")
+	w.BulkString(a.Name)
+	w.BulkString("type")
+	w.BulkString(string(a.Type))
+	if isKey {
+		w.BulkString("key_spec_index")
+		w.Int(int64(a.KeySpec))
+	}
+	if a.Token != "" {
+		w.BulkString("token")
+		w.BulkString(a.Token)
+	}
+	if len(flags) > 0 {
+		w.BulkString("flags")
+		writeSimpleSet(w, flags)
+	}
+	if nested {
+		w.BulkString("arguments")
+		writeDocArgs(w, a.Args)
+	}
+}

@@ -15,6 +15,10 @@ func connCommands() []*Command {
 	sub := func(name string, arity int, flags Flags, run Handler) *Command {
 		return &Command{Name: "client|" + name, Arity: arity, Flags: flags | base, Categories: conn("slow"), Run: run}
 	}
+	admin := func(c *Command) *Command {
+		c.Categories = []string{"admin", "slow", "dangerous", "connection"}
+		return c
+	}
 	return []*Command{
 		{Name: "ping", Arity: -1, Flags: Fast, Categories: conn("fast"), Run: pingCmd},
 		{Name: "echo", Arity: 2, Flags: Fast, Categories: conn("fast"), Run: echoCmd},
@@ -29,9 +33,9 @@ func connCommands() []*Command {
 			sub("id", 2, 0, clientID),
 			sub("setinfo", 4, 0, clientSetinfo),
 			sub("info", 2, 0, clientInfo),
-			sub("list", -2, Admin, clientList),
-			sub("kill", -3, Admin, clientKill),
-			sub("no-evict", 3, Admin, clientOnOff),
+			admin(sub("list", -2, Admin, clientList)),
+			admin(sub("kill", -3, Admin, clientKill)),
+			admin(sub("no-evict", 3, Admin, clientOnOff)),
 			sub("no-touch", 3, 0, clientOnOff),
 			sub("reply", 3, 0, clientReply),
 			sub("help", 2, Loading|Stale, clientHelp),

@@ -166,7 +166,7 @@ func (s *Server) resolve(args [][]byte) (*Command, string) {
 	if !arityOK(cmd.Arity, len(args)) {
 		return nil, "ERR wrong number of arguments for '" + cmd.Name + "' command"
 	}
-	if len(cmd.Subcommands) > 0 {
+	if len(cmd.Subcommands) > 0 && len(args) > 1 {
 		sub := cmd.sub(args[1])
 		if sub == nil {
 			return nil, "ERR unknown subcommand '" + truncate(string(args[1]), 128) +

@@ -550,17 +550,21 @@ func (s *DB) commitRound() {
 	}
 }
 
-// write applies ops to Badger, the last write of each key winning.
+// write applies ops to Badger in staging order, keeping only the last
+// write of each key. Badger's log is append-only, so a crash loses a
+// suffix of what was written, never a middle part.
 func (s *DB) write(ops []op) error {
-	seen := make(map[string]struct{}, len(ops))
+	last := make(map[string]int, len(ops))
+	for i := range ops {
+		last[ops[i].key] = i
+	}
 	wb := s.bdb.NewWriteBatch()
 	defer wb.Cancel()
-	for i := len(ops) - 1; i >= 0; i-- {
+	for i := range ops {
 		o := &ops[i]
-		if _, dup := seen[o.key]; dup {
+		if last[o.key] != i {
 			continue
 		}
-		seen[o.key] = struct{}{}
 		var err error
 		if o.del {
 			err = wb.Delete([]byte(o.key))

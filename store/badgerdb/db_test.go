@@ -1,0 +1,309 @@
+package badgerdb
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/oncekv/oncekv/store"
+)
+
+// open returns a started store in dir with a controllable clock.
+func open(tb testing.TB, dir string, fsync Fsync, clock *atomic.Int64) *DB {
+	tb.Helper()
+	opts := DefaultOptions(dir)
+	opts.Fsync = fsync
+	opts.SweepInterval = 0 // tests call Sweep themselves
+	opts.GCInterval = 0
+	if clock != nil {
+		opts.Clock = clock.Load
+	}
+	s, err := Open(opts)
+	if err != nil {
+		tb.Fatalf("open: %v", err)
+	}
+	s.Start()
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+func str(data string, at int64) store.Value {
+	return store.Value{Kind: store.KindString, Data: []byte(data), ExpireAt: at}
+}
+
+func set(tb testing.TB, s *DB, db int, key string, v store.Value) {
+	tb.Helper()
+	t, err := s.Update(func(tx store.Tx) error { return tx.Set(db, []byte(key), v) })
+	if err != nil {
+		tb.Fatalf("set %s: %v", key, err)
+	}
+	if err := t.Wait(context.Background()); err != nil {
+		tb.Fatalf("wait %s: %v", key, err)
+	}
+}
+
+func get(tb testing.TB, s *DB, db int, key string) (string, bool) {
+	tb.Helper()
+	var out string
+	var found bool
+	err := s.View(func(tx store.Tx) error {
+		v, ok, err := tx.Get(db, []byte(key))
+		out, found = string(v.Data), ok
+		return err
+	})
+	if err != nil {
+		tb.Fatalf("get %s: %v", key, err)
+	}
+	return out, found
+}
+
+func keys(tb testing.TB, s *DB, db int, from string) []string {
+	tb.Helper()
+	var out []string
+	err := s.View(func(tx store.Tx) error {
+		return tx.Scan(db, []byte(from), func(k []byte, _ store.Value) (bool, error) {
+			out = append(out, string(k))
+			return true, nil
+		})
+	})
+	if err != nil {
+		tb.Fatalf("scan: %v", err)
+	}
+	return out
+}
+
+func TestSetGetDeleteAcrossCommit(t *testing.T) {
+	s := open(t, t.TempDir(), FsyncEverysec, nil)
+	set(t, s, 0, "a", str("1", 0))
+	if v, ok := get(t, s, 0, "a"); !ok || v != "1" {
+		t.Fatalf("get a = %q %v", v, ok)
+	}
+	// Wait until the committer has applied it, so the read goes to Badger.
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := get(t, s, 0, "a"); !ok || v != "1" {
+		t.Fatalf("after commit: get a = %q %v", v, ok)
+	}
+	if _, err := s.Update(func(tx store.Tx) error {
+		ok, err := tx.Delete(0, []byte("a"))
+		if !ok {
+			t.Errorf("delete reported no key")
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := get(t, s, 0, "a"); ok {
+		t.Fatal("a survived DEL")
+	}
+}
+
+func (s *DB) drainForTest() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.drain()
+}
+
+// TestScanMergesOverlay checks KV-7's byte order over keys that are partly
+// committed, partly staged, some deleted while staged.
+func TestScanMergesOverlay(t *testing.T) {
+	s := open(t, t.TempDir(), FsyncEverysec, nil)
+	for i := 0; i < 50; i += 2 {
+		set(t, s, 0, fmt.Sprintf("k%03d", i), str("x", 0))
+	}
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	// Stage odd keys and delete every fourth even one without letting the
+	// committer run: hold omu's batch by writing under the keyspace lock.
+	s.mu.Lock()
+	tx := &tx{s: s, now: s.now(), write: true}
+	for i := 1; i < 50; i += 2 {
+		if err := tx.Set(0, []byte(fmt.Sprintf("k%03d", i)), str("y", 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 50; i += 4 {
+		if _, err := tx.Delete(0, []byte(fmt.Sprintf("k%03d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.mu.Unlock()
+	var want []string
+	for i := 0; i < 50; i++ {
+		if i%4 == 0 {
+			continue
+		}
+		want = append(want, fmt.Sprintf("k%03d", i))
+	}
+	got := keys(t, s, 0, "")
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("scan:\n got %v\nwant %v", got, want)
+	}
+	if got := keys(t, s, 0, "k040"); got[0] != "k041" || len(got) != 7 {
+		t.Fatalf("scan from k040 = %v", got)
+	}
+	if n := s.counts[0]; n != len(want) {
+		t.Fatalf("count = %d, want %d", n, len(want))
+	}
+}
+
+// TestExpiry checks KV-4: an expired key is invisible at once and the
+// sweeper deletes it (DBSIZE falls) without anyone reading it.
+func TestExpiry(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(1_000_000)
+	s := open(t, t.TempDir(), FsyncEverysec, &clock)
+	for i := 0; i < 300; i++ {
+		set(t, s, 0, "tmp"+strconv.Itoa(i), str("v", 1_000_100))
+	}
+	set(t, s, 0, "keep", str("v", 0))
+	set(t, s, 0, "later", str("v", 2_000_000))
+	if _, ok := get(t, s, 0, "tmp1"); !ok {
+		t.Fatal("tmp1 missing before its deadline")
+	}
+	clock.Store(1_000_100)
+	if _, ok := get(t, s, 0, "tmp1"); ok {
+		t.Fatal("tmp1 visible at its deadline")
+	}
+	if got := keys(t, s, 0, ""); len(got) != 2 {
+		t.Fatalf("scan shows expired keys: %v", got)
+	}
+	if n := s.counts[0]; n != 302 {
+		t.Fatalf("before sweep count = %d", n)
+	}
+	deleted := 0
+	for i := 0; i < 100 && deleted < 300; i++ {
+		deleted += s.Sweep(time.Second)
+	}
+	if deleted != 300 || s.counts[0] != 2 || s.expiring[0] != 1 {
+		t.Fatalf("swept %d, count %d, expiring %d", deleted, s.counts[0], s.expiring[0])
+	}
+}
+
+func TestRestartKeepsDataAndDeadlines(t *testing.T) {
+	dir := t.TempDir()
+	opts := DefaultOptions(dir)
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	far := time.Now().Add(time.Hour).UnixMilli()
+	bin := "\x00\xff\r\nkey"
+	set(t, s, 3, bin, str("val\x00", far))
+	set(t, s, 0, "plain", str("p", 0))
+	if _, err := s.Update(func(tx store.Tx) error { return tx.SetMeta("counter", []byte("42")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, dir, FsyncEverysec, nil)
+	err = s2.View(func(tx store.Tx) error {
+		v, ok, err := tx.Get(3, []byte(bin))
+		if err != nil || !ok || string(v.Data) != "val\x00" || v.ExpireAt != far {
+			t.Errorf("binary key after restart: %+v %v %v", v, ok, err)
+		}
+		if tx.Len(3) != 1 || tx.Len(0) != 1 || tx.Expiring(3) != 1 {
+			t.Errorf("counts after restart: %d %d %d", tx.Len(3), tx.Len(0), tx.Expiring(3))
+		}
+		m, err := tx.Meta("counter")
+		if string(m) != "42" || err != nil {
+			t.Errorf("meta = %q %v", m, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAtomicIncrement checks KV-1 at the store level: concurrent
+// read-modify-writes in Update never lose an increment.
+func TestAtomicIncrement(t *testing.T) {
+	for _, fsync := range []Fsync{FsyncEverysec, FsyncAlways} {
+		t.Run(fsync.String(), func(t *testing.T) {
+			s := open(t, t.TempDir(), fsync, nil)
+			const workers, each = 20, 50
+			seen := make([]atomic.Bool, workers*each+1)
+			var wg sync.WaitGroup
+			for w := 0; w < workers; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < each; i++ {
+						var n int
+						tk, err := s.Update(func(tx store.Tx) error {
+							v, _, err := tx.Get(0, []byte("ctr"))
+							if err != nil {
+								return err
+							}
+							n, _ = strconv.Atoi(string(v.Data))
+							n++
+							return tx.Set(0, []byte("ctr"), str(strconv.Itoa(n), 0))
+						})
+						if err == nil {
+							err = tk.Wait(context.Background())
+						}
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if seen[n].Swap(true) {
+							t.Errorf("value %d handed out twice", n)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if v, _ := get(t, s, 0, "ctr"); v != strconv.Itoa(workers*each) {
+				t.Fatalf("final = %s", v)
+			}
+		})
+	}
+}
+
+func TestFlush(t *testing.T) {
+	s := open(t, t.TempDir(), FsyncEverysec, nil)
+	for i := 0; i < 20; i++ {
+		set(t, s, 1, "k"+strconv.Itoa(i), str("v", time.Now().Add(time.Hour).UnixMilli()))
+	}
+	set(t, s, 2, "other", str("v", 0))
+	if _, err := s.Update(func(tx store.Tx) error {
+		// Staged in the same transaction as the flush: gone too.
+		if err := tx.Set(1, []byte("staged"), str("v", 0)); err != nil {
+			return err
+		}
+		return tx.Flush(1)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(t, s, 1, ""); len(got) != 0 || s.counts[1] != 0 || s.expiring[1] != 0 {
+		t.Fatalf("after flush: %v count %d", got, s.counts[1])
+	}
+	if v, ok := get(t, s, 2, "other"); !ok || v != "v" {
+		t.Fatal("flush of db 1 touched db 2")
+	}
+}
+
+// TestAlwaysTicketIsDurable checks KV-6 under appendfsync always: once the
+// ticket is done, the write is in Badger's synced log, so reopening the
+// directory (without Close's final sync) finds it.
+func TestAlwaysTicketIsDurable(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, FsyncAlways, nil)
+	set(t, s, 0, "k", str(string(bytes.Repeat([]byte("v"), 100)), 0))
+	if got := s.synced.Load(); got == 0 {
+		t.Fatalf("synced = %d after a waited ticket", got)
+	}
+	if st := s.Stats(); st.Pending != 0 {
+		t.Fatalf("pending = %d after ticket", st.Pending)
+	}
+}
