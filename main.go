@@ -18,6 +18,7 @@ import (
 
 	"github.com/oncekv/oncekv/commands"
 	"github.com/oncekv/oncekv/internal/config"
+	"github.com/oncekv/oncekv/once"
 	"github.com/oncekv/oncekv/resp"
 	"github.com/oncekv/oncekv/store/badgerdb"
 )
@@ -87,9 +88,15 @@ func run(args []string) error {
 		Logger:      log.Named("resp"),
 	}, cmds)
 	cmds.Attach(srv)
+	engine := once.New(st, once.Config{DefaultLease: cfg.OnceLease, Logger: log.Named("once")})
+	cmds.EnableOnce(engine)
 
 	st.Start()
+	if err := engine.Start(); err != nil {
+		return errors.Join(err, st.Close())
+	}
 	if err := srv.Start(); err != nil {
+		engine.Close()
 		return errors.Join(err, st.Close())
 	}
 	log.Info("oncekv started",
@@ -107,7 +114,9 @@ func run(args []string) error {
 		log.Info("shutting down", zap.String("reason", "SHUTDOWN command"))
 	}
 	signal.Stop(sig)
-	err = errors.Join(srv.Close(), st.Close())
+	srvErr := srv.Close()
+	engine.Close()
+	err = errors.Join(srvErr, st.Close())
 	if err != nil {
 		log.Error("shutdown", zap.Error(err))
 		return err

@@ -208,6 +208,18 @@ func infoCmd(x *Ctx) {
 		b.WriteString("# " + strings.ToUpper(sec.name[:1]) + sec.name[1:] + "\r\n")
 		sec.fn(x.S, x, &b)
 	}
+	for _, sec := range x.S.infos {
+		if !everything && !want[sec.Name] {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# " + strings.ToUpper(sec.Name[:1]) + sec.Name[1:] + "\r\n")
+		for _, kv := range sec.Lines() {
+			line(&b, kv[0], kv[1])
+		}
+	}
 	x.W.Verbatim(b.String())
 }
 

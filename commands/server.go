@@ -20,6 +20,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/oncekv/oncekv/once"
 	"github.com/oncekv/oncekv/resp"
 	"github.com/oncekv/oncekv/store"
 )
@@ -53,6 +54,9 @@ type Server struct {
 
 	watch   watchRegistry
 	cursors scanCursors
+	hooks   []TxHook
+	infos   []InfoSection
+	once    *once.Engine
 
 	// KeepDeadline, when set, tells EXPIRE and PERSIST to leave a value's
 	// deadline alone (a running ONCE record's lease).
@@ -80,6 +84,7 @@ func New(cfg Config, st store.Store) *Server {
 	}
 	s := &Server{cfg: cfg, store: st, table: NewTable(), log: cfg.Logger, started: cfg.Clock()}
 	s.watch.keys = make(map[watchKey]map[*resp.Conn]struct{})
+	s.hooks = []TxHook{&s.watch}
 	s.table.Register(stringCommands()...)
 	s.table.Register(keyCommands()...)
 	s.table.Register(connCommands()...)
@@ -107,6 +112,9 @@ type Ctx struct {
 	Tx store.Tx
 	// W is the reply writer.
 	W *resp.Writer
+	// InExec is set while EXEC runs the queued commands: blocking
+	// commands answer at once, as in Redis.
+	InExec bool
 }
 
 // Fail writes err as an error reply.
@@ -207,12 +215,15 @@ func truncate(s string, n int) string {
 func (s *Server) run(x *Ctx) {
 	switch {
 	case x.Cmd.Flags&Write != 0:
+		var after []func(store.Ticket)
 		t, err := s.store.Update(func(tx store.Tx) error {
-			x.Tx = s.watch.wrap(tx)
+			x.Tx = s.wrap(tx)
 			x.Cmd.Run(x)
+			after = s.commit()
 			return nil
 		})
 		x.Tx = nil
+		runAfter(after, t)
 		if err != nil && t == nil {
 			x.Fail(err)
 			return
@@ -243,3 +254,106 @@ func (s *Server) checkPassword(p []byte) bool {
 	want := s.cfg.RequirePass
 	return subtle.ConstantTimeCompare([]byte(want), p) == 1
 }
+
+// TxHook observes, inside their transaction, the writes that commands
+// make: WATCH and the ONCE engine (a deleted running record is a lapse).
+type TxHook interface {
+	// Active reports whether the hook needs to see writes now.
+	Active() bool
+	// Touched follows a Set, or a Delete that removed a key.
+	Touched(tx store.Tx, db int, key []byte)
+	// Flushing precedes and Flushed follows the flush of db.
+	Flushing(tx store.Tx, db int)
+	Flushed(tx store.Tx, db int)
+	// Commit is called at the end of every exclusive transaction; what it
+	// returns runs after the transaction, with its durability ticket.
+	Commit() func(store.Ticket)
+}
+
+// AddHook registers a TxHook.
+func (s *Server) AddHook(h TxHook) { s.hooks = append(s.hooks, h) }
+
+// wrap returns tx, reporting its writes to the hooks that are active.
+func (s *Server) wrap(tx store.Tx) store.Tx {
+	if h, ok := tx.(hookTx); ok {
+		return h
+	}
+	var active []TxHook
+	for _, h := range s.hooks {
+		if h.Active() {
+			active = append(active, h)
+		}
+	}
+	if len(active) == 0 {
+		return tx
+	}
+	return hookTx{Tx: tx, hooks: active}
+}
+
+// commit gathers the hooks' after-commit work; call it inside the
+// transaction.
+func (s *Server) commit() []func(store.Ticket) {
+	var out []func(store.Ticket)
+	for _, h := range s.hooks {
+		if f := h.Commit(); f != nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func runAfter(fs []func(store.Ticket), t store.Ticket) {
+	if t == nil {
+		t = store.Done{}
+	}
+	for _, f := range fs {
+		f(t)
+	}
+}
+
+type hookTx struct {
+	store.Tx
+	hooks []TxHook
+}
+
+func (h hookTx) Set(db int, key []byte, v store.Value) error {
+	err := h.Tx.Set(db, key, v)
+	if err == nil {
+		for _, hk := range h.hooks {
+			hk.Touched(h.Tx, db, key)
+		}
+	}
+	return err
+}
+
+func (h hookTx) Delete(db int, key []byte) (bool, error) {
+	ok, err := h.Tx.Delete(db, key)
+	if ok {
+		for _, hk := range h.hooks {
+			hk.Touched(h.Tx, db, key)
+		}
+	}
+	return ok, err
+}
+
+func (h hookTx) Flush(db int) error {
+	for _, hk := range h.hooks {
+		hk.Flushing(h.Tx, db)
+	}
+	err := h.Tx.Flush(db)
+	for _, hk := range h.hooks {
+		hk.Flushed(h.Tx, db)
+	}
+	return err
+}
+
+// InfoSection is an extra INFO section.
+type InfoSection struct {
+	Name string
+	// Lines returns "field:value" pairs in order.
+	Lines func() [][2]string
+}
+
+// AddInfoSection registers an extra INFO section, shown after the
+// built-in ones.
+func (s *Server) AddInfoSection(sec InfoSection) { s.infos = append(s.infos, sec) }

@@ -63,12 +63,14 @@ func execCmd(x *Ctx) {
 		return
 	}
 	s := x.S
+	var after []func(store.Ticket)
 	t, err := s.store.Update(func(tx store.Tx) error {
 		if s.watch.dirty(x.Conn) {
 			x.W.NullArray()
 			return nil
 		}
 		x.InMulti = false
+		defer func() { after = s.commit() }()
 		x.W.Array(len(queue))
 		for _, args := range queue {
 			cmd, errText := s.resolve(args)
@@ -76,15 +78,16 @@ func execCmd(x *Ctx) {
 				x.W.Error(errText)
 				continue
 			}
-			sub := &Ctx{Conn: x.Conn, S: s, Cmd: cmd, Args: args, W: x.W}
+			sub := &Ctx{Conn: x.Conn, S: s, Cmd: cmd, Args: args, W: x.W, InExec: true}
 			if cmd.Flags&(Write|ReadOnly) != 0 {
-				sub.Tx = s.watch.wrap(tx)
+				sub.Tx = s.wrap(tx)
 			}
 			cmd.Run(sub)
 		}
 		return nil
 	})
 	endMulti(x)
+	runAfter(after, t)
 	if err != nil && t == nil {
 		x.Fail(err)
 		return
@@ -202,40 +205,24 @@ func (r *watchRegistry) touchDB(db int, exists func(key string) bool) {
 	}
 }
 
-// wrap returns tx, reporting its writes to the registry when anyone
-// watches.
-func (r *watchRegistry) wrap(tx store.Tx) store.Tx {
-	if r.n.Load() == 0 {
-		return tx
-	}
-	if w, ok := tx.(watchingTx); ok {
-		return w
-	}
-	return watchingTx{Tx: tx, r: r}
+// The watch registry is a TxHook.
+func (r *watchRegistry) Active() bool { return r.n.Load() > 0 }
+
+// Touched marks the watchers of key.
+func (r *watchRegistry) Touched(_ store.Tx, db int, key []byte) {
+	r.touch(watchKey{db, string(key)})
 }
 
-type watchingTx struct {
-	store.Tx
-	r *watchRegistry
-}
-
-func (w watchingTx) Set(db int, key []byte, v store.Value) error {
-	w.r.touch(watchKey{db, string(key)})
-	return w.Tx.Set(db, key, v)
-}
-
-func (w watchingTx) Delete(db int, key []byte) (bool, error) {
-	ok, err := w.Tx.Delete(db, key)
-	if ok {
-		w.r.touch(watchKey{db, string(key)})
-	}
-	return ok, err
-}
-
-func (w watchingTx) Flush(db int) error {
-	w.r.touchDB(db, func(key string) bool {
-		_, ok, _ := w.Tx.Get(db, []byte(key))
+// Flushing marks the watchers of the keys of db that exist.
+func (r *watchRegistry) Flushing(tx store.Tx, db int) {
+	r.touchDB(db, func(key string) bool {
+		_, ok, _ := tx.Get(db, []byte(key))
 		return ok
 	})
-	return w.Tx.Flush(db)
 }
+
+// Flushed does nothing: Flushing did the work.
+func (r *watchRegistry) Flushed(store.Tx, int) {}
+
+// Commit has nothing to deliver.
+func (r *watchRegistry) Commit() func(store.Ticket) { return nil }

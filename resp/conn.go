@@ -39,13 +39,26 @@ type Conn struct {
 	// Watch is opaque state of the WATCH implementation.
 	Watch any
 
-	mu      sync.Mutex
-	info    Info
-	waits   []Waiter
-	closing bool
-	rc      redcon.Conn
-	srv     *Server
+	mu       sync.Mutex
+	info     Info
+	waits    []Waiter
+	closing  bool
+	block    BlockFunc
+	detached bool
+	rc       redcon.Conn
+	srv      *Server
 }
+
+// BlockFunc finishes a blocked command: it waits for the command's outcome
+// and writes the reply to c.W. gone is closed when the client disconnects
+// or the server closes; the function must then return promptly.
+type BlockFunc func(gone <-chan struct{})
+
+// Block makes the current command a blocking one (as BLPOP is): once the
+// handler returns, the connection sends the replies before it, then runs
+// fn without holding up any other connection, and reads nothing else of
+// this client's until fn has written its reply.
+func (c *Conn) Block(fn BlockFunc) { c.block = fn }
 
 // Info is what CLIENT LIST shows of a connection.
 type Info struct {

@@ -142,6 +142,11 @@ func (s *Server) Close() error {
 	for _, l := range s.listeners {
 		l.Close()
 	}
+	for c := range s.conns {
+		if c.detached {
+			c.rc.NetConn().Close()
+		}
+	}
 	s.mu.Unlock()
 	s.wg.Wait()
 	// Wait for commands in flight.
@@ -215,9 +220,15 @@ func (s *Server) accept(rc redcon.Conn) bool {
 
 func (s *Server) closedConn(rc redcon.Conn, err error) {
 	c, ok := rc.Context().(*Conn)
-	if !ok {
+	if !ok || c.detached {
+		// A detached connection lives on in serveDetached.
 		return
 	}
+	s.forget(c, err)
+}
+
+// forget unregisters a closed connection.
+func (s *Server) forget(c *Conn, err error) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
@@ -236,8 +247,116 @@ func (s *Server) serveRESP(rc redcon.Conn, cmd redcon.Command) {
 	defer s.gate.RUnlock()
 	s.Commands.Add(1)
 	s.handler.Serve(c, cmd.Args)
+	if c.block != nil {
+		// Send what came before, then leave redcon's loop: it cannot see
+		// a disconnect while a handler blocks.
+		s.flush(c)
+		s.mu.Lock()
+		closed := s.closed
+		if !closed {
+			s.wg.Add(1)
+		}
+		s.mu.Unlock()
+		if closed {
+			c.block = nil
+			c.closing = true
+			rc.Close()
+			return
+		}
+		rest := rc.ReadPipeline()
+		c.detached = true
+		dc := rc.Detach()
+		go s.serveDetached(c, dc, rest)
+		return
+	}
 	if c.closing || len(rc.PeekPipeline()) == 0 || c.W.Len() > 64<<10 {
 		s.flush(c)
+	}
+}
+
+// serveDetached serves a connection after a blocking command, with its
+// own loop: a reader goroutine notices a disconnect at once, even while a
+// command blocks, and queues what the client pipelines meanwhile.
+func (s *Server) serveDetached(c *Conn, dc redcon.DetachedConn, rest []redcon.Command) {
+	defer s.wg.Done()
+	gone := make(chan struct{})
+	quit := make(chan struct{})
+	cmds := make(chan redcon.Command, 64)
+	go func() {
+		defer close(gone)
+		for {
+			cmd, err := dc.ReadCommand()
+			if err != nil {
+				return
+			}
+			select {
+			case cmds <- cmd:
+			case <-quit:
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(quit)
+		dc.Close()
+		<-gone
+		s.forget(c, nil)
+	}()
+	send := func() bool {
+		s.flush(c)
+		if c.closing {
+			return false
+		}
+		return dc.Flush() == nil
+	}
+	// run finishes blocked commands; it reports whether to go on.
+	unblock := func() bool {
+		for c.block != nil {
+			fn := c.block
+			c.block = nil
+			fn(gone)
+		}
+		return send()
+	}
+	serve := func(args [][]byte) bool {
+		s.gate.RLock()
+		s.Commands.Add(1)
+		s.handler.Serve(c, args)
+		s.gate.RUnlock()
+		return !c.closing
+	}
+	if !unblock() {
+		return
+	}
+	for _, cmd := range rest {
+		if !serve(cmd.Args) || !unblock() {
+			return
+		}
+	}
+	for {
+		select {
+		case cmd := <-cmds:
+			if !serve(cmd.Args) {
+				send()
+				return
+			}
+			if c.block != nil || len(cmds) == 0 || c.W.Len() > 64<<10 {
+				if !unblock() {
+					return
+				}
+			}
+		case <-gone:
+			// Run what the client sent before it left, as Redis does.
+			for len(cmds) > 0 {
+				serve((<-cmds).Args)
+				for c.block != nil {
+					fn := c.block
+					c.block = nil
+					fn(gone) // returns at once: gone is closed
+				}
+			}
+			return
+		}
 	}
 }
 

@@ -28,6 +28,8 @@ type Config struct {
 	// MemTableSize and BlockCacheSize size the storage engine's memory.
 	MemTableSize   int64
 	BlockCacheSize int64
+	// OnceLease is the lease of a ONCE.CLAIM that names none.
+	OnceLease time.Duration
 }
 
 // Default is the configuration of `oncekv` run with no arguments.
@@ -42,6 +44,7 @@ func Default() Config {
 		MaxClients:     10000,
 		MemTableSize:   8 << 20,
 		BlockCacheSize: 32 << 20,
+		OnceLease:      30 * time.Second,
 	}
 }
 
@@ -208,6 +211,10 @@ func (c *Config) Set(name string, vals []string) error {
 		c.MemTableSize, err = size()
 	case "block-cache-size":
 		c.BlockCacheSize, err = size()
+	case "once-lease-ms":
+		var ms int
+		ms, err = num()
+		c.OnceLease = time.Duration(ms) * time.Millisecond
 	default:
 		if ignored[name] {
 			return nil
@@ -251,6 +258,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("maxclients must be at least 1")
 	case c.Timeout < 0:
 		return fmt.Errorf("timeout must not be negative")
+	case c.OnceLease <= 0:
+		return fmt.Errorf("once-lease-ms must be positive")
 	case c.Dir == "":
 		return fmt.Errorf("dir must not be empty")
 	}
@@ -301,5 +310,6 @@ func (c Config) Directives() map[string]string {
 		"save":             "",
 		"memtable-size":    strconv.FormatInt(c.MemTableSize, 10),
 		"block-cache-size": strconv.FormatInt(c.BlockCacheSize, 10),
+		"once-lease-ms":    strconv.FormatInt(c.OnceLease.Milliseconds(), 10),
 	}
 }

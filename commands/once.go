@@ -1,0 +1,387 @@
+package commands
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/oncekv/oncekv/once"
+	"github.com/oncekv/oncekv/resp"
+	"github.com/oncekv/oncekv/store"
+)
+
+// EnableOnce registers the ONCE commands, run by engine e, with the INFO
+// section and the hooks they need.
+func (s *Server) EnableOnce(e *once.Engine) {
+	s.once = e
+	s.KeepDeadline = once.IsRunning
+	s.AddHook(onceHook{e})
+	s.table.Register(onceCommands()...)
+	s.table.attachDocs()
+	s.AddInfoSection(InfoSection{Name: "once", Lines: s.onceInfo})
+}
+
+func onceCommands() []*Command {
+	cat := []string{"write", "once"}
+	return []*Command{
+		{Name: "once.claim", Arity: -2, Flags: Write | DenyOOM | Blocking, FirstKey: 1, LastKey: 1, Categories: append(cat, "blocking", "slow"), Run: onceClaim},
+		{Name: "once.complete", Arity: -4, Flags: Write | DenyOOM, FirstKey: 1, LastKey: 1, Categories: append(cat, "slow"), Run: onceComplete},
+		{Name: "once.abort", Arity: -3, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Categories: append(cat, "fast"), Run: onceAbort},
+		{Name: "once.extend", Arity: 5, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Categories: append(cat, "fast"), Run: onceExtend},
+		{Name: "once.wait", Arity: -2, Flags: Write | Blocking, FirstKey: 1, LastKey: 1, Categories: append(cat, "blocking", "slow"), Run: onceWait},
+		{Name: "once.status", Arity: 2, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: 1, Categories: []string{"read", "once", "fast"}, Run: onceStatus},
+	}
+}
+
+// onceError maps engine errors to RESP error text.
+func onceError(err error) error {
+	switch {
+	case errors.Is(err, once.ErrStale):
+		return errorf("STALE token no longer holds the claim (it completed, was aborted, lapsed or was handed over)")
+	case errors.Is(err, once.ErrMismatch):
+		return errorf("MISMATCH fingerprint differs from the one stored with this key")
+	case errors.Is(err, once.ErrWrongType):
+		return ErrWrongType
+	case errors.Is(err, once.ErrInvalidLease):
+		return errorf("ERR invalid lease")
+	case errors.Is(err, once.ErrShutdown):
+		return errorf("ERR server is shutting down")
+	}
+	return err
+}
+
+// msArg parses a millisecond option value.
+func msArg(b []byte) (int64, error) {
+	n, ok := parseInt(b)
+	if !ok {
+		return 0, ErrNotInteger
+	}
+	return n, nil
+}
+
+func tokenArg(b []byte) (uint64, error) {
+	n, ok := parseInt(b)
+	if !ok || n < 0 {
+		return 0, ErrNotInteger
+	}
+	return uint64(n), nil
+}
+
+// claimOpts is ONCE.CLAIM's parsed arguments.
+type claimOpts struct {
+	once.ClaimArgs
+	waitMs int64
+}
+
+func parseClaim(args [][]byte) (claimOpts, error) {
+	var o claimOpts
+	for i := 0; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			return o, ErrSyntax
+		}
+		v := args[i+1]
+		switch {
+		case eq(args[i], "lease"):
+			n, err := msArg(v)
+			if err != nil {
+				return o, err
+			}
+			if n <= 0 {
+				return o, errorf("ERR invalid lease")
+			}
+			o.Lease = n
+		case eq(args[i], "wait"):
+			n, err := msArg(v)
+			if err != nil {
+				return o, ErrTimeout
+			}
+			if n < 0 {
+				return o, errorf("ERR timeout is negative")
+			}
+			o.Wait, o.waitMs = true, n
+		case eq(args[i], "fingerprint"):
+			o.FP, o.HasFP = append([]byte(nil), v...), true
+		default:
+			return o, ErrSyntax
+		}
+	}
+	return o, nil
+}
+
+func onceClaim(x *Ctx) {
+	o, err := parseClaim(x.Args[2:])
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	if x.InExec {
+		o.Wait = false
+	}
+	r, w, err := x.S.once.Claim(x.Tx, x.DB, x.Args[1], o.ClaimArgs)
+	if err != nil {
+		x.Fail(onceError(err))
+		return
+	}
+	if w == nil {
+		writeResult(x.W, r)
+		return
+	}
+	x.blockOn(w, o.waitMs, func() (once.Result, error) {
+		a := o.ClaimArgs
+		a.Wait = false
+		var r once.Result
+		var err error
+		x.S.updateAndDeliver(func(tx store.Tx) {
+			r, _, err = x.S.once.Claim(tx, x.DB, x.Args[1], a)
+		})
+		return r, err
+	})
+}
+
+func onceWait(x *Ctx) {
+	var timeout int64
+	switch len(x.Args) {
+	case 2:
+	case 4:
+		if !eq(x.Args[2], "timeout") {
+			x.Fail(ErrSyntax)
+			return
+		}
+		n, err := msArg(x.Args[3])
+		if err != nil {
+			x.Fail(ErrTimeout)
+			return
+		}
+		if n < 0 {
+			x.W.Error("ERR timeout is negative")
+			return
+		}
+		timeout = n
+	default:
+		x.Fail(ErrSyntax)
+		return
+	}
+	r, w, err := x.S.once.Wait(x.Tx, x.DB, x.Args[1], !x.InExec)
+	if err != nil {
+		x.Fail(onceError(err))
+		return
+	}
+	if w == nil {
+		writeResult(x.W, r)
+		return
+	}
+	x.blockOn(w, timeout, func() (once.Result, error) {
+		var r once.Result
+		var err error
+		x.S.updateAndDeliver(func(tx store.Tx) {
+			r, _, err = x.S.once.Wait(tx, x.DB, x.Args[1], false)
+		})
+		return r, err
+	})
+}
+
+// blockOn makes the connection wait for w's result, for at most timeoutMs
+// (0: no limit). At the timeout the waiter is withdrawn and again answers
+// the call as if it did not wait. If the client goes away, the waiter is
+// withdrawn and a claim it was handed is passed on.
+func (x *Ctx) blockOn(w *once.Waiter, timeoutMs int64, again func() (once.Result, error)) {
+	e := x.S.once
+	c, wr := x.Conn, x.W
+	c.Block(func(gone <-chan struct{}) {
+		var timer <-chan time.Time
+		if timeoutMs > 0 {
+			t := time.NewTimer(time.Duration(timeoutMs) * time.Millisecond)
+			defer t.Stop()
+			timer = t.C
+		}
+		var r once.Result
+		select {
+		case r = <-w.C():
+		case <-gone:
+			e.Cancel(w, true)
+			return
+		case <-timer:
+			var ok bool
+			if r, ok = e.Cancel(w, false); !ok {
+				var err error
+				if r, err = again(); err != nil {
+					wr.Error(errorText(onceError(err)))
+					return
+				}
+			}
+		}
+		if r.Err != nil {
+			wr.Error(errorText(onceError(r.Err)))
+			return
+		}
+		c.Await(r.Ticket)
+		writeResult(wr, r)
+	})
+}
+
+// updateAndDeliver runs fn in an exclusive transaction and delivers the
+// wake-ups it caused.
+func (s *Server) updateAndDeliver(fn func(tx store.Tx)) {
+	var after []func(store.Ticket)
+	t, _ := s.store.Update(func(tx store.Tx) error {
+		fn(s.wrap(tx))
+		after = s.commit()
+		return nil
+	})
+	runAfter(after, t)
+}
+
+// writeResult writes a [state, detail] pair.
+func writeResult(w *resp.Writer, r once.Result) {
+	w.Array(2)
+	w.BulkString(r.State)
+	switch r.State {
+	case "claimed":
+		w.Int(int64(r.Token))
+	case "running":
+		w.Int(max(r.MsLeft, 0))
+	default:
+		w.Bulk(r.Answer)
+	}
+}
+
+func onceComplete(x *Ctx) {
+	tok, err := tokenArg(x.Args[2])
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	keep := int64(-1)
+	switch len(x.Args) {
+	case 4:
+	case 6:
+		if !eq(x.Args[4], "keep") {
+			x.Fail(ErrSyntax)
+			return
+		}
+		if keep, err = msArg(x.Args[5]); err != nil {
+			x.Fail(err)
+			return
+		}
+		if keep < 0 {
+			x.W.Error("ERR invalid keep")
+			return
+		}
+	default:
+		x.Fail(ErrSyntax)
+		return
+	}
+	if err := x.S.once.Complete(x.Tx, x.DB, x.Args[1], tok, x.Args[3], keep); err != nil {
+		x.Fail(onceError(err))
+		return
+	}
+	x.W.OK()
+}
+
+func onceAbort(x *Ctx) {
+	tok, err := tokenArg(x.Args[2])
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	msg := []byte("aborted")
+	switch len(x.Args) {
+	case 3:
+	case 4:
+		msg = x.Args[3]
+	default:
+		x.Fail(ErrSyntax)
+		return
+	}
+	if err := x.S.once.Abort(x.Tx, x.DB, x.Args[1], tok, msg); err != nil {
+		x.Fail(onceError(err))
+		return
+	}
+	x.W.OK()
+}
+
+func onceExtend(x *Ctx) {
+	tok, err := tokenArg(x.Args[2])
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	if !eq(x.Args[3], "lease") {
+		x.Fail(ErrSyntax)
+		return
+	}
+	lease, err := msArg(x.Args[4])
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	if err := x.S.once.Extend(x.Tx, x.DB, x.Args[1], tok, lease); err != nil {
+		x.Fail(onceError(err))
+		return
+	}
+	x.W.OK()
+}
+
+func onceStatus(x *Ctx) {
+	st, ok, err := x.S.once.Status(x.Tx, x.DB, x.Args[1])
+	if err != nil {
+		x.Fail(onceError(err))
+		return
+	}
+	if !ok {
+		x.W.NullArray()
+		return
+	}
+	w := x.W
+	w.Map(6)
+	w.BulkString("state")
+	w.BulkString(st.State.String())
+	w.BulkString("token")
+	w.Int(int64(st.Token))
+	w.BulkString("lease-ms")
+	w.Int(st.LeaseMs)
+	w.BulkString("keep-ms")
+	w.Int(st.KeepMs)
+	w.BulkString("waiters")
+	w.Int(int64(st.Waiters))
+	w.BulkString("fingerprint")
+	if st.HasFP {
+		w.Bulk(st.Fingerprint)
+	} else {
+		w.Null()
+	}
+}
+
+func (s *Server) onceInfo() [][2]string {
+	e := s.once
+	running := 0
+	_, _ = s.store.Update(func(tx store.Tx) error {
+		running = e.RunningKeys(tx.Now())
+		return nil
+	})
+	st := &e.Stats
+	f := func(n int64) string { return strconv.FormatInt(n, 10) }
+	return [][2]string{
+		{"claims", f(st.Claims.Load())},
+		{"completes", f(st.Completes.Load())},
+		{"aborts", f(st.Aborts.Load())},
+		{"replays", f(st.Replays.Load())},
+		{"waits", f(st.Waits.Load())},
+		{"wakeups", f(st.Wakeups.Load())},
+		{"lease_lapses", f(st.LeaseLapses.Load())},
+		{"handoffs", f(st.Handoffs.Load())},
+		{"stale_rejects", f(st.StaleRejects.Load())},
+		{"mismatches", f(st.Mismatches.Load())},
+		{"waiting_clients", f(e.Waiting())},
+		{"running_keys", strconv.Itoa(running)},
+	}
+}
+
+// onceHook adapts the engine to TxHook.
+type onceHook struct{ e *once.Engine }
+
+func (h onceHook) Active() bool                            { return h.e.Active() }
+func (h onceHook) Touched(tx store.Tx, db int, key []byte) { h.e.Touched(tx, db, key) }
+func (h onceHook) Flushing(store.Tx, int)                  {}
+func (h onceHook) Flushed(tx store.Tx, db int)             { h.e.Flushed(tx, db) }
+func (h onceHook) Commit() func(store.Ticket)              { return h.e.Commit() }

@@ -1,0 +1,731 @@
+// Package once is the ONCE engine: run a function once per key and keep its
+// answer. It knows records, leases, tokens and waiters; it knows nothing of
+// RESP.
+//
+// A key is free (no record), running (a claim: token, lease deadline,
+// fingerprint) or done (an answer with its keep deadline). Records live in
+// the store, so they persist and expire like any key (KV-16, KV-14).
+//
+// The engine promises, when every call on a key is made inside an exclusive
+// store transaction (store.Update):
+//
+//   - One runner (KV-9): a free key is claimed by exactly one Claim.
+//   - Kept answers (KV-8): while a done record lives, Claim returns it.
+//   - Push wake-ups (KV-10): Complete and Abort hand their outcome to every
+//     waiter of the key in the same transaction; it reaches them, through
+//     the function returned by Commit, with the transaction's durability
+//     ticket, so a waiter replies only with what is as durable as any
+//     acknowledged write.
+//   - Leases (KV-13): a timer fires at the lease deadline of a key that has
+//     waiters; the claim passes to the oldest Claim waiter with a new token,
+//     or the key becomes free. Tokens come from one counter that only grows,
+//     also across restarts: a block of tokens is reserved in the store
+//     before any of it is handed out.
+//
+// It does not promise anything to waiters of another process: waiters are
+// in memory, and a restart drops them (their connections are gone anyway).
+package once
+
+import (
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/oncekv/oncekv/store"
+)
+
+// tokenBlock is how many tokens are reserved in the store at a time.
+const tokenBlock = 1 << 16
+
+const metaTokens = "once:token-hwm"
+
+// Config configures the engine.
+type Config struct {
+	// DefaultLease is the lease of a claim that names none.
+	DefaultLease time.Duration
+	Logger       *zap.Logger
+}
+
+// DefaultConfig is the contract's default: 30 s leases.
+func DefaultConfig() Config {
+	return Config{DefaultLease: 30 * time.Second, Logger: zap.NewNop()}
+}
+
+// Stats are the counters INFO's Once section shows.
+type Stats struct {
+	Claims, Completes, Aborts, Replays, Waits, Wakeups atomic.Int64
+	LeaseLapses, Handoffs, StaleRejects, Mismatches    atomic.Int64
+	waiting                                            atomic.Int64
+}
+
+// Engine runs ONCE operations against a store.
+type Engine struct {
+	st    store.Store
+	cfg   Config
+	log   *zap.Logger
+	Stats Stats
+
+	// These are touched only inside exclusive store transactions (or by
+	// Start/Close): the store's lock serializes them. mu guards keys
+	// against the timer goroutines' reads of a key's state.
+	mu      sync.Mutex
+	keys    map[wkey]*keyState
+	running map[wkey]int64 // running records' lease deadlines, for INFO
+	next    uint64
+	hwm     uint64
+	pending []delivery
+	self    bool // the engine itself is writing (ignore Touched)
+	closed  bool
+}
+
+type wkey struct {
+	db  int
+	key string
+}
+
+type keyState struct {
+	waiters []*Waiter
+	timer   *time.Timer
+	// fp is the running record's fingerprint, kept for a handover after
+	// the record itself has expired.
+	fp    []byte
+	hasFP bool
+}
+
+type delivery struct {
+	w *Waiter
+	r Result
+}
+
+// Result is the outcome of a ONCE call: a state and its detail.
+type Result struct {
+	// State is "done", "claimed", "running", "failed" or "free".
+	State string
+	// Answer is the kept answer (done) or the failure message (failed).
+	Answer []byte
+	// Token is the claim's token (claimed).
+	Token uint64
+	// MsLeft is the lease left (running).
+	MsLeft int64
+	// Err is set when the wait ended with an error (shutdown, wrong type).
+	Err error
+	// Ticket is done when the result is durable; wait for it before
+	// telling a client.
+	Ticket store.Ticket
+}
+
+// Waiter is a blocked CLAIM … WAIT or WAIT caller.
+type Waiter struct {
+	claim bool
+	lease int64
+	fp    []byte
+	hasFP bool
+	k     wkey
+	ch    chan Result
+	gone  bool // removed from its key (delivered or cancelled)
+}
+
+// C delivers the waiter's one result.
+func (w *Waiter) C() <-chan Result { return w.ch }
+
+// New returns an engine over st. It starts nothing: call Start.
+func New(st store.Store, cfg Config) *Engine {
+	if cfg.DefaultLease <= 0 {
+		cfg.DefaultLease = DefaultConfig().DefaultLease
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return &Engine{st: st, cfg: cfg, log: cfg.Logger, keys: make(map[wkey]*keyState), running: make(map[wkey]int64)}
+}
+
+// Start loads the token counter: tokens continue above every token that
+// may have been handed out before.
+func (e *Engine) Start() error {
+	_, err := e.st.Update(func(tx store.Tx) error {
+		b, err := tx.Meta(metaTokens)
+		if err != nil {
+			return err
+		}
+		if len(b) == 8 {
+			e.next = binary.BigEndian.Uint64(b)
+			e.hwm = e.next
+		}
+		return nil
+	})
+	return err
+}
+
+// Close wakes every waiter with ErrShutdown and stops the timers.
+func (e *Engine) Close() {
+	var wake []*Waiter
+	_, _ = e.st.Update(func(store.Tx) error {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.closed = true
+		for k, ks := range e.keys {
+			if ks.timer != nil {
+				ks.timer.Stop()
+			}
+			for _, w := range ks.waiters {
+				w.gone = true
+				wake = append(wake, w)
+			}
+			delete(e.keys, k)
+		}
+		return nil
+	})
+	for _, w := range wake {
+		e.Stats.waiting.Add(-1)
+		w.ch <- Result{Err: ErrShutdown, Ticket: store.Done{}}
+	}
+}
+
+// Commit takes the wake-ups gathered by the current transaction; call it
+// at the end of the transaction, and the returned function after it, with
+// its ticket. It returns nil when there is nothing to deliver.
+func (e *Engine) Commit() func(store.Ticket) {
+	if len(e.pending) == 0 {
+		return nil
+	}
+	ds := e.pending
+	e.pending = nil
+	return func(t store.Ticket) {
+		if t == nil {
+			t = store.Done{}
+		}
+		for _, d := range ds {
+			d.r.Ticket = t
+			d.w.ch <- d.r
+		}
+	}
+}
+
+// update runs fn in the engine's own transaction and delivers its wake-ups.
+func (e *Engine) update(fn func(tx store.Tx)) {
+	var after func(store.Ticket)
+	t, err := e.st.Update(func(tx store.Tx) error {
+		fn(tx)
+		after = e.Commit()
+		return nil
+	})
+	if err != nil && t == nil {
+		e.log.Warn("once: transaction failed", zap.Error(err))
+	}
+	if after != nil {
+		after(t)
+	}
+}
+
+func (e *Engine) now(tx store.Tx) int64 { return tx.Now() }
+
+// load reads the record of a key; ok is false when the key is free.
+func (e *Engine) load(tx store.Tx, k wkey) (Record, bool, error) {
+	v, ok, err := tx.Get(k.db, []byte(k.key))
+	if err != nil || !ok {
+		return Record{}, false, err
+	}
+	if v.Kind != store.KindOnce {
+		return Record{}, false, ErrWrongType
+	}
+	r, err := decode(v)
+	return r, err == nil, err
+}
+
+func (e *Engine) save(tx store.Tx, k wkey, r Record) error {
+	e.self = true
+	defer func() { e.self = false }()
+	if r.State == Running {
+		e.running[k] = r.Deadline
+	} else {
+		delete(e.running, k)
+	}
+	return tx.Set(k.db, []byte(k.key), r.encode())
+}
+
+func (e *Engine) remove(tx store.Tx, k wkey) error {
+	e.self = true
+	defer func() { e.self = false }()
+	delete(e.running, k)
+	_, err := tx.Delete(k.db, []byte(k.key))
+	return err
+}
+
+// newToken draws the next token, reserving a new block in the store first
+// when the current one is used up.
+func (e *Engine) newToken(tx store.Tx) (uint64, error) {
+	if e.next+1 > e.hwm {
+		hwm := e.next + tokenBlock
+		var b [8]byte
+		binary.BigEndian.PutUint64(b[:], hwm)
+		if err := tx.SetMeta(metaTokens, b[:]); err != nil {
+			return 0, err
+		}
+		e.hwm = hwm
+	}
+	e.next++
+	return e.next, nil
+}
+
+func (e *Engine) lease(ms int64) int64 {
+	if ms > 0 {
+		return ms
+	}
+	return e.cfg.DefaultLease.Milliseconds()
+}
+
+// ClaimArgs are ONCE.CLAIM's options.
+type ClaimArgs struct {
+	// Lease in ms; 0 means the default.
+	Lease int64
+	// Wait asks to wait for a running claim (the caller blocks on the
+	// returned Waiter); CLAIM without WAIT, or inside MULTI, sets false.
+	Wait  bool
+	FP    []byte
+	HasFP bool
+}
+
+func fpDiffers(r Record, a ClaimArgs) bool {
+	return r.HasFP && a.HasFP && string(r.Fingerprint) != string(a.FP)
+}
+
+// Claim claims a free key, returns a kept answer, or reports (or, with
+// Wait, waits for) someone else's run.
+func (e *Engine) Claim(tx store.Tx, db int, key []byte, a ClaimArgs) (Result, *Waiter, error) {
+	k := wkey{db, string(key)}
+	r, ok, err := e.settle(tx, k)
+	if err != nil {
+		return Result{}, nil, err
+	}
+	now := e.now(tx)
+	if !ok {
+		tok, err := e.newToken(tx)
+		if err != nil {
+			return Result{}, nil, err
+		}
+		r = Record{State: Running, Token: tok, Fingerprint: a.FP, HasFP: a.HasFP, Deadline: now + e.lease(a.Lease)}
+		if err := e.save(tx, k, r); err != nil {
+			return Result{}, nil, err
+		}
+		e.Stats.Claims.Add(1)
+		return Result{State: "claimed", Token: tok}, nil, nil
+	}
+	if fpDiffers(r, a) {
+		e.Stats.Mismatches.Add(1)
+		return Result{}, nil, ErrMismatch
+	}
+	if r.State == Done {
+		e.Stats.Replays.Add(1)
+		return Result{State: "done", Answer: r.Answer}, nil, nil
+	}
+	if !a.Wait {
+		return Result{State: "running", MsLeft: r.Deadline - now}, nil, nil
+	}
+	w := &Waiter{claim: true, lease: a.Lease, fp: a.FP, hasFP: a.HasFP, k: k, ch: make(chan Result, 1)}
+	e.addWaiter(r, w)
+	return Result{}, w, nil
+}
+
+// Wait reports a key's outcome, or (with block) waits for its run.
+func (e *Engine) Wait(tx store.Tx, db int, key []byte, block bool) (Result, *Waiter, error) {
+	k := wkey{db, string(key)}
+	r, ok, err := e.settle(tx, k)
+	if err != nil {
+		return Result{}, nil, err
+	}
+	switch {
+	case !ok:
+		return Result{State: "free"}, nil, nil
+	case r.State == Done:
+		e.Stats.Replays.Add(1)
+		return Result{State: "done", Answer: r.Answer}, nil, nil
+	case !block:
+		return Result{State: "running", MsLeft: r.Deadline - e.now(tx)}, nil, nil
+	}
+	w := &Waiter{k: k, ch: make(chan Result, 1)}
+	e.addWaiter(r, w)
+	return Result{}, w, nil
+}
+
+func (e *Engine) addWaiter(r Record, w *Waiter) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ks := e.keys[w.k]
+	if ks == nil {
+		ks = &keyState{}
+		e.keys[w.k] = ks
+	}
+	ks.fp, ks.hasFP = r.Fingerprint, r.HasFP
+	if r.HasFP {
+		ks.fp = append([]byte(nil), r.Fingerprint...)
+	}
+	ks.waiters = append(ks.waiters, w)
+	e.Stats.Waits.Add(1)
+	e.Stats.waiting.Add(1)
+	e.armLocked(w.k, ks, r.Deadline)
+}
+
+// armLocked sets the key's lapse timer to fire at deadline (Unix ms).
+func (e *Engine) armLocked(k wkey, ks *keyState, deadline int64) {
+	d := time.Until(time.UnixMilli(deadline))
+	if ks.timer != nil {
+		ks.timer.Reset(d)
+		return
+	}
+	ks.timer = time.AfterFunc(d, func() {
+		e.update(func(tx store.Tx) {
+			if _, _, err := e.settle(tx, k); err != nil && err != ErrWrongType {
+				e.log.Warn("once: lapse", zap.Error(err))
+			}
+		})
+	})
+}
+
+// settle loads a key's record after first resolving a lapse that its
+// waiters have not been told of yet: the lease passed (or the record was
+// deleted) while callers wait, so the claim is handed over now.
+func (e *Engine) settle(tx store.Tx, k wkey) (Record, bool, error) {
+	r, ok, err := e.load(tx, k)
+	if err == ErrWrongType {
+		e.failWaiters(k, ErrWrongType)
+		return r, ok, err
+	}
+	if err != nil {
+		return r, ok, err
+	}
+	e.mu.Lock()
+	ks := e.keys[k]
+	e.mu.Unlock()
+	if ks == nil {
+		return r, ok, nil
+	}
+	switch {
+	case ok && r.State == Running:
+		e.mu.Lock()
+		e.armLocked(k, ks, r.Deadline)
+		e.mu.Unlock()
+		return r, ok, nil
+	case ok && r.State == Done:
+		// Not reachable through the engine (Complete wakes everyone),
+		// but a restored or renamed record could get here.
+		e.wakeAll(k, Result{State: "done", Answer: r.Answer})
+		return r, ok, nil
+	}
+	if err := e.lapse(tx, k, ks); err != nil {
+		return r, ok, err
+	}
+	return e.load(tx, k)
+}
+
+// lapse hands a lapsed claim to the oldest Claim waiter with a new token,
+// or frees the key and tells the WAIT waiters so.
+func (e *Engine) lapse(tx store.Tx, k wkey, ks *keyState) error {
+	e.Stats.LeaseLapses.Add(1)
+	e.mu.Lock()
+	var next *Waiter
+	for i, w := range ks.waiters {
+		if w.claim {
+			next = w
+			ks.waiters = append(ks.waiters[:i:i], ks.waiters[i+1:]...)
+			break
+		}
+	}
+	e.mu.Unlock()
+	if next == nil {
+		if err := e.remove(tx, k); err != nil {
+			return err
+		}
+		e.wakeAll(k, Result{State: "free"})
+		return nil
+	}
+	tok, err := e.newToken(tx)
+	if err != nil {
+		return err
+	}
+	r := Record{State: Running, Token: tok, Fingerprint: ks.fp, HasFP: ks.hasFP,
+		Deadline: e.now(tx) + e.lease(next.lease)}
+	if !r.HasFP && next.hasFP {
+		r.Fingerprint, r.HasFP = next.fp, true
+	}
+	if err := e.save(tx, k, r); err != nil {
+		return err
+	}
+	e.Stats.Handoffs.Add(1)
+	e.Stats.Claims.Add(1)
+	e.deliver(next, Result{State: "claimed", Token: tok})
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ks.fp, ks.hasFP = r.Fingerprint, r.HasFP
+	if len(ks.waiters) == 0 {
+		e.dropLocked(k, ks)
+		return nil
+	}
+	e.armLocked(k, ks, r.Deadline)
+	return nil
+}
+
+func (e *Engine) deliver(w *Waiter, r Result) {
+	w.gone = true
+	e.Stats.waiting.Add(-1)
+	e.Stats.Wakeups.Add(1)
+	e.pending = append(e.pending, delivery{w, r})
+}
+
+// wakeAll delivers r to every waiter of k and forgets the key.
+func (e *Engine) wakeAll(k wkey, r Result) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ks := e.keys[k]
+	if ks == nil {
+		return
+	}
+	for _, w := range ks.waiters {
+		e.deliver(w, r)
+	}
+	ks.waiters = nil
+	e.dropLocked(k, ks)
+}
+
+func (e *Engine) failWaiters(k wkey, err error) { e.wakeAll(k, Result{Err: err}) }
+
+func (e *Engine) dropLocked(k wkey, ks *keyState) {
+	if ks.timer != nil {
+		ks.timer.Stop()
+	}
+	delete(e.keys, k)
+}
+
+// holder loads the running record that token must hold.
+func (e *Engine) holder(tx store.Tx, k wkey, token uint64) (Record, error) {
+	r, ok, err := e.settle(tx, k)
+	if err != nil {
+		return r, err
+	}
+	if !ok || r.State != Running || r.Token != token {
+		e.Stats.StaleRejects.Add(1)
+		return r, ErrStale
+	}
+	return r, nil
+}
+
+// Complete stores the answer of the run token holds and wakes its waiters.
+// keep < 0 keeps the answer until deleted; keep == 0 gives it to the
+// current waiters only.
+func (e *Engine) Complete(tx store.Tx, db int, key []byte, token uint64, answer []byte, keep int64) error {
+	k := wkey{db, string(key)}
+	r, err := e.holder(tx, k, token)
+	if err != nil {
+		return err
+	}
+	answer = append([]byte(nil), answer...)
+	if keep == 0 {
+		err = e.remove(tx, k)
+	} else {
+		done := Record{State: Done, Token: r.Token, Fingerprint: r.Fingerprint, HasFP: r.HasFP, Answer: answer}
+		if keep > 0 {
+			done.Deadline = e.now(tx) + keep
+		}
+		err = e.save(tx, k, done)
+	}
+	if err != nil {
+		return err
+	}
+	e.Stats.Completes.Add(1)
+	e.wakeAll(k, Result{State: "done", Answer: answer})
+	return nil
+}
+
+// Abort frees the key, keeping nothing, and fails its waiters (KV-12).
+func (e *Engine) Abort(tx store.Tx, db int, key []byte, token uint64, msg []byte) error {
+	k := wkey{db, string(key)}
+	if _, err := e.holder(tx, k, token); err != nil {
+		return err
+	}
+	if err := e.remove(tx, k); err != nil {
+		return err
+	}
+	e.Stats.Aborts.Add(1)
+	e.wakeAll(k, Result{State: "failed", Answer: append([]byte(nil), msg...)})
+	return nil
+}
+
+// Extend moves the lease deadline of the run token holds to now + lease.
+func (e *Engine) Extend(tx store.Tx, db int, key []byte, token uint64, lease int64) error {
+	if lease <= 0 {
+		return ErrInvalidLease
+	}
+	k := wkey{db, string(key)}
+	r, err := e.holder(tx, k, token)
+	if err != nil {
+		return err
+	}
+	r.Deadline = e.now(tx) + lease
+	if err := e.save(tx, k, r); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	if ks := e.keys[k]; ks != nil {
+		e.armLocked(k, ks, r.Deadline)
+	}
+	e.mu.Unlock()
+	return nil
+}
+
+// Status describes a key for ONCE.STATUS.
+type Status struct {
+	Record
+	LeaseMs, KeepMs int64
+	Waiters         int
+}
+
+// Status reports a key's record; ok is false when it is free.
+func (e *Engine) Status(tx store.Tx, db int, key []byte) (Status, bool, error) {
+	k := wkey{db, string(key)}
+	r, ok, err := e.load(tx, k)
+	if err != nil || !ok {
+		return Status{}, false, err
+	}
+	st := Status{Record: r, LeaseMs: -1, KeepMs: -1}
+	left := r.Deadline - e.now(tx)
+	if r.State == Running {
+		st.LeaseMs = left
+	} else if r.Deadline != 0 {
+		st.KeepMs = left
+	}
+	e.mu.Lock()
+	if ks := e.keys[k]; ks != nil {
+		st.Waiters = len(ks.waiters)
+	}
+	e.mu.Unlock()
+	return st, true, nil
+}
+
+// Cancel withdraws a waiter whose wait ended (timeout or disconnect). It
+// runs its own transaction. If the waiter had already been given a result,
+// Cancel returns it (ok true); a claim handed to a caller that has gone is
+// passed on at once, so no claim waits out a lease on a dead waiter.
+func (e *Engine) Cancel(w *Waiter, gone bool) (r Result, ok bool) {
+	delivered := false
+	e.update(func(tx store.Tx) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if w.gone {
+			delivered = true
+			return
+		}
+		w.gone = true
+		e.Stats.waiting.Add(-1)
+		if ks := e.keys[w.k]; ks != nil {
+			for i, x := range ks.waiters {
+				if x == w {
+					ks.waiters = append(ks.waiters[:i:i], ks.waiters[i+1:]...)
+					break
+				}
+			}
+			if len(ks.waiters) == 0 {
+				e.dropLocked(w.k, ks)
+			}
+		}
+	})
+	if !delivered {
+		return Result{}, false
+	}
+	// The transaction that delivered it sends it right after committing.
+	r = <-w.ch
+	if gone && r.State == "claimed" {
+		e.Release(w.k.db, []byte(w.k.key), r.Token)
+	}
+	return r, true
+}
+
+// Release gives up a claim as a lapse would: the next Claim waiter takes
+// it over, or the key becomes free.
+func (e *Engine) Release(db int, key []byte, token uint64) {
+	k := wkey{db, string(key)}
+	e.update(func(tx store.Tx) {
+		r, ok, err := e.load(tx, k)
+		if err != nil || !ok || r.State != Running || r.Token != token {
+			return
+		}
+		e.mu.Lock()
+		ks := e.keys[k]
+		e.mu.Unlock()
+		if ks == nil {
+			_ = e.remove(tx, k)
+			return
+		}
+		if err := e.lapse(tx, k, ks); err != nil {
+			e.log.Warn("once: release", zap.Error(err))
+		}
+	})
+}
+
+// Touched tells the engine that a command other than ONCE wrote key (DEL,
+// SET, RENAME, EXPIRE…) inside tx. A running record deleted under its
+// waiters is a lapse at that moment.
+func (e *Engine) Touched(tx store.Tx, db int, key []byte) {
+	if e.self {
+		return
+	}
+	k := wkey{db, string(key)}
+	e.mu.Lock()
+	ks := e.keys[k]
+	e.mu.Unlock()
+	if ks == nil {
+		if _, ok := e.running[k]; ok {
+			v, found, _ := tx.Get(db, key)
+			if !found || !IsRunning(v) {
+				delete(e.running, k)
+			}
+		}
+		return
+	}
+	if _, _, err := e.settle(tx, k); err != nil && err != ErrWrongType {
+		e.log.Warn("once: settle after write", zap.Error(err))
+	}
+}
+
+// Flushed tells the engine that db was emptied: its running keys lapse.
+func (e *Engine) Flushed(tx store.Tx, db int) {
+	var ks []wkey
+	e.mu.Lock()
+	for k := range e.keys {
+		if k.db == db {
+			ks = append(ks, k)
+		}
+	}
+	e.mu.Unlock()
+	for k := range e.running {
+		if k.db == db {
+			delete(e.running, k)
+		}
+	}
+	for _, k := range ks {
+		if _, _, err := e.settle(tx, k); err != nil && err != ErrWrongType {
+			e.log.Warn("once: settle after flush", zap.Error(err))
+		}
+	}
+}
+
+// Active reports whether Touched and Flushed have anything to do.
+func (e *Engine) Active() bool { return len(e.running) > 0 || e.Waiting() > 0 }
+
+// Waiting is the number of blocked callers.
+func (e *Engine) Waiting() int64 { return e.Stats.waiting.Load() }
+
+// RunningKeys counts running records whose lease has not passed, forgetting
+// the rest. Call it inside an exclusive store transaction.
+func (e *Engine) RunningKeys(now int64) int {
+	n := 0
+	for k, d := range e.running {
+		if d > now {
+			n++
+		} else if _, waited := e.keys[k]; !waited {
+			delete(e.running, k)
+		}
+	}
+	return n
+}
