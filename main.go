@@ -1,26 +1,22 @@
 // Command oncekv is a Redis-compatible server that stores its data durably
 // in Badger and runs a function once per key (the ONCE.* commands).
 //
-// main only wires: configuration, logger, store, command table, wire
-// server, signals and graceful shutdown.
+// main only wires: configuration, logger, the server, signals and graceful
+// shutdown.
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/oncekv/oncekv/commands"
+	"github.com/oncekv/oncekv/internal/app"
 	"github.com/oncekv/oncekv/internal/config"
-	"github.com/oncekv/oncekv/once"
-	"github.com/oncekv/oncekv/resp"
-	"github.com/oncekv/oncekv/store/badgerdb"
 )
 
 func main() {
@@ -41,63 +37,12 @@ func run(args []string) error {
 	}
 	defer log.Sync()
 
-	fsync, err := badgerdb.ParseFsync(cfg.AppendFsync)
+	srv, err := app.New(cfg, log)
 	if err != nil {
 		return err
-	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return fmt.Errorf("create data dir: %w", err)
-	}
-	opts := badgerdb.DefaultOptions(cfg.Dir)
-	opts.Databases = cfg.Databases
-	opts.Fsync = fsync
-	opts.Logger = log.Named("store")
-	opts.MemTableSize = cfg.MemTableSize
-	opts.BlockCacheSize = cfg.BlockCacheSize
-	st, err := badgerdb.Open(opts)
-	if err != nil {
-		return err
-	}
-
-	shutdown := make(chan struct{}, 1)
-	cmds := commands.New(commands.Config{
-		RequirePass: cfg.RequirePass,
-		Directives:  cfg.Directives,
-		Shutdown: func() {
-			select {
-			case shutdown <- struct{}{}:
-			default:
-			}
-		},
-		Persistence: func() map[string]string {
-			s := st.Stats()
-			return map[string]string{
-				"oncekv_appendfsync":     st.Fsync().String(),
-				"oncekv_pending_writes":  strconv.FormatUint(s.Pending, 10),
-				"oncekv_lsm_size_bytes":  strconv.FormatInt(s.LSMSize, 10),
-				"oncekv_vlog_size_bytes": strconv.FormatInt(s.VlogSize, 10),
-			}
-		},
-		Logger: log.Named("commands"),
-	}, st)
-	srv := resp.NewServer(resp.Config{
-		Addrs:       cfg.Addrs(),
-		MaxClients:  cfg.MaxClients,
-		IdleTimeout: cfg.IdleTimeout(),
-		RequirePass: cfg.RequirePass != "",
-		Logger:      log.Named("resp"),
-	}, cmds)
-	cmds.Attach(srv)
-	engine := once.New(st, once.Config{DefaultLease: cfg.OnceLease, Logger: log.Named("once")})
-	cmds.EnableOnce(engine)
-
-	st.Start()
-	if err := engine.Start(); err != nil {
-		return errors.Join(err, st.Close())
 	}
 	if err := srv.Start(); err != nil {
-		engine.Close()
-		return errors.Join(err, st.Close())
+		return err
 	}
 	log.Info("oncekv started",
 		zap.String("version", commands.Version),
@@ -110,14 +55,11 @@ func run(args []string) error {
 	select {
 	case s := <-sig:
 		log.Info("shutting down", zap.String("signal", s.String()))
-	case <-shutdown:
+	case <-srv.ShutdownRequested():
 		log.Info("shutting down", zap.String("reason", "SHUTDOWN command"))
 	}
 	signal.Stop(sig)
-	srvErr := srv.Close()
-	engine.Close()
-	err = errors.Join(srvErr, st.Close())
-	if err != nil {
+	if err := srv.Close(); err != nil {
 		log.Error("shutdown", zap.Error(err))
 		return err
 	}
