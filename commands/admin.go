@@ -121,21 +121,30 @@ func configGet(x *Ctx) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	var out []string
+	// An exact name is answered as the client spelled it; a pattern with
+	// the canonical names it matches (as Redis 7 does).
+	var out [][2]string
 	seen := map[string]bool{}
 	for _, p := range x.Args[2:] {
-		lp := []byte(strings.ToLower(string(p)))
+		lp := strings.ToLower(string(p))
+		if !strings.ContainsAny(lp, "*?[\\") {
+			if v, ok := all[lp]; ok && !seen[lp] {
+				seen[lp] = true
+				out = append(out, [2]string{string(p), v})
+			}
+			continue
+		}
 		for _, name := range names {
-			if !seen[name] && globMatch(lp, []byte(name)) {
+			if !seen[name] && globMatch([]byte(lp), []byte(name)) {
 				seen[name] = true
-				out = append(out, name)
+				out = append(out, [2]string{name, all[name]})
 			}
 		}
 	}
 	x.W.Map(len(out))
-	for _, name := range out {
-		x.W.BulkString(name)
-		x.W.BulkString(all[name])
+	for _, kv := range out {
+		x.W.BulkString(kv[0])
+		x.W.BulkString(kv[1])
 	}
 }
 

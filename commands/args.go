@@ -2,8 +2,6 @@ package commands
 
 import (
 	"math"
-	"strconv"
-	"strings"
 )
 
 // parseInt parses a signed 64-bit integer exactly as Redis's string2ll
@@ -49,30 +47,6 @@ func parseInt(b []byte) (int64, bool) {
 		return 0, false
 	}
 	return int64(v), true
-}
-
-// parseFloat parses a number as Redis's string2ld does: no leading space,
-// nothing left over, no NaN.
-func parseFloat(b []byte) (float64, bool) {
-	if len(b) == 0 || len(b) > 5*1024 || isSpace(b[0]) {
-		return 0, false
-	}
-	s := string(b)
-	if strings.ContainsRune(s, '_') {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		// strtold saturates out-of-range values to ±inf / 0 instead of
-		// failing; ParseFloat reports ErrRange with that value.
-		if ne, ok := err.(*strconv.NumError); !ok || ne.Err != strconv.ErrRange {
-			return 0, false
-		}
-	}
-	if math.IsNaN(f) {
-		return 0, false
-	}
-	return f, true
 }
 
 func isSpace(c byte) bool {

@@ -63,8 +63,12 @@ func quitCmd(x *Ctx) {
 
 func selectCmd(x *Ctx) {
 	n, ok := parseInt(x.Args[1])
-	if !ok || n != int64(int32(n)) {
+	if !ok {
 		x.Fail(ErrNotInteger)
+		return
+	}
+	if n != int64(int32(n)) {
+		x.W.Error("ERR value is out of range, value must between -2147483648 and 2147483647")
 		return
 	}
 	if n < 0 || n >= int64(x.S.store.Databases()) {

@@ -1,9 +1,14 @@
 package commands
 
 // globMatch matches s against a Redis glob pattern: * ? [set] [^set]
-// [a-z] and \ escapes, byte by byte, as KEYS and SCAN MATCH do.
+// [a-z] and \ escapes, byte by byte, as KEYS and SCAN MATCH do. Like
+// Redis's stringmatchlen, an empty string matches only an empty pattern
+// (KEYS and SCAN treat the pattern "*" apart, as matching every key).
 func globMatch(p, s []byte) bool {
-	for len(p) > 0 {
+	if len(s) == 0 {
+		return len(p) == 0
+	}
+	for len(p) > 0 && len(s) > 0 {
 		switch p[0] {
 		case '*':
 			for len(p) > 1 && p[1] == '*' {
@@ -12,42 +17,39 @@ func globMatch(p, s []byte) bool {
 			if len(p) == 1 {
 				return true
 			}
-			for i := 0; i <= len(s); i++ {
+			for i := 0; i < len(s); i++ {
 				if globMatch(p[1:], s[i:]) {
 					return true
 				}
 			}
 			return false
 		case '?':
-			if len(s) == 0 {
-				return false
-			}
-			s = s[1:]
 			p = p[1:]
 		case '[':
-			if len(s) == 0 {
-				return false
-			}
 			var ok bool
 			ok, p = matchSet(p[1:], s[0])
 			if !ok {
 				return false
 			}
-			s = s[1:]
 		case '\\':
 			if len(p) >= 2 {
 				p = p[1:]
 			}
 			fallthrough
 		default:
-			if len(s) == 0 || s[0] != p[0] {
+			if s[0] != p[0] {
 				return false
 			}
-			s = s[1:]
 			p = p[1:]
 		}
+		s = s[1:]
+		if len(s) == 0 {
+			for len(p) > 0 && p[0] == '*' {
+				p = p[1:]
+			}
+		}
 	}
-	return len(s) == 0
+	return len(p) == 0 && len(s) == 0
 }
 
 // matchSet matches c against the set that p starts with (just after '['),

@@ -187,16 +187,12 @@ func ttlCmd(ms, absolute bool) Handler {
 			return
 		}
 		t := v.ExpireAt
-		if absolute {
-			if !ms {
-				t /= 1000
-			}
-			x.W.Int(t)
-			return
+		if !absolute {
+			t = max(t-x.Now(), 0)
 		}
-		t = max(t-x.Now(), 0)
 		if !ms {
-			t = (t + 500) / 1000
+			// (t+500)/1000, without overflowing near the maximum.
+			t = t/1000 + (t%1000+500)/1000
 		}
 		x.W.Int(t)
 	}
@@ -309,10 +305,14 @@ func (c *scanCursors) get(id uint64) ([]byte, bool) {
 }
 
 func scanCmd(x *Ctx) {
-	cursor, err := strconv.ParseUint(string(x.Args[1]), 10, 64)
-	if err != nil {
-		x.Fail(ErrCursor)
-		return
+	var cursor uint64
+	var err error
+	if len(x.Args[1]) > 0 {
+		// strtoul reads "" as 0, as Redis does.
+		if cursor, err = strconv.ParseUint(string(x.Args[1]), 10, 64); err != nil {
+			x.Fail(ErrCursor)
+			return
+		}
 	}
 	count := int64(10)
 	var pattern, typ []byte
@@ -343,6 +343,9 @@ func scanCmd(x *Ctx) {
 			return
 		}
 		rest = rest[2:]
+	}
+	if len(pattern) == 1 && pattern[0] == '*' {
+		pattern = nil
 	}
 	var from []byte
 	if cursor != 0 {

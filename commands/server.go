@@ -136,19 +136,11 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 	s.stats.commands.Add(1)
 	cmd, errText := s.resolve(args)
 	if cmd == nil {
-		if c.InMulti {
-			c.Dirty = true
-		}
-		s.stats.rejectedCalls.Add(1)
-		c.W.Error(errText)
+		s.reject(c, args, errText)
 		return
 	}
 	if !c.Authed && cmd.Flags&NoAuth == 0 {
-		if c.InMulti {
-			c.Dirty = true
-		}
-		s.stats.rejectedCalls.Add(1)
-		c.W.Error(ErrNoAuth.Error())
+		s.reject(c, args, ErrNoAuth.Error())
 		return
 	}
 	c.Update(func(i *resp.Info) {
@@ -162,7 +154,33 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 		return
 	}
 	x := &Ctx{Conn: c, S: s, Cmd: cmd, Args: args, W: c.W}
+	mark := c.W.Len()
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("command panicked; answered with an error",
+				zap.String("cmd", cmd.Name), zap.Any("panic", p), zap.Stack("stack"))
+			c.W.Truncate(mark)
+			c.W.Error("ERR internal error while running '" + cmd.Name + "' (the server logged it)")
+		}
+	}()
 	s.run(x)
+}
+
+// reject answers a command refused before it ran. Inside MULTI it spoils
+// the transaction; a refused EXEC discards it, as Redis does.
+func (s *Server) reject(c *resp.Conn, args [][]byte, errText string) {
+	s.stats.rejectedCalls.Add(1)
+	if eq(args[0], "exec") {
+		c.InMulti, c.Queue, c.Dirty = false, nil, false
+		c.Update(func(i *resp.Info) { i.Multi = -1 })
+		s.watch.unwatchAll(c)
+		c.W.Error("EXECABORT Transaction discarded because of: " + strings.TrimPrefix(errText, "ERR "))
+		return
+	}
+	if c.InMulti {
+		c.Dirty = true
+	}
+	c.W.Error(errText)
 }
 
 // resolve finds the command (or subcommand) for args and checks its arity.
@@ -201,7 +219,11 @@ func unknownCommand(args [][]byte) string {
 		"', with args beginning with: " + list.String()
 }
 
+// truncate cuts s to n bytes, and at its first NUL as C's %s does.
 func truncate(s string, n int) string {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
+	}
 	if n < 0 {
 		n = 0
 	}

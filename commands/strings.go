@@ -3,9 +3,9 @@ package commands
 import (
 	"bytes"
 	"math"
+	"math/big"
 	"strconv"
 
-	"github.com/oncekv/oncekv/resp"
 	"github.com/oncekv/oncekv/store"
 )
 
@@ -190,6 +190,17 @@ func setCmd(x *Ctx) {
 	}
 	if o.keepTTL && found {
 		at = old.ExpireAt
+	}
+	if at != 0 && at <= x.Now() {
+		// A deadline already past: the key is gone at once (Redis 7).
+		if _, err := x.Tx.Delete(x.DB, key); err != nil {
+			x.Fail(err)
+			return
+		}
+		if !o.get {
+			x.W.OK()
+		}
+		return
 	}
 	if err := x.Tx.Set(x.DB, key, store.Value{Kind: store.KindString, Data: bytes.Clone(x.Args[2]), ExpireAt: at}); err != nil {
 		x.Fail(err)
@@ -451,7 +462,7 @@ func setrangeCmd(x *Ctx) {
 		x.W.Int(int64(len(v.Data)))
 		return
 	}
-	if off+int64(len(val)) > maxBulk {
+	if off > maxBulk-int64(len(val)) {
 		x.Fail(ErrStringTooBig)
 		return
 	}
@@ -518,30 +529,31 @@ func incrCmd(sign int64, withArg bool) Handler {
 }
 
 func incrbyfloatCmd(x *Ctx) {
-	by, ok := parseFloat(x.Args[2])
-	if !ok {
-		x.Fail(ErrNotFloat)
-		return
-	}
 	v, found, err := x.getString(x.Args[1])
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	var cur float64
+	cur := new(big.Float).SetPrec(ldPrec)
 	if found {
-		if cur, ok = parseFloat(v.Data); !ok {
+		var ok bool
+		if cur, ok = parseLongDouble(v.Data); !ok {
 			x.Fail(ErrNotFloat)
 			return
 		}
 	}
-	cur += by
-	if math.IsNaN(cur) || math.IsInf(cur, 0) {
+	by, ok := parseLongDouble(x.Args[2])
+	if !ok {
+		x.Fail(ErrNotFloat)
+		return
+	}
+	sum, ok := addLongDouble(cur, by)
+	if !ok {
 		x.Fail(ErrIncrNaN)
 		return
 	}
 	v.Kind = store.KindString
-	v.Data = []byte(resp.FormatFloat(cur))
+	v.Data = []byte(formatLongDouble(sum))
 	if err := x.Tx.Set(x.DB, x.Args[1], v); err != nil {
 		x.Fail(err)
 		return

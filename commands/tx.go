@@ -65,7 +65,7 @@ func execCmd(x *Ctx) {
 	s := x.S
 	var after []func(store.Ticket)
 	t, err := s.store.Update(func(tx store.Tx) error {
-		if s.watch.dirty(x.Conn) {
+		if s.watch.dirty(x.Conn, tx.Now()) {
 			x.W.NullArray()
 			return nil
 		}
@@ -101,9 +101,14 @@ func watchCmd(x *Ctx) {
 		return
 	}
 	// Register under the shared lock, so no write is half done.
-	_ = x.S.store.View(func(store.Tx) error {
+	_ = x.S.store.View(func(tx store.Tx) error {
 		for _, k := range x.Args[1:] {
-			x.S.watch.add(x.Conn, watchKey{db: x.DB, key: string(k)})
+			v, ok, _ := tx.Get(x.DB, k)
+			var deadline int64
+			if ok {
+				deadline = v.ExpireAt
+			}
+			x.S.watch.add(x.Conn, watchKey{db: x.DB, key: string(k)}, deadline)
 		}
 		return nil
 	})
@@ -121,8 +126,11 @@ type watchKey struct {
 }
 
 type watchState struct {
-	keys  []watchKey
-	dirty atomic.Bool
+	keys []watchKey
+	// deadlines of the watched keys that had one: a key that expires
+	// before EXEC counts as changed (Redis 7).
+	deadlines []int64
+	dirty     atomic.Bool
 }
 
 // watchRegistry marks the transactions of clients whose watched keys a
@@ -142,7 +150,7 @@ func stateOf(c *resp.Conn) *watchState {
 	return ws
 }
 
-func (r *watchRegistry) add(c *resp.Conn, k watchKey) {
+func (r *watchRegistry) add(c *resp.Conn, k watchKey, deadline int64) {
 	ws := stateOf(c)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -156,6 +164,7 @@ func (r *watchRegistry) add(c *resp.Conn, k watchKey) {
 	}
 	m[c] = struct{}{}
 	ws.keys = append(ws.keys, k)
+	ws.deadlines = append(ws.deadlines, deadline)
 	r.n.Add(1)
 }
 
@@ -176,12 +185,23 @@ func (r *watchRegistry) unwatchAll(c *resp.Conn) {
 	}
 	r.mu.Unlock()
 	ws.keys = nil
+	ws.deadlines = nil
 	ws.dirty.Store(false)
 }
 
-func (r *watchRegistry) dirty(c *resp.Conn) bool {
+// dirty reports whether c's transaction must abort: a watched key was
+// written, or expired, since WATCH.
+func (r *watchRegistry) dirty(c *resp.Conn, now int64) bool {
 	ws, _ := c.Watch.(*watchState)
-	return ws != nil && ws.dirty.Load()
+	if ws == nil {
+		return false
+	}
+	for _, d := range ws.deadlines {
+		if d != 0 && d <= now {
+			return true
+		}
+	}
+	return ws.dirty.Load()
 }
 
 func (r *watchRegistry) touch(k watchKey) {

@@ -311,5 +311,12 @@ func (c Config) Directives() map[string]string {
 		"memtable-size":    strconv.FormatInt(c.MemTableSize, 10),
 		"block-cache-size": strconv.FormatInt(c.BlockCacheSize, 10),
 		"once-lease-ms":    strconv.FormatInt(c.OnceLease.Milliseconds(), 10),
+		// Fixed values that clients and exporters ask for.
+		"proto-max-bulk-len":        "536870912",
+		"client-query-buffer-limit": "1073741824",
+		"maxmemory":                 "0",
+		"maxmemory-policy":          "noeviction",
+		"protected-mode":            "no",
+		"hz":                        "10",
 	}
 }

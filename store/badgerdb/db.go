@@ -317,10 +317,8 @@ func (s *DB) Update(fn func(tx store.Tx) error) (store.Ticket, error) {
 		return nil, fmt.Errorf("%w: %v", store.ErrWrite, *p)
 	}
 	s.backPressure()
-	s.mu.Lock()
 	t := &tx{s: s, now: s.now(), write: true}
-	err := fn(t)
-	s.mu.Unlock()
+	err := s.locked(t, fn)
 	if t.last == 0 {
 		return nil, err
 	}
@@ -329,6 +327,19 @@ func (s *DB) Update(fn func(tx store.Tx) error) (store.Ticket, error) {
 		return store.Done{}, err
 	}
 	return ticket{s: s, n: t.last}, err
+}
+
+// locked runs fn under the exclusive lock; a panic in fn releases the lock
+// and still lets the committer see what fn staged.
+func (s *DB) locked(t *tx, fn func(store.Tx) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer func() {
+		if t.last != 0 {
+			s.poke()
+		}
+	}()
+	return fn(t)
 }
 
 func (s *DB) poke() {
