@@ -162,6 +162,9 @@ func configResetstat(x *Ctx) {
 	st.keyspaceHits.Store(0)
 	st.keyspaceMiss.Store(0)
 	st.expiredKeys.Store(0)
+	if x.S.cfg.ExpiredKeys != nil {
+		st.expiredKeys.Store(-x.S.cfg.ExpiredKeys())
+	}
 	st.rejectedCalls.Store(0)
 	x.W.OK()
 }
@@ -342,7 +345,11 @@ func infoStats(s *Server, x *Ctx, b *strings.Builder) {
 	line(b, "total_commands_processed", cmds)
 	line(b, "instantaneous_ops_per_sec", 0)
 	line(b, "rejected_connections", 0)
-	line(b, "expired_keys", s.stats.expiredKeys.Load())
+	expired := s.stats.expiredKeys.Load()
+	if s.cfg.ExpiredKeys != nil {
+		expired += s.cfg.ExpiredKeys()
+	}
+	line(b, "expired_keys", expired)
 	line(b, "evicted_keys", 0)
 	line(b, "keyspace_hits", s.stats.keyspaceHits.Load())
 	line(b, "keyspace_misses", s.stats.keyspaceMiss.Load())

@@ -39,6 +39,8 @@ type Config struct {
 	Shutdown func()
 	// Persistence describes the store for INFO persistence.
 	Persistence func() map[string]string
+	// ExpiredKeys counts keys removed because their deadline passed.
+	ExpiredKeys func() int64
 	Logger      *zap.Logger
 	// Clock returns the time; nil is time.Now.
 	Clock func() time.Time

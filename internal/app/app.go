@@ -70,7 +70,8 @@ func New(cfg config.Config, log *zap.Logger) (*App, error) {
 				"oncekv_vlog_size_bytes": strconv.FormatInt(s.VlogSize, 10),
 			}
 		},
-		Logger: log.Named("commands"),
+		ExpiredKeys: func() int64 { return st.Stats().Expired },
+		Logger:      log.Named("commands"),
 	}, st)
 	a.Wire = resp.NewServer(resp.Config{
 		Addrs:       cfg.Addrs(),

@@ -135,6 +135,7 @@ type DB struct {
 	progMu    sync.Mutex
 	progress  chan struct{} // closed and replaced whenever progress is made
 	failure   atomic.Pointer[error]
+	expired   atomic.Int64
 
 	kick    chan struct{}
 	stop    chan struct{}
@@ -277,6 +278,9 @@ type Stats struct {
 	LSMSize   int64
 	VlogSize  int64
 	LastError error
+	// Expired counts keys the sweeper deleted because their deadline
+	// passed.
+	Expired int64
 }
 
 // Stats reports the committer's progress and Badger's sizes.
@@ -290,6 +294,7 @@ func (s *DB) Stats() Stats {
 		Synced:    s.synced.Load(),
 		LSMSize:   lsm,
 		VlogSize:  vlog,
+		Expired:   s.expired.Load(),
 	}
 	st.Pending = staged - st.Committed
 	if p := s.failure.Load(); p != nil {

@@ -96,5 +96,6 @@ func (s *DB) sweepRound(db int) (deleted int, more bool) {
 	if t.last != 0 {
 		s.poke()
 	}
+	s.expired.Add(int64(deleted))
 	return deleted, len(cands) == s.opts.SweepKeys
 }

@@ -1,0 +1,21 @@
+// Package integration holds the end-to-end tests of the oncekv server: a
+// harness that runs the real binary and Debian's redis-server side by side
+// (harness_test.go), a minimal raw RESP2/RESP3 client that returns replies as
+// bytes (resp_test.go), and a differential runner (diff_test.go) that sends
+// the same scripts of commands to both servers and compares the replies
+// byte for byte, in RESP2 and again in RESP3.
+//
+// Run them with
+//
+//	go test ./integration -count=1
+//	go test ./integration -run Diff -count=1        # only the differential tables
+//
+// Environment:
+//
+//	ONCEKV_BIN=/path/to/oncekv       use this binary instead of building one
+//	ONCEKV_DIFF_AGAINST=redis        point the "oncekv" side of the diff tables
+//	                                 at a second redis-server (checks the runner
+//	                                 and the tables themselves)
+//
+// Everything listens on 127.0.0.1 only. redis-server (7.0) must be on PATH.
+package integration
