@@ -7,6 +7,10 @@
 // synced before the tickets of its writes are done; under "everysec" a
 // syncer syncs once a second; under "no" the operating system decides.
 //
+// Values of the keyspace are also kept in a bounded cache of clean
+// (committed) entries, so hot keys are read from memory; Badger is read
+// only on a miss.
+//
 // A sweeper walks the time-ordered expiry index in bounded rounds and deletes
 // expired keys, as Redis's active expire cycle does.
 //
@@ -80,6 +84,9 @@ type Options struct {
 	// MaxPending is how many staged writes may wait for the committer
 	// before writers wait (back-pressure).
 	MaxPending int
+	// CacheSize bounds, in bytes, the cache of committed values; 0
+	// disables it.
+	CacheSize int64
 	// Clock returns Unix milliseconds; nil means the wall clock.
 	Clock func() int64
 }
@@ -97,6 +104,7 @@ func DefaultOptions(dir string) Options {
 		SweepKeys:      64,
 		GCInterval:     5 * time.Minute,
 		MaxPending:     100000,
+		CacheSize:      64 << 20,
 	}
 }
 
@@ -123,12 +131,14 @@ type DB struct {
 	counts   []int
 	expiring []int
 
-	// omu guards the overlay and the staged batch; the committer takes
-	// only omu, never mu.
-	omu     sync.RWMutex
-	overlay map[string]*pending
-	batch   []op
-	staged  uint64
+	// omu guards the overlay, the cache and the staged batch; the
+	// committer takes only omu, never mu.
+	omu        sync.RWMutex
+	overlay    map[string]*pending
+	batch      []op
+	staged     uint64
+	cache      map[string][]byte
+	cacheBytes int64
 
 	committed atomic.Uint64
 	synced    atomic.Uint64
@@ -184,6 +194,7 @@ func Open(opts Options) (*DB, error) {
 		counts:   make([]int, opts.Databases),
 		expiring: make([]int, opts.Databases),
 		overlay:  make(map[string]*pending),
+		cache:    make(map[string][]byte),
 		progress: make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
@@ -462,6 +473,7 @@ func (s *DB) stage(key []byte, val []byte, del bool) uint64 {
 		s.overlay[string(key)] = &pp
 	}
 	s.batch = append(s.batch, op{key: string(key), pending: p})
+	s.uncacheLocked(string(key))
 	s.omu.Unlock()
 	return n
 }
@@ -476,9 +488,13 @@ func (s *DB) getRaw(key []byte) ([]byte, bool, error) {
 	if p != nil {
 		val, del = p.val, p.del
 	}
+	cached, hit := s.cache[string(key)]
 	s.omu.RUnlock()
 	if p != nil {
 		return val, !del, nil
+	}
+	if hit {
+		return cached, true, nil
 	}
 	// The overlay missed, so any committed write of key is in Badger now:
 	// a transaction opened after this point sees it.
@@ -497,7 +513,52 @@ func (s *DB) getRaw(key []byte) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
+	s.omu.Lock()
+	// Nothing can have been staged for key meanwhile (readers hold mu);
+	// the committer may only have moved a staged value into the cache.
+	if _, staged := s.overlay[string(key)]; !staged {
+		if _, cached := s.cache[string(key)]; !cached {
+			s.cacheLocked(string(key), out)
+		}
+	}
+	s.omu.Unlock()
 	return out, true, nil
+}
+
+// cacheCost is what an entry is charged: its bytes and the map's overhead.
+func cacheCost(key string, val []byte) int64 { return int64(len(key)+len(val)) + 64 }
+
+// cacheLocked caches a committed keyspace value, evicting entries at
+// random (map order) when over budget. Called with omu held.
+func (s *DB) cacheLocked(key string, val []byte) {
+	if s.opts.CacheSize <= 0 || key == "" || key[0] != spaceKeys {
+		return
+	}
+	cost := cacheCost(key, val)
+	if cost > s.opts.CacheSize/16 {
+		return // too large to be worth a slot
+	}
+	s.uncacheLocked(key)
+	s.cache[key] = val
+	s.cacheBytes += cost
+	if s.cacheBytes <= s.opts.CacheSize {
+		return
+	}
+	target := s.opts.CacheSize * 9 / 10
+	for k, v := range s.cache {
+		if s.cacheBytes <= target {
+			break
+		}
+		delete(s.cache, k)
+		s.cacheBytes -= cacheCost(k, v)
+	}
+}
+
+func (s *DB) uncacheLocked(key string) {
+	if v, ok := s.cache[key]; ok {
+		delete(s.cache, key)
+		s.cacheBytes -= cacheCost(key, v)
+	}
 }
 
 func (s *DB) commitLoop() {
@@ -550,6 +611,10 @@ func (s *DB) commitRound() {
 		for i := range ops {
 			if p := s.overlay[ops[i].key]; p != nil && p.n <= hi {
 				delete(s.overlay, ops[i].key)
+				if !p.del {
+					// Committed: the value stays readable from memory.
+					s.cacheLocked(ops[i].key, p.val)
+				}
 			}
 		}
 		s.omu.Unlock()

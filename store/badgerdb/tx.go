@@ -146,6 +146,14 @@ func (t *tx) Flush(db int) error {
 	if err := t.s.bdb.DropPrefix(dbPrefix(spaceKeys, db), dbPrefix(spaceExpiry, db)); err != nil {
 		return err
 	}
+	prefix := string(dbPrefix(spaceKeys, db))
+	t.s.omu.Lock()
+	for k := range t.s.cache {
+		if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
+			t.s.uncacheLocked(k)
+		}
+	}
+	t.s.omu.Unlock()
 	t.s.counts[db] = 0
 	t.s.expiring[db] = 0
 	return nil
