@@ -276,8 +276,11 @@ func (c Config) Addrs() []string {
 	out := make([]string, len(c.Bind))
 	for i, b := range c.Bind {
 		b = strings.TrimPrefix(b, "-")
-		if b == "*" {
+		switch b {
+		case "*":
 			b = "0.0.0.0"
+		case "::*":
+			b = "::"
 		}
 		out[i] = netJoin(b, c.Port)
 	}

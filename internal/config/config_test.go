@@ -1,0 +1,73 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestParse(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "oncekv.conf")
+	if err := os.WriteFile(file, []byte("# a comment\nport 7000\nbind 127.0.0.1 ::1\nrequirepass \"s3 cret\"\nappendonly yes\nsave 60 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want func(*Config)
+		err  string
+	}{
+		{name: "defaults", want: func(*Config) {}},
+		{name: "flags", args: []string{"--port", "7001", "--dir", "/d", "--appendfsync", "always", "--databases", "4", "--loglevel", "warning"},
+			want: func(c *Config) { c.Port, c.Dir, c.AppendFsync, c.Databases, c.LogLevel = 7001, "/d", "always", 4, "warning" }},
+		{name: "file then overrides", args: []string{file, "--port", "7002"},
+			want: func(c *Config) { c.Port, c.Bind, c.RequirePass = 7002, []string{"127.0.0.1", "::1"}, "s3 cret" }},
+		{name: "ignored redis directives", args: []string{"--appendonly", "yes", "--save", ""}, want: func(*Config) {}},
+		{name: "sizes and lease", args: []string{"--memtable-size", "16mb", "--once-lease-ms", "500"},
+			want: func(c *Config) { c.MemTableSize, c.OnceLease = 16<<20, 500*time.Millisecond }},
+		{name: "unknown", args: []string{"--nosuch", "1"}, err: `unknown directive "nosuch"`},
+		{name: "bad fsync", args: []string{"--appendfsync", "sometimes"}, err: `appendfsync must be always, everysec or no, not "sometimes"`},
+		{name: "bad port", args: []string{"--port", "x"}, err: `directive "port": "x" is not an integer`},
+		{name: "port range", args: []string{"--port", "70000"}, err: "port 70000 out of range 0..65535"},
+		{name: "stray word", args: []string{"--port", "1", "2"}, err: `directive "port" takes one argument`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Parse(tc.args)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Default()
+			tc.want(&want)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestUnknownIsSentinel(t *testing.T) {
+	_, err := Parse([]string{"--nosuch", "1"})
+	if !errors.Is(err, ErrUnknown) {
+		t.Fatalf("err = %v, want ErrUnknown", err)
+	}
+}
+
+func TestAddrs(t *testing.T) {
+	c := Default()
+	c.Bind = []string{"127.0.0.1", "::1", "*", "-::*"}
+	c.Port = 6380
+	want := []string{"127.0.0.1:6380", "[::1]:6380", "0.0.0.0:6380", "[::]:6380"}
+	if got := c.Addrs(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Addrs = %v, want %v", got, want)
+	}
+}
