@@ -2,10 +2,12 @@
 // in Badger and runs a function once per key (the ONCE.* commands).
 //
 // main only wires: configuration, logger, the server, signals and graceful
-// shutdown.
+// shutdown; `oncekv backup` and `oncekv restore` run the store's offline
+// backup tools.
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -17,6 +19,7 @@ import (
 	"github.com/oncekv/oncekv/commands"
 	"github.com/oncekv/oncekv/internal/app"
 	"github.com/oncekv/oncekv/internal/config"
+	"github.com/oncekv/oncekv/store/badgerdb"
 )
 
 func main() {
@@ -27,6 +30,9 @@ func main() {
 }
 
 func run(args []string) error {
+	if len(args) > 0 && (args[0] == "backup" || args[0] == "restore") {
+		return backupTool(args[0], args[1:])
+	}
 	cfg, err := config.Parse(args)
 	if err != nil {
 		return err
@@ -64,6 +70,38 @@ func run(args []string) error {
 		return err
 	}
 	log.Info("bye")
+	return nil
+}
+
+// backupTool is `oncekv backup --dir D FILE` (the server must be stopped;
+// a running server backs up online with its BACKUP command) and `oncekv
+// restore --dir D FILE` (D must be empty or missing).
+func backupTool(name string, args []string) error {
+	fs := flag.NewFlagSet("oncekv "+name, flag.ContinueOnError)
+	dir := fs.String("dir", config.Default().Dir, "the data directory")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: oncekv %s [--dir DIR] FILE\n", name)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return fmt.Errorf("%s: expected one FILE argument after the flags", name)
+	}
+	opts := badgerdb.DefaultOptions(*dir)
+	var st badgerdb.BackupStats
+	var err error
+	if name == "backup" {
+		st, err = badgerdb.BackupDir(opts, fs.Arg(0))
+	} else {
+		st, err = badgerdb.RestoreFile(opts, fs.Arg(0))
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s %s: %v\n", name, fs.Arg(0), st)
 	return nil
 }
 

@@ -337,14 +337,14 @@ func infoPersistence(s *Server, x *Ctx, b *strings.Builder) {
 }
 
 func infoStats(s *Server, x *Ctx, b *strings.Builder) {
-	conns, cmds := int64(0), s.stats.commands.Load()
+	conns, rejected, cmds := int64(0), int64(0), s.stats.commands.Load()
 	if s.wire != nil {
-		conns = s.wire.Accepted.Load()
+		conns, rejected = s.wire.Accepted.Load(), s.wire.Rejected.Load()
 	}
 	line(b, "total_connections_received", conns)
 	line(b, "total_commands_processed", cmds)
 	line(b, "instantaneous_ops_per_sec", 0)
-	line(b, "rejected_connections", 0)
+	line(b, "rejected_connections", rejected)
 	expired := s.stats.expiredKeys.Load()
 	if s.cfg.ExpiredKeys != nil {
 		expired += s.cfg.ExpiredKeys()
@@ -371,7 +371,7 @@ func infoCPU(s *Server, x *Ctx, b *strings.Builder) {
 }
 
 func infoKeyspace(s *Server, x *Ctx, b *strings.Builder) {
-	_ = s.store.View(func(tx store.Tx) error {
+	_, _ = s.store.View(func(tx store.Tx) error {
 		for db := 0; db < s.store.Databases(); db++ {
 			if n := tx.Len(db); n > 0 {
 				fmt.Fprintf(b, "db%d:keys=%d,expires=%d,avg_ttl=0\r\n", db, n, tx.Expiring(db))

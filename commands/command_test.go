@@ -20,7 +20,7 @@ type cmdTestStore struct{}
 
 var errCmdTestStore = errors.New("no store in this test")
 
-func (cmdTestStore) View(func(store.Tx) error) error { return errCmdTestStore }
+func (cmdTestStore) View(func(store.Tx) error) (store.Ticket, error) { return nil, errCmdTestStore }
 func (cmdTestStore) Update(func(store.Tx) error) (store.Ticket, error) {
 	return nil, errCmdTestStore
 }

@@ -3,6 +3,7 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/oncekv/oncekv/store"
 )
@@ -44,7 +45,7 @@ func errorText(err error) string {
 	case errors.As(err, &re):
 		return string(re)
 	case errors.Is(err, store.ErrWrite):
-		return ErrMisconf.Error()
+		return misconf(err)
 	case errors.Is(err, store.ErrBadDB):
 		return ErrDBIndex.Error()
 	case errors.Is(err, store.ErrClosed):
@@ -64,6 +65,13 @@ var sentinels = []error{
 	ErrOffsetRange, ErrNoProto, ErrExecNoMulti, ErrDiscardNoMult, ErrNestedMulti,
 	ErrWatchInMulti, ErrExecAbort, ErrClientName, ErrMisconf, ErrShutdown, ErrCursor,
 	ErrTimeout,
+}
+
+// misconf words a refused write as Redis's MISCONF, naming the cause.
+func misconf(err error) string {
+	cause := strings.TrimPrefix(err.Error(), store.ErrWrite.Error()+": ")
+	return "MISCONF Errors writing to the data directory (" + cause +
+		"): writes are refused until it can be written again; reads keep working."
 }
 
 // replyError is an error whose text is already a complete RESP error

@@ -12,7 +12,9 @@
 package commands
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +35,9 @@ const Version = "7.0.15"
 type Config struct {
 	// RequirePass is the password of the default user; empty means none.
 	RequirePass string
+	// ProtoMaxBulkLen is the longest string a command may build (APPEND,
+	// SETRANGE); 0 means Redis's default, 512 MiB.
+	ProtoMaxBulkLen int64
 	// Directives answers CONFIG GET: directive name → value.
 	Directives func() map[string]string
 	// Shutdown asks the process to shut down (SHUTDOWN).
@@ -83,6 +88,9 @@ func New(cfg Config, st store.Store) *Server {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
+	}
+	if cfg.ProtoMaxBulkLen <= 0 {
+		cfg.ProtoMaxBulkLen = maxBulk
 	}
 	s := &Server{cfg: cfg, store: st, table: NewTable(), log: cfg.Logger, started: cfg.Clock()}
 	s.watch.keys = make(map[watchKey]map[*resp.Conn]struct{})
@@ -159,13 +167,24 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 	mark := c.W.Len()
 	defer func() {
 		if p := recover(); p != nil {
+			stack := zap.Stack("stack")
+			if cp, ok := p.(*commandPanic); ok {
+				p, stack = cp.value, zap.ByteString("stack", cp.stack)
+			}
 			s.log.Error("command panicked; answered with an error",
-				zap.String("cmd", cmd.Name), zap.Any("panic", p), zap.Stack("stack"))
+				zap.String("cmd", cmd.Name), zap.Any("panic", p), stack)
 			c.W.Truncate(mark)
 			c.W.Error("ERR internal error while running '" + cmd.Name + "' (the server logged it)")
 		}
 	}()
 	s.run(x)
+}
+
+// commandPanic carries a panic recovered inside a transaction, with the
+// stack where it happened, on to Serve.
+type commandPanic struct {
+	value any
+	stack []byte
 }
 
 // reject answers a command refused before it ran. Inside MULTI it spoils
@@ -198,7 +217,7 @@ func (s *Server) resolve(args [][]byte) (*Command, string) {
 		sub := cmd.sub(args[1])
 		if sub == nil {
 			return nil, "ERR unknown subcommand '" + truncate(string(args[1]), 128) +
-				"'. Try " + strings.ToUpper(cmd.Name) + " HELP."
+				"'. Try " + strings.ToUpper(string(args[0])) + " HELP."
 		}
 		if !arityOK(sub.Arity, len(args)) {
 			return nil, "ERR wrong number of arguments for '" + sub.Name + "' command"
@@ -240,21 +259,34 @@ func (s *Server) run(x *Ctx) {
 	switch {
 	case x.Cmd.Flags&Write != 0:
 		var after []func(store.Ticket)
+		var panicked *commandPanic
 		t, err := s.store.Update(func(tx store.Tx) error {
 			x.Tx = s.wrap(tx)
+			// A command that panics still ends its transaction the
+			// normal way (the store keeps what it staged): the hooks are
+			// reset and their after-commit work runs; then the panic
+			// goes on to Serve, which answers it.
+			defer func() {
+				if p := recover(); p != nil {
+					panicked = &commandPanic{value: p, stack: debug.Stack()}
+				}
+				after = s.commit()
+			}()
 			x.Cmd.Run(x)
-			after = s.commit()
 			return nil
 		})
 		x.Tx = nil
 		runAfter(after, t)
+		if panicked != nil {
+			panic(panicked)
+		}
 		if err != nil && t == nil {
 			x.Fail(err)
 			return
 		}
 		x.Await(t)
 	case x.Cmd.Flags&ReadOnly != 0:
-		err := s.store.View(func(tx store.Tx) error {
+		t, err := s.store.View(func(tx store.Tx) error {
 			x.Tx = tx
 			x.Cmd.Run(x)
 			return nil
@@ -263,6 +295,8 @@ func (s *Server) run(x *Ctx) {
 		if err != nil {
 			x.Fail(err)
 		}
+		// What it read may not be durable yet: answer once it is.
+		x.Await(t)
 	default:
 		x.Cmd.Run(x)
 	}
@@ -273,10 +307,13 @@ func (s *Server) Disconnected(c *resp.Conn) {
 	s.watch.unwatchAll(c)
 }
 
-// checkPassword compares in constant time.
+// checkPassword compares in constant time. Like Redis, it compares SHA-256
+// digests, so that neither the time nor an early exit on a length
+// mismatch tells anything about the password.
 func (s *Server) checkPassword(p []byte) bool {
-	want := s.cfg.RequirePass
-	return subtle.ConstantTimeCompare([]byte(want), p) == 1
+	want := sha256.Sum256([]byte(s.cfg.RequirePass))
+	got := sha256.Sum256(p)
+	return subtle.ConstantTimeCompare(want[:], got[:]) == 1
 }
 
 // TxHook observes, inside their transaction, the writes that commands

@@ -9,7 +9,8 @@ import (
 	"github.com/oncekv/oncekv/store"
 )
 
-// maxBulk is proto-max-bulk-len: the largest string a command may build.
+// maxBulk is proto-max-bulk-len's default: the largest string a command
+// may build (Config.ProtoMaxBulkLen).
 const maxBulk = 512 << 20
 
 func stringCommands() []*Command {
@@ -377,7 +378,7 @@ func appendCmd(x *Ctx) {
 		return
 	}
 	add := x.Args[2]
-	if len(v.Data)+len(add) > maxBulk {
+	if int64(len(v.Data)+len(add)) > x.S.cfg.ProtoMaxBulkLen {
 		x.Fail(ErrStringTooBig)
 		return
 	}
@@ -462,7 +463,7 @@ func setrangeCmd(x *Ctx) {
 		x.W.Int(int64(len(v.Data)))
 		return
 	}
-	if off > maxBulk-int64(len(val)) {
+	if off > x.S.cfg.ProtoMaxBulkLen-int64(len(val)) {
 		x.Fail(ErrStringTooBig)
 		return
 	}

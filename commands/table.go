@@ -134,6 +134,28 @@ func (t *Table) Register(cmds ...*Command) {
 	}
 }
 
+// Rename makes the command name answer under newName only, as Redis's
+// rename-command does; an empty newName disables it. The command keeps
+// its own name in replies (errors, COMMAND INFO), as in Redis.
+func (t *Table) Rename(name, newName string) error {
+	old := strings.ToLower(name)
+	c, ok := t.cmds[old]
+	if !ok {
+		return fmt.Errorf("no such command %q", name)
+	}
+	if newName == "" {
+		delete(t.cmds, old)
+		return nil
+	}
+	n := strings.ToLower(newName)
+	if _, taken := t.cmds[n]; taken && n != old {
+		return fmt.Errorf("target command name %q already exists", newName)
+	}
+	delete(t.cmds, old)
+	t.cmds[n] = c
+	return nil
+}
+
 // Lookup finds a command by name, in any case.
 func (t *Table) Lookup(name []byte) *Command {
 	if c, ok := t.cmds[string(name)]; ok {

@@ -101,7 +101,7 @@ func watchCmd(x *Ctx) {
 		return
 	}
 	// Register under the shared lock, so no write is half done.
-	_ = x.S.store.View(func(tx store.Tx) error {
+	_, _ = x.S.store.View(func(tx store.Tx) error {
 		for _, k := range x.Args[1:] {
 			v, ok, _ := tx.Get(x.DB, k)
 			var deadline int64

@@ -2,10 +2,10 @@ package resp
 
 import (
 	"context"
+	"net"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/tidwall/redcon"
 )
 
 // Waiter is something a reply must wait for before it is sent: a store
@@ -39,14 +39,20 @@ type Conn struct {
 	// Watch is opaque state of the WATCH implementation.
 	Watch any
 
-	mu       sync.Mutex
-	info     Info
-	waits    []Waiter
-	closing  bool
-	block    BlockFunc
-	detached bool
-	rc       redcon.Conn
-	srv      *Server
+	mu      sync.Mutex
+	info    Info
+	waits   []Waiter
+	closing bool
+	block   BlockFunc
+	nc      net.Conn
+	rd      *Reader
+	srv     *Server
+	// blocked is set while a blocking command waits: the client is not
+	// idle then (timeout does not apply), as in Redis.
+	blocked atomic.Bool
+	// The memory the MULTI queue holds, counted incrementally.
+	queueSeen  int
+	queueBytes int64
 }
 
 // BlockFunc finishes a blocked command: it waits for the command's outcome
@@ -59,6 +65,29 @@ type BlockFunc func(gone <-chan struct{})
 // fn without holding up any other connection, and reads nothing else of
 // this client's until fn has written its reply.
 func (c *Conn) Block(fn BlockFunc) { c.block = fn }
+
+// TakeBlock returns and clears the function a blocking command left with
+// Block (nil if none), for tests that call a Handler directly.
+func (c *Conn) TakeBlock() BlockFunc {
+	fn := c.block
+	c.block = nil
+	return fn
+}
+
+// queued is the memory of the commands queued in MULTI (their arguments),
+// which counts towards the query buffer limit as Redis's argv_len_sums.
+func (c *Conn) queued() int64 {
+	if len(c.Queue) < c.queueSeen {
+		c.queueSeen, c.queueBytes = 0, 0
+	}
+	for _, args := range c.Queue[c.queueSeen:] {
+		for _, a := range args {
+			c.queueBytes += int64(len(a)) + argOverhead
+		}
+	}
+	c.queueSeen = len(c.Queue)
+	return c.queueBytes
+}
 
 // Info is what CLIENT LIST shows of a connection.
 type Info struct {

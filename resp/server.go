@@ -1,23 +1,29 @@
-// Package resp is the wire: a RESP2/RESP3 server on top of redcon, the
-// per-connection state, and a reply writer that encodes each reply in the
-// connection's protocol.
+// Package resp is the wire: a RESP2/RESP3 server, the per-connection
+// state, a request reader with Redis's limits and a reply writer that
+// encodes each reply in the connection's protocol.
 //
 // A connection's replies to one pipeline of commands are buffered and sent
 // together, after every write they acknowledge is durable (see Conn.Await).
 // Nothing here knows what a command means: a Handler does.
+//
+// The server accepts connections and reads requests itself (reader.go says
+// why redcon's reader could not be kept): each connection is served by one
+// goroutine that parses a request, runs it, and sends the replies of a
+// pipeline once no complete request is left in what it read.
 package resp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/tidwall/redcon"
 	"go.uber.org/zap"
 )
 
@@ -30,16 +36,58 @@ type Handler interface {
 type Config struct {
 	// Addrs are the listen addresses (host:port).
 	Addrs []string
+	// TLSAddrs are listened on with TLS (Redis's tls-port); TLS must be
+	// set when there are any.
+	TLSAddrs []string
+	TLS      *tls.Config
 	// MaxClients is the most connections served at once (Redis's
 	// maxclients); 0 means no limit.
 	MaxClients int
 	// IdleTimeout closes connections idle that long (Redis's timeout);
-	// 0 never does.
+	// 0 never does. A client blocked in a command is not idle.
 	IdleTimeout time.Duration
 	// RequirePass makes new connections start unauthenticated.
 	RequirePass bool
-	Logger      *zap.Logger
+	// ProtectedMode is Redis's protected-mode: while no password is set,
+	// only clients from the loopback address are served.
+	ProtectedMode bool
+	// Limits bound what one client may send (zero fields: Redis's
+	// defaults).
+	Limits Limits
+	Logger *zap.Logger
 }
+
+const (
+	// flushAt sends a pipeline's replies once that many are buffered, so
+	// that a client which pipelines and does not read is held back by
+	// its own socket instead of growing our memory.
+	flushAt = 64 << 10
+	// handshakeTimeout bounds a TLS handshake.
+	handshakeTimeout = 10 * time.Second
+	// lingerTime and lingerBytes bound how long and how much is read and
+	// dropped after a protocol error, so that the error reply reaches a
+	// client that is still sending (closing a socket with unread input
+	// resets it, and a reset can destroy the reply on its way).
+	lingerTime  = time.Second
+	lingerBytes = 1 << 20
+)
+
+// Replies sent to refused connections, as Redis 7.0 words them (the
+// DENIED text verbatim, typo included).
+const (
+	replyMaxClients = "-ERR max number of clients reached\r\n"
+	replyDenied     = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. " +
+		"In this mode connections are only accepted from the loopback interface. " +
+		"If you want to connect from external computers to Redis you may adopt one of the following solutions: " +
+		"1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface " +
+		"by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible " +
+		"from internet if you do so. Use CONFIG REWRITE to make this change permanent. " +
+		"2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected " +
+		"mode option to 'no', and then restarting the server. " +
+		"3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. " +
+		"4) Setup a an authentication password for the default user. " +
+		"NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n"
+)
 
 // Server accepts connections and feeds their commands to a Handler.
 type Server struct {
@@ -48,9 +96,10 @@ type Server struct {
 	log     *zap.Logger
 
 	mu        sync.Mutex
-	listeners []net.Listener
-	servers   []*redcon.Server
-	conns     map[*Conn]struct{}
+	listeners []net.Listener // the plain ones first, then the TLS ones
+	nplain    int
+	open      map[net.Conn]struct{} // every accepted connection
+	conns     map[*Conn]struct{}    // the admitted clients
 	closed    bool
 
 	nextID   atomic.Int64
@@ -69,7 +118,9 @@ func NewServer(cfg Config, h Handler) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	s := &Server{cfg: cfg, handler: h, log: cfg.Logger, conns: make(map[*Conn]struct{})}
+	cfg.Limits = cfg.Limits.withDefaults()
+	s := &Server{cfg: cfg, handler: h, log: cfg.Logger,
+		open: make(map[net.Conn]struct{}), conns: make(map[*Conn]struct{})}
 	s.requirePass.Store(cfg.RequirePass)
 	return s
 }
@@ -84,42 +135,62 @@ func (s *Server) Start() error {
 	if s.closed {
 		return errors.New("server closed")
 	}
+	if len(s.cfg.TLSAddrs) > 0 && s.cfg.TLS == nil {
+		return errors.New("TLS addresses without a TLS configuration")
+	}
 	s.started = time.Now()
-	for _, addr := range s.cfg.Addrs {
+	var lns []net.Listener
+	listen := func(addr string, tlsCfg *tls.Config) error {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			for _, l := range s.listeners {
+			for _, l := range lns {
 				l.Close()
 			}
-			s.listeners = nil
 			return fmt.Errorf("listen on %s: %w", addr, err)
 		}
-		s.listeners = append(s.listeners, ln)
-	}
-	for _, ln := range s.listeners {
-		rs := redcon.NewServerNetwork("tcp", ln.Addr().String(), s.serveRESP, s.accept, s.closedConn)
-		if s.cfg.IdleTimeout > 0 {
-			rs.SetIdleClose(s.cfg.IdleTimeout)
+		if tlsCfg != nil {
+			ln = tls.NewListener(ln, tlsCfg)
 		}
-		s.servers = append(s.servers, rs)
+		lns = append(lns, ln)
+		return nil
+	}
+	for _, addr := range s.cfg.Addrs {
+		if err := listen(addr, nil); err != nil {
+			return err
+		}
+	}
+	for _, addr := range s.cfg.TLSAddrs {
+		if err := listen(addr, s.cfg.TLS); err != nil {
+			return err
+		}
+	}
+	s.listeners, s.nplain = lns, len(s.cfg.Addrs)
+	for _, ln := range lns {
 		s.wg.Add(1)
-		go func(ln net.Listener) {
-			defer s.wg.Done()
-			if err := rs.Serve(ln); err != nil {
-				s.log.Error("serve", zap.Error(err))
-			}
-		}(ln)
+		go s.acceptLoop(ln)
 	}
 	return nil
 }
 
-// Addrs are the addresses actually listened on (useful with port 0).
+// Addrs are the plain (not TLS) addresses actually listened on (useful
+// with port 0).
 func (s *Server) Addrs() []net.Addr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]net.Addr, len(s.listeners))
-	for i, l := range s.listeners {
-		out[i] = l.Addr()
+	out := make([]net.Addr, 0, s.nplain)
+	for _, l := range s.listeners[:s.nplain] {
+		out = append(out, l.Addr())
+	}
+	return out
+}
+
+// TLSAddrs are the TLS addresses actually listened on.
+func (s *Server) TLSAddrs() []net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []net.Addr
+	for _, l := range s.listeners[s.nplain:] {
+		out = append(out, l.Addr())
 	}
 	return out
 }
@@ -136,16 +207,11 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	for _, rs := range s.servers {
-		rs.Close()
-	}
 	for _, l := range s.listeners {
 		l.Close()
 	}
-	for c := range s.conns {
-		if c.detached {
-			c.rc.NetConn().Close()
-		}
+	for nc := range s.open {
+		nc.Close()
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
@@ -179,52 +245,142 @@ func (s *Server) NumClients() int {
 func (s *Server) Kill(id int64) bool {
 	for _, c := range s.Clients() {
 		if c.ID == id {
-			c.rc.NetConn().Close()
+			c.nc.Close()
 			return true
 		}
 	}
 	return false
 }
 
-func (s *Server) accept(rc redcon.Conn) bool {
+func (s *Server) acceptLoop(ln net.Listener) {
+	defer s.wg.Done()
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors, say: wait a little and go on.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.log.Warn("accept failed; retrying", zap.Error(err), zap.Duration("in", delay))
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return
+		}
+		s.open[nc] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serveConn(nc)
+	}
+}
+
+// serveConn runs one connection from accept to close.
+func (s *Server) serveConn(nc net.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		nc.Close()
+		s.mu.Lock()
+		delete(s.open, nc)
+		s.mu.Unlock()
+	}()
+	if tc, ok := nc.(*tls.Conn); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+		err := tc.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			s.log.Debug("TLS handshake failed", zap.String("addr", nc.RemoteAddr().String()), zap.Error(err))
+			return
+		}
+	}
+	c, refusal := s.admit(nc)
+	if c == nil {
+		if refusal != "" {
+			_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = io.WriteString(nc, refusal)
+		}
+		return
+	}
+	err := s.serve(c)
+	if errors.Is(err, ErrQueryBufferLimit) {
+		s.log.Warn("closing client that reached max query buffer length (client-query-buffer-limit)",
+			zap.Int64("id", c.ID), zap.String("addr", c.Addr), zap.Int64("limit", s.cfg.Limits.QueryBufferLimit))
+	}
+	s.forget(c, err)
+}
+
+// ProtectedDenied is Redis 7.0's protected mode: with protected-mode on
+// and no password set, a client whose address is not 127.0.0.1 or ::1 is
+// refused. (Redis compares the address with exactly those two, so
+// 127.0.0.2 is refused too, and it does not look at the bind address: with
+// the default bind, 127.0.0.1, nobody else can connect anyway.) An address
+// that is not an IP is refused.
+func ProtectedDenied(protected, hasPass bool, peer net.Addr) bool {
+	if !protected || hasPass {
+		return false
+	}
+	var ip net.IP
+	switch a := peer.(type) {
+	case *net.TCPAddr:
+		ip = a.IP
+	case *net.UnixAddr:
+		return false
+	default:
+		if peer != nil {
+			host, _, err := net.SplitHostPort(peer.String())
+			if err == nil {
+				ip = net.ParseIP(host)
+			}
+		}
+	}
+	return ip == nil || !(ip.Equal(net.IPv4(127, 0, 0, 1)) || ip.Equal(net.IPv6loopback))
+}
+
+// admit registers a new client, or returns the reply that refuses it.
+func (s *Server) admit(nc net.Conn) (*Conn, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return false
+		return nil, ""
 	}
 	if s.cfg.MaxClients > 0 && len(s.conns) >= s.cfg.MaxClients {
 		s.Rejected.Add(1)
-		rc.WriteError("ERR max number of clients reached")
-		return false
+		return nil, replyMaxClients
+	}
+	if ProtectedDenied(s.cfg.ProtectedMode, s.requirePass.Load(), nc.RemoteAddr()) {
+		s.Rejected.Add(1)
+		// Debug, not Warn: a scanner must not be able to flood the log.
+		s.log.Debug("protected mode: refused a client from outside the loopback interface",
+			zap.String("addr", nc.RemoteAddr().String()))
+		return nil, replyDenied
 	}
 	now := time.Now()
 	c := &Conn{
-		ID:      s.nextID.Add(1),
-		Addr:    rc.RemoteAddr(),
-		Created: now,
-		Authed:  !s.requirePass.Load(),
-		W:       NewWriter(2),
-		rc:      rc,
-		srv:     s,
+		ID:        s.nextID.Add(1),
+		Addr:      nc.RemoteAddr().String(),
+		LocalAddr: nc.LocalAddr().String(),
+		Created:   now,
+		Authed:    !s.requirePass.Load(),
+		W:         NewWriter(2),
+		nc:        nc,
+		rd:        NewReader(nc, s.cfg.Limits),
+		srv:       s,
 	}
-	if nc := rc.NetConn(); nc != nil {
-		c.LocalAddr = nc.LocalAddr().String()
-	}
+	c.rd.SetAuthed(c.Authed)
 	c.info = Info{LastActive: now, Proto: 2, LastCmd: "NULL"}
-	rc.SetContext(c)
 	s.conns[c] = struct{}{}
 	s.Accepted.Add(1)
 	s.log.Debug("client connected", zap.Int64("id", c.ID), zap.String("addr", c.Addr))
-	return true
-}
-
-func (s *Server) closedConn(rc redcon.Conn, err error) {
-	c, ok := rc.Context().(*Conn)
-	if !ok || c.detached {
-		// A detached connection lives on in serveDetached.
-		return
-	}
-	s.forget(c, err)
+	return c, ""
 }
 
 // forget unregisters a closed connection.
@@ -235,134 +391,248 @@ func (s *Server) forget(c *Conn, err error) {
 	if d, ok := s.handler.(interface{ Disconnected(*Conn) }); ok {
 		d.Disconnected(c)
 	}
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
 	s.log.Debug("client disconnected", zap.Int64("id", c.ID), zap.String("addr", c.Addr), zap.Error(err))
 }
 
-func (s *Server) serveRESP(rc redcon.Conn, cmd redcon.Command) {
-	c, ok := rc.Context().(*Conn)
-	if !ok || c.closing {
-		return
-	}
-	s.gate.RLock()
-	defer s.gate.RUnlock()
-	s.Commands.Add(1)
-	s.handler.Serve(c, cmd.Args)
-	if c.block != nil {
-		// Send what came before, then leave redcon's loop: it cannot see
-		// a disconnect while a handler blocks.
-		s.flush(c)
-		s.mu.Lock()
-		closed := s.closed
-		if !closed {
-			s.wg.Add(1)
+// serve reads and runs c's commands until the connection ends; it
+// returns why it ended.
+func (s *Server) serve(c *Conn) error {
+	rd := c.rd
+	for {
+		args, err := rd.Parse()
+		if err != nil {
+			return s.protocolError(c, err)
 		}
-		s.mu.Unlock()
-		if closed {
-			c.block = nil
-			c.closing = true
-			rc.Close()
-			return
+		if args == nil {
+			// Nothing complete is left in what was read: send the
+			// pipeline's replies, then read on.
+			if c.W.Len() > 0 || len(c.waits) > 0 {
+				s.gate.RLock()
+				ok := s.flush(c)
+				s.gate.RUnlock()
+				if !ok {
+					return nil
+				}
+			}
+			if s.cfg.IdleTimeout > 0 {
+				_ = c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+			}
+			if err := rd.Fill(); err != nil {
+				return err
+			}
+			continue
 		}
-		rest := rc.ReadPipeline()
-		c.detached = true
-		dc := rc.Detach()
-		go s.serveDetached(c, dc, rest)
-		return
-	}
-	if c.closing || len(rc.PeekPipeline()) == 0 || c.W.Len() > 64<<10 {
-		s.flush(c)
+		s.gate.RLock()
+		s.Commands.Add(1)
+		s.call(c, args)
+		if c.block != nil {
+			// Send what came before, then serve the blocked command and
+			// the rest of the connection in serveDetached, which notices
+			// a disconnect while the command blocks.
+			ok := s.flush(c)
+			s.gate.RUnlock()
+			if !ok {
+				c.block = nil
+				return nil
+			}
+			return s.serveDetached(c)
+		}
+		ok := true
+		if c.closing || c.W.Len() > flushAt {
+			ok = s.flush(c)
+		}
+		s.gate.RUnlock()
+		if c.closing || !ok {
+			return nil
+		}
+		rd.SetAuthed(c.Authed)
+		rd.SetHeld(c.queued())
 	}
 }
 
-// serveDetached serves a connection after a blocking command, with its
-// own loop: a reader goroutine notices a disconnect at once, even while a
-// command blocks, and queues what the client pipelines meanwhile.
-func (s *Server) serveDetached(c *Conn, dc redcon.DetachedConn, rest []redcon.Command) {
-	defer s.wg.Done()
+// protocolError answers a malformed request after the replies of the
+// requests before it, as Redis does, then lets the connection close.
+func (s *Server) protocolError(c *Conn, err error) error {
+	var pe *ProtocolError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	s.log.Debug("protocol error; closing the client", zap.Int64("id", c.ID), zap.String("addr", c.Addr), zap.Error(err))
+	c.W.Error("ERR " + pe.Error())
+	s.gate.RLock()
+	ok := s.flush(c)
+	s.gate.RUnlock()
+	if ok {
+		linger(c.nc)
+	}
+	return err
+}
+
+// linger half-closes nc and drops what the client still sends, for a
+// moment, before the caller closes it.
+func linger(nc net.Conn) {
+	if cw, ok := nc.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.CopyN(io.Discard, nc, lingerBytes)
+}
+
+// call runs one command. A panic that escapes the handler is logged and
+// answered with an error, and the connection goes on: one bad command
+// never takes the server down.
+func (s *Server) call(c *Conn, args [][]byte) {
+	mark := c.W.Len()
+	defer func() {
+		if p := recover(); p != nil {
+			name := args[0]
+			if len(name) > 64 {
+				name = name[:64]
+			}
+			s.log.Error("panic while serving a command; answered with an error",
+				zap.Int64("id", c.ID), zap.ByteString("cmd", name), zap.Any("panic", p), zap.Stack("stack"))
+			c.W.Truncate(mark)
+			c.block = nil
+			c.W.Error("ERR internal error (the server logged it)")
+		}
+	}()
+	s.handler.Serve(c, args)
+}
+
+// runBlocked finishes a blocked command, recovering a panic as call does.
+func (s *Server) runBlocked(c *Conn, fn BlockFunc, gone <-chan struct{}) {
+	mark := c.W.Len()
+	c.blocked.Store(true)
+	defer func() {
+		c.blocked.Store(false)
+		if p := recover(); p != nil {
+			s.log.Error("panic while finishing a blocked command; answered with an error",
+				zap.Int64("id", c.ID), zap.Any("panic", p), zap.Stack("stack"))
+			c.W.Truncate(mark)
+			c.W.Error("ERR internal error (the server logged it)")
+		}
+	}()
+	fn(gone)
+}
+
+// serveDetached serves a connection from a blocking command on, with two
+// goroutines: a reader notices a disconnect at once, even while a command
+// blocks, and queues what the client pipelines meanwhile.
+func (s *Server) serveDetached(c *Conn) error {
+	type item struct {
+		args [][]byte
+		err  error // a protocol error, answered in its turn
+	}
 	gone := make(chan struct{})
 	quit := make(chan struct{})
-	cmds := make(chan redcon.Command, 64)
+	items := make(chan item, 64)
+	var readErr error // why the reader stopped; read once gone is closed
 	go func() {
 		defer close(gone)
+		rd := c.rd
 		for {
-			cmd, err := dc.ReadCommand()
-			if err != nil {
+			args, err := rd.Parse()
+			if err == nil && args == nil {
+				if s.cfg.IdleTimeout > 0 {
+					_ = c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+				}
+				err = rd.Fill()
+				var ne net.Error
+				if err != nil && errors.As(err, &ne) && ne.Timeout() && (c.blocked.Load() || len(items) > 0) {
+					continue // a blocked client is not idle
+				}
+				if err == nil {
+					continue
+				}
+			}
+			var pe *ProtocolError
+			if err != nil && !errors.As(err, &pe) {
+				readErr = err
 				return
 			}
 			select {
-			case cmds <- cmd:
+			case items <- item{args: args, err: err}:
 			case <-quit:
+				return
+			}
+			if err != nil {
+				// Keep watching for a disconnect until the error is
+				// answered and the connection closed.
+				_ = c.nc.SetReadDeadline(time.Time{})
+				_, readErr = io.Copy(io.Discard, c.nc)
 				return
 			}
 		}
 	}()
 	defer func() {
 		close(quit)
-		dc.Close()
+		c.nc.Close()
 		<-gone
-		s.forget(c, nil)
 	}()
-	send := func() bool {
-		s.flush(c)
-		if c.closing {
-			return false
-		}
-		return dc.Flush() == nil
+	send := func() bool { return s.flush(c) && !c.closing }
+	serve := func(args [][]byte) bool {
+		s.gate.RLock()
+		s.Commands.Add(1)
+		s.call(c, args)
+		s.gate.RUnlock()
+		c.rd.SetAuthed(c.Authed)
+		c.rd.SetHeld(c.queued())
+		return !c.closing
 	}
-	// run finishes blocked commands; it reports whether to go on.
+	// unblock finishes blocked commands; it reports whether to go on.
 	unblock := func() bool {
 		for c.block != nil {
 			fn := c.block
 			c.block = nil
-			fn(gone)
+			s.runBlocked(c, fn, gone)
 		}
 		return send()
 	}
-	serve := func(args [][]byte) bool {
-		s.gate.RLock()
-		s.Commands.Add(1)
-		s.handler.Serve(c, args)
-		s.gate.RUnlock()
-		return !c.closing
-	}
 	if !unblock() {
-		return
-	}
-	for _, cmd := range rest {
-		if !serve(cmd.Args) || !unblock() {
-			return
-		}
+		return nil
 	}
 	for {
 		select {
-		case cmd := <-cmds:
-			if !serve(cmd.Args) {
-				send()
-				return
+		case it := <-items:
+			if it.err != nil {
+				c.W.Error("ERR " + it.err.Error())
+				s.flush(c)
+				return it.err
 			}
-			if c.block != nil || len(cmds) == 0 || c.W.Len() > 64<<10 {
+			if !serve(it.args) {
+				send()
+				return nil
+			}
+			if c.block != nil || len(items) == 0 || c.W.Len() > flushAt {
 				if !unblock() {
-					return
+					return nil
 				}
 			}
 		case <-gone:
 			// Run what the client sent before it left, as Redis does.
-			for len(cmds) > 0 {
-				serve((<-cmds).Args)
+			for len(items) > 0 {
+				it := <-items
+				if it.err != nil {
+					break
+				}
+				serve(it.args)
 				for c.block != nil {
 					fn := c.block
 					c.block = nil
-					fn(gone) // returns at once: gone is closed
+					s.runBlocked(c, fn, gone) // returns at once: gone is closed
 				}
 			}
-			return
+			return readErr
 		}
 	}
 }
 
 // flush waits for the durability of what the buffered replies acknowledge,
-// then hands the replies to redcon, which sends them after the pipeline.
-func (s *Server) flush(c *Conn) {
+// then sends them. It reports false when the connection must close.
+func (s *Server) flush(c *Conn) bool {
 	for _, w := range c.waits {
 		if err := w.Wait(context.Background()); err != nil {
 			s.log.Error("write not durable; closing the connection without acknowledging it",
@@ -370,16 +640,21 @@ func (s *Server) flush(c *Conn) {
 			c.waits = c.waits[:0]
 			c.W.Reset()
 			c.closing = true
-			c.rc.NetConn().Close()
-			return
+			c.nc.Close()
+			return false
 		}
 	}
 	c.waits = c.waits[:0]
 	if c.W.Len() > 0 {
-		c.rc.WriteRaw(c.W.Bytes())
+		_, err := c.nc.Write(c.W.Bytes())
 		c.W.Reset()
+		if cap(c.W.buf) > 1<<20 {
+			c.W.buf = nil // a huge reply's buffer is not kept
+		}
+		if err != nil {
+			c.closing = true
+			return false
+		}
 	}
-	if c.closing {
-		c.rc.Close()
-	}
+	return true
 }

@@ -13,7 +13,10 @@
 //   - Scan visits keys in byte order (KV-7).
 //   - A write is visible to every later transaction as soon as Update
 //     returns; it is durable once the returned Ticket is done, according to
-//     the store's fsync policy (KV-6).
+//     the store's fsync policy (KV-6). A transaction that read a write not
+//     yet durable gets a ticket for it too, so nothing is told to a client
+//     before it is as durable as an acknowledged write (as Redis sends no
+//     reply before its AOF fsync under appendfsync always).
 //
 // It does not promise that a write is durable when Update returns: wait on
 // the Ticket before acknowledging it to a client.
@@ -91,10 +94,11 @@ type Ticket interface {
 
 // Store is a keyspace of numbered databases.
 type Store interface {
-	// View runs fn with shared, read-only access.
-	View(fn func(tx Tx) error) error
+	// View runs fn with shared, read-only access. The ticket is nil when
+	// fn read nothing that is not yet durable.
+	View(fn func(tx Tx) error) (Ticket, error)
 	// Update runs fn with exclusive access. The ticket is nil when fn wrote
-	// nothing.
+	// nothing and read nothing that is not yet durable.
 	Update(fn func(tx Tx) error) (Ticket, error)
 	// Databases is the number of logical databases.
 	Databases() int

@@ -4,11 +4,15 @@
 package app
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -38,6 +42,10 @@ func New(cfg config.Config, log *zap.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	tlsCfg, err := tlsConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
@@ -47,14 +55,16 @@ func New(cfg config.Config, log *zap.Logger) (*App, error) {
 	opts.Logger = log.Named("store")
 	opts.MemTableSize = cfg.MemTableSize
 	opts.BlockCacheSize = cfg.BlockCacheSize
+	opts.MinFreeDisk = cfg.MinFreeDisk
 	st, err := badgerdb.Open(opts)
 	if err != nil {
 		return nil, err
 	}
 	a := &App{Store: st, log: log, shutdown: make(chan struct{}, 1)}
 	a.Commands = commands.New(commands.Config{
-		RequirePass: cfg.RequirePass,
-		Directives:  cfg.Directives,
+		RequirePass:     cfg.RequirePass,
+		ProtoMaxBulkLen: cfg.ProtoMaxBulkLen,
+		Directives:      cfg.Directives,
 		Shutdown: func() {
 			select {
 			case a.shutdown <- struct{}{}:
@@ -63,11 +73,17 @@ func New(cfg config.Config, log *zap.Logger) (*App, error) {
 		},
 		Persistence: func() map[string]string {
 			s := st.Stats()
+			refused, cause := "0", "none"
+			if s.LastError != nil {
+				refused, cause = "1", strings.NewReplacer("\r", " ", "\n", " ").Replace(s.LastError.Error())
+			}
 			return map[string]string{
 				"oncekv_appendfsync":     st.Fsync().String(),
 				"oncekv_pending_writes":  strconv.FormatUint(s.Pending, 10),
 				"oncekv_lsm_size_bytes":  strconv.FormatInt(s.LSMSize, 10),
 				"oncekv_vlog_size_bytes": strconv.FormatInt(s.VlogSize, 10),
+				"oncekv_writes_refused":  refused,
+				"oncekv_write_error":     cause,
 			}
 		},
 		ExpiredKeys: func() int64 { return st.Stats().Expired },
@@ -79,11 +95,97 @@ func New(cfg config.Config, log *zap.Logger) (*App, error) {
 		IdleTimeout: cfg.IdleTimeout(),
 		RequirePass: cfg.RequirePass != "",
 		Logger:      log.Named("resp"),
+
+		TLSAddrs:      cfg.TLSAddrs(),
+		TLS:           tlsCfg,
+		ProtectedMode: cfg.ProtectedMode,
+		Limits: resp.Limits{
+			MaxBulkLen:       cfg.ProtoMaxBulkLen,
+			QueryBufferLimit: cfg.ClientQueryBufferLimit,
+		},
 	}, a.Commands)
 	a.Commands.Attach(a.Wire)
 	a.Engine = once.New(st, once.Config{DefaultLease: cfg.OnceLease, Logger: log.Named("once")})
 	a.Commands.EnableOnce(a.Engine)
+	a.Commands.Table().Register(backupCommand(st, cfg.BackupDir))
+	// Renames apply to the whole table, so they come last.
+	for _, r := range cfg.Renames {
+		if err := a.Commands.Table().Rename(r.From, r.To); err != nil {
+			return nil, errors.Join(fmt.Errorf("rename-command %s %q: %w", r.From, r.To, err), st.Close())
+		}
+	}
 	return a, nil
+}
+
+// tlsConfig builds the TLS configuration of tls-port, or nil without it:
+// the server's certificate, and the CA that client certificates must be
+// signed by (tls-auth-clients yes: required; optional: checked if given).
+func tlsConfig(cfg config.Config) (*tls.Config, error) {
+	if cfg.TLSPort == 0 {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("tls-cert-file / tls-key-file: %w", err)
+	}
+	t := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if cfg.TLSCACertFile != "" {
+		pem, err := os.ReadFile(cfg.TLSCACertFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls-ca-cert-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls-ca-cert-file %s: no PEM certificate in it", cfg.TLSCACertFile)
+		}
+		t.ClientCAs = pool
+	}
+	switch cfg.TLSAuthClients {
+	case "yes":
+		t.ClientAuth = tls.RequireAndVerifyClientCert
+	case "optional":
+		t.ClientAuth = tls.VerifyClientCertIfGiven
+	default:
+		t.ClientAuth = tls.NoClientCert
+	}
+	return t, nil
+}
+
+// backupCommand is BACKUP name: an online, consistent backup of the whole
+// store (every database, deadlines, ONCE records, the token counter) into
+// backup-dir/name, written atomically; `oncekv restore` reads it. Only a
+// plain file name is accepted, and only with backup-dir configured, so
+// that a client cannot make the server write anywhere else.
+func backupCommand(st *badgerdb.DB, dir string) *commands.Command {
+	return &commands.Command{
+		Name: "backup", Arity: 2, Flags: commands.Admin | commands.NoScript | commands.NoMulti,
+		Categories: []string{"admin", "slow", "dangerous"},
+		Doc: commands.Doc{
+			Summary: "Writes a consistent backup of the whole store to a file in backup-dir (oncekv).",
+			Since:   "1.0.0", Group: "server", Complexity: "O(N) where N is the number of keys",
+			Args: []commands.Arg{{Name: "filename", Type: commands.ArgString}},
+		},
+		Run: func(x *commands.Ctx) {
+			name := string(x.Args[1])
+			switch {
+			case dir == "":
+				x.W.Error("ERR BACKUP is disabled: start the server with --backup-dir <directory>")
+				return
+			case name == "" || name != filepath.Base(name) || strings.HasPrefix(name, "."):
+				x.W.Error("ERR BACKUP takes a plain file name, written into backup-dir")
+				return
+			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				x.W.Error("ERR backup-dir: " + err.Error())
+				return
+			}
+			if _, err := st.BackupFile(filepath.Join(dir, name)); err != nil {
+				x.Fail(err)
+				return
+			}
+			x.W.OK()
+		},
+	}
 }
 
 // Start starts the store's background work, loads the engine and listens.

@@ -30,7 +30,38 @@ type Config struct {
 	BlockCacheSize int64
 	// OnceLease is the lease of a ONCE.CLAIM that names none.
 	OnceLease time.Duration
+
+	// ProtoMaxBulkLen is the longest argument a client may send, and the
+	// longest string a command may build (Redis's proto-max-bulk-len).
+	ProtoMaxBulkLen int64
+	// ClientQueryBufferLimit bounds the memory of a client's unfinished
+	// request and MULTI queue (Redis's client-query-buffer-limit).
+	ClientQueryBufferLimit int64
+	// ProtectedMode refuses clients from outside the loopback interface
+	// while no password is set (Redis's protected-mode).
+	ProtectedMode bool
+	// TLSPort, when not 0, listens with TLS on the bind addresses; the
+	// files are PEM. TLSAuthClients is "yes" (a client certificate
+	// signed by the CA is required), "optional" (checked if given) or
+	// "no".
+	TLSPort        int
+	TLSCertFile    string
+	TLSKeyFile     string
+	TLSCACertFile  string
+	TLSAuthClients string
+	// Renames are the rename-command directives in order: a command
+	// answers under To only; an empty To disables it.
+	Renames []Rename
+	// MinFreeDisk is the free space the data directory's disk keeps:
+	// below it writes are refused (MISCONF). 0 picks a default from
+	// MemTableSize; -1 turns the check off.
+	MinFreeDisk int64
+	// BackupDir is where the BACKUP command writes; empty disables it.
+	BackupDir string
 }
+
+// Rename is one rename-command directive.
+type Rename struct{ From, To string }
 
 // Default is the configuration of `oncekv` run with no arguments.
 func Default() Config {
@@ -45,6 +76,11 @@ func Default() Config {
 		MemTableSize:   8 << 20,
 		BlockCacheSize: 32 << 20,
 		OnceLease:      30 * time.Second,
+
+		ProtoMaxBulkLen:        512 << 20,
+		ClientQueryBufferLimit: 1 << 30,
+		ProtectedMode:          true,
+		TLSAuthClients:         "yes",
 	}
 }
 
@@ -55,7 +91,7 @@ var ErrUnknown = errors.New("unknown directive")
 // ignored are Redis directives accepted for compatibility that change
 // nothing here (persistence is always on; there is no RDB).
 var ignored = map[string]bool{
-	"appendonly": true, "save": true, "protected-mode": true,
+	"appendonly": true, "save": true,
 	"dbfilename": true, "appendfilename": true, "supervised": true, "logfile": true,
 	"always-show-logo": true, "set-proc-title": true, "hz": true,
 }
@@ -184,6 +220,19 @@ func (c *Config) Set(name string, vals []string) error {
 		}
 		return ParseMemory(v)
 	}
+	yesNo := func() (bool, error) {
+		v, err := one()
+		if err != nil {
+			return false, err
+		}
+		switch strings.ToLower(v) {
+		case "yes":
+			return true, nil
+		case "no":
+			return false, nil
+		}
+		return false, fmt.Errorf("directive %q: argument must be 'yes' or 'no', not %q", name, v)
+	}
 	var err error
 	switch name {
 	case "port":
@@ -211,6 +260,39 @@ func (c *Config) Set(name string, vals []string) error {
 		c.MemTableSize, err = size()
 	case "block-cache-size":
 		c.BlockCacheSize, err = size()
+	case "min-free-disk":
+		if len(vals) == 1 && vals[0] == "-1" {
+			c.MinFreeDisk = -1
+			break
+		}
+		c.MinFreeDisk, err = size()
+	case "backup-dir":
+		c.BackupDir, err = one()
+	case "proto-max-bulk-len":
+		c.ProtoMaxBulkLen, err = size()
+	case "client-query-buffer-limit":
+		c.ClientQueryBufferLimit, err = size()
+	case "protected-mode":
+		c.ProtectedMode, err = yesNo()
+	case "tls-port":
+		c.TLSPort, err = num()
+	case "tls-cert-file":
+		c.TLSCertFile, err = one()
+	case "tls-key-file":
+		c.TLSKeyFile, err = one()
+	case "tls-ca-cert-file":
+		c.TLSCACertFile, err = one()
+	case "tls-auth-clients":
+		var v string
+		v, err = one()
+		c.TLSAuthClients = strings.ToLower(v)
+	case "rename-command":
+		// As in redis.conf: rename-command NAME NEW, where an empty NEW
+		// ("") disables the command.
+		if len(vals) != 2 {
+			return fmt.Errorf("directive %q takes a command name and a new name (\"\" disables it)", name)
+		}
+		c.Renames = append(c.Renames, Rename{From: vals[0], To: vals[1]})
 	case "once-lease-ms":
 		var ms int
 		ms, err = num()
@@ -262,6 +344,25 @@ func (c Config) Validate() error {
 		return fmt.Errorf("once-lease-ms must be positive")
 	case c.Dir == "":
 		return fmt.Errorf("dir must not be empty")
+	case c.ProtoMaxBulkLen < 1<<20:
+		return fmt.Errorf("proto-max-bulk-len must be at least 1mb (1048576)")
+	case c.ClientQueryBufferLimit < 1<<20:
+		return fmt.Errorf("client-query-buffer-limit must be at least 1mb (1048576)")
+	case c.TLSPort < 0 || c.TLSPort > 65535:
+		return fmt.Errorf("tls-port %d out of range 0..65535", c.TLSPort)
+	}
+	switch c.TLSAuthClients {
+	case "yes", "no", "optional":
+	default:
+		return fmt.Errorf("tls-auth-clients must be yes, no or optional, not %q", c.TLSAuthClients)
+	}
+	if c.TLSPort != 0 {
+		switch {
+		case c.TLSCertFile == "" || c.TLSKeyFile == "":
+			return fmt.Errorf("tls-port needs tls-cert-file and tls-key-file")
+		case c.TLSCACertFile == "" && c.TLSAuthClients != "no":
+			return fmt.Errorf("tls-ca-cert-file must be set when tls-auth-clients is %s", c.TLSAuthClients)
+		}
 	}
 	switch c.LogLevel {
 	case "debug", "verbose", "notice", "warning", "nothing":
@@ -294,32 +395,56 @@ func netJoin(host string, port int) string {
 	return host + ":" + strconv.Itoa(port)
 }
 
+// TLSAddrs are the TLS listen addresses (none without tls-port).
+func (c Config) TLSAddrs() []string {
+	if c.TLSPort == 0 {
+		return nil
+	}
+	t := c
+	t.Port = c.TLSPort
+	return t.Addrs()
+}
+
 // IdleTimeout is Timeout as a duration.
 func (c Config) IdleTimeout() time.Duration { return time.Duration(c.Timeout) * time.Second }
 
 // Directives are the values CONFIG GET shows.
 func (c Config) Directives() map[string]string {
 	return map[string]string{
-		"port":             strconv.Itoa(c.Port),
-		"bind":             strings.Join(c.Bind, " "),
-		"dir":              c.Dir,
-		"appendfsync":      c.AppendFsync,
-		"appendonly":       "yes",
-		"databases":        strconv.Itoa(c.Databases),
-		"requirepass":      c.RequirePass,
-		"loglevel":         c.LogLevel,
-		"maxclients":       strconv.Itoa(c.MaxClients),
-		"timeout":          strconv.Itoa(c.Timeout),
-		"save":             "",
-		"memtable-size":    strconv.FormatInt(c.MemTableSize, 10),
-		"block-cache-size": strconv.FormatInt(c.BlockCacheSize, 10),
-		"once-lease-ms":    strconv.FormatInt(c.OnceLease.Milliseconds(), 10),
+		"port":                      strconv.Itoa(c.Port),
+		"bind":                      strings.Join(c.Bind, " "),
+		"dir":                       c.Dir,
+		"appendfsync":               c.AppendFsync,
+		"appendonly":                "yes",
+		"databases":                 strconv.Itoa(c.Databases),
+		"requirepass":               c.RequirePass,
+		"loglevel":                  c.LogLevel,
+		"maxclients":                strconv.Itoa(c.MaxClients),
+		"timeout":                   strconv.Itoa(c.Timeout),
+		"save":                      "",
+		"memtable-size":             strconv.FormatInt(c.MemTableSize, 10),
+		"block-cache-size":          strconv.FormatInt(c.BlockCacheSize, 10),
+		"once-lease-ms":             strconv.FormatInt(c.OnceLease.Milliseconds(), 10),
+		"min-free-disk":             strconv.FormatInt(c.MinFreeDisk, 10),
+		"backup-dir":                c.BackupDir,
+		"proto-max-bulk-len":        strconv.FormatInt(c.ProtoMaxBulkLen, 10),
+		"client-query-buffer-limit": strconv.FormatInt(c.ClientQueryBufferLimit, 10),
+		"protected-mode":            yesno(c.ProtectedMode),
+		"tls-port":                  strconv.Itoa(c.TLSPort),
+		"tls-cert-file":             c.TLSCertFile,
+		"tls-key-file":              c.TLSKeyFile,
+		"tls-ca-cert-file":          c.TLSCACertFile,
+		"tls-auth-clients":          c.TLSAuthClients,
 		// Fixed values that clients and exporters ask for.
-		"proto-max-bulk-len":        "536870912",
-		"client-query-buffer-limit": "1073741824",
-		"maxmemory":                 "0",
-		"maxmemory-policy":          "noeviction",
-		"protected-mode":            "no",
-		"hz":                        "10",
+		"maxmemory":        "0",
+		"maxmemory-policy": "noeviction",
+		"hz":               "10",
 	}
+}
+
+func yesno(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }

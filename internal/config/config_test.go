@@ -23,7 +23,9 @@ func TestParse(t *testing.T) {
 	}{
 		{name: "defaults", want: func(*Config) {}},
 		{name: "flags", args: []string{"--port", "7001", "--dir", "/d", "--appendfsync", "always", "--databases", "4", "--loglevel", "warning"},
-			want: func(c *Config) { c.Port, c.Dir, c.AppendFsync, c.Databases, c.LogLevel = 7001, "/d", "always", 4, "warning" }},
+			want: func(c *Config) {
+				c.Port, c.Dir, c.AppendFsync, c.Databases, c.LogLevel = 7001, "/d", "always", 4, "warning"
+			}},
 		{name: "file then overrides", args: []string{file, "--port", "7002"},
 			want: func(c *Config) { c.Port, c.Bind, c.RequirePass = 7002, []string{"127.0.0.1", "::1"}, "s3 cret" }},
 		{name: "ignored redis directives", args: []string{"--appendonly", "yes", "--save", ""}, want: func(*Config) {}},

@@ -14,6 +14,13 @@
 // A sweeper walks the time-ordered expiry index in bounded rounds and deletes
 // expired keys, as Redis's active expire cycle does.
 //
+// The data directory carries a marker (oncekv.meta, dir.go): Open refuses a
+// non-empty directory without it, and a Badger directory whose MANIFEST is
+// missing or damaged, instead of starting empty over it. When Badger cannot
+// write, or the disk is down to its free-space reserve (space.go), writes
+// are refused with store.ErrWrite until they succeed again; reads go on.
+// Backup and Restore (backup.go) copy a consistent snapshot.
+//
 // What it does not do: keep the whole keyspace in memory (reads that miss
 // the overlay go to Badger), or survive the loss of writes still staged when
 // the process dies (at most the unsynced tail under "everysec"/"no").
@@ -23,6 +30,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,6 +97,20 @@ type Options struct {
 	CacheSize int64
 	// Clock returns Unix milliseconds; nil means the wall clock.
 	Clock func() int64
+	// MinFreeDisk is the free space, in bytes, that the data directory's
+	// filesystem must keep after a write: below it writes are refused
+	// (store.ErrWrite) until space returns. Badger writes its logs and
+	// tables through memory maps, where a full disk is not an error but a
+	// crash (SIGBUS), so the store must stop before the disk is full. 0
+	// means DefaultMinFreeDisk(MemTableSize); negative disables the check.
+	MinFreeDisk int64
+}
+
+// DefaultMinFreeDisk is the free-space reserve for a memtable size: room
+// for the memtable logs and the flushes and compactions Badger still runs
+// after writes stop.
+func DefaultMinFreeDisk(memTableSize int64) int64 {
+	return max(64<<20, 8*memTableSize)
 }
 
 // DefaultOptions are the options of a server started with no configuration.
@@ -145,7 +167,13 @@ type DB struct {
 	progMu    sync.Mutex
 	progress  chan struct{} // closed and replaced whenever progress is made
 	failure   atomic.Pointer[error]
+	syncErr   atomic.Pointer[error] // the last everysec fsync failed
 	expired   atomic.Int64
+
+	// writeHook, when set (by tests), runs before each Badger write; an
+	// error fails the write as a full disk would.
+	writeHook func([]op) error
+	space     spaceState
 
 	kick    chan struct{}
 	stop    chan struct{}
@@ -171,18 +199,24 @@ func Open(opts Options) (*DB, error) {
 	if opts.SweepKeys <= 0 {
 		opts.SweepKeys = 64
 	}
-	bopts := badger.DefaultOptions(opts.Dir).
-		WithSyncWrites(false).
-		WithLogger(badgerLogger{opts.Logger.Sugar()}).
-		WithNumVersionsToKeep(1).
-		WithDetectConflicts(false)
-	if opts.MemTableSize > 0 {
-		bopts = bopts.WithMemTableSize(opts.MemTableSize)
+	if opts.MinFreeDisk == 0 {
+		opts.MinFreeDisk = DefaultMinFreeDisk(opts.MemTableSize)
 	}
-	if opts.BlockCacheSize > 0 {
-		bopts = bopts.WithBlockCacheSize(opts.BlockCacheSize)
+	fresh, err := checkDir(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
 	}
-	bdb, err := badger.Open(bopts)
+	if fresh {
+		// Mark the directory before Badger writes anything into it, so
+		// that a crash right after leaves a directory that opens.
+		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("open store: create data dir: %w", err)
+		}
+		if err := writeMarker(opts.Dir); err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+	}
+	bdb, err := badger.Open(badgerOptions(opts))
 	if err != nil {
 		return nil, fmt.Errorf("open store in %s: %w", opts.Dir, err)
 	}
@@ -207,6 +241,22 @@ func Open(opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open store: count keys: %w", err)
 	}
 	return s, nil
+}
+
+// badgerOptions are the Badger options of a store.
+func badgerOptions(opts Options) badger.Options {
+	bopts := badger.DefaultOptions(opts.Dir).
+		WithSyncWrites(false).
+		WithLogger(badgerLogger{opts.Logger.Sugar()}).
+		WithNumVersionsToKeep(1).
+		WithDetectConflicts(false)
+	if opts.MemTableSize > 0 {
+		bopts = bopts.WithMemTableSize(opts.MemTableSize)
+	}
+	if opts.BlockCacheSize > 0 {
+		bopts = bopts.WithBlockCacheSize(opts.BlockCacheSize)
+	}
+	return bopts
 }
 
 func (s *DB) countKeys() error {
@@ -308,20 +358,31 @@ func (s *DB) Stats() Stats {
 		Expired:   s.expired.Load(),
 	}
 	st.Pending = staged - st.Committed
-	if p := s.failure.Load(); p != nil {
-		st.LastError = *p
-	}
+	st.LastError = s.writeError()
 	return st
 }
 
 // View runs fn with shared access.
-func (s *DB) View(fn func(tx store.Tx) error) error {
+func (s *DB) View(fn func(tx store.Tx) error) (store.Ticket, error) {
 	if s.closed.Load() {
-		return store.ErrClosed
+		return nil, store.ErrClosed
 	}
+	t := &tx{s: s, now: s.now()}
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return fn(&tx{s: s, now: s.now()})
+	err := fn(t)
+	s.mu.RUnlock()
+	return s.ticketFor(t.readMax), err
+}
+
+// ticketFor is the ticket of op n: nil when it is durable already.
+func (s *DB) ticketFor(n uint64) store.Ticket {
+	if n == 0 || s.synced.Load() >= n {
+		return nil
+	}
+	if s.opts.Fsync != FsyncAlways {
+		return store.Done{}
+	}
+	return ticket{s: s, n: n}
 }
 
 // Update runs fn with exclusive access and returns a ticket for its writes.
@@ -329,20 +390,28 @@ func (s *DB) Update(fn func(tx store.Tx) error) (store.Ticket, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	if p := s.failure.Load(); p != nil {
-		return nil, fmt.Errorf("%w: %v", store.ErrWrite, *p)
+	if err := s.writeError(); err != nil {
+		return nil, fmt.Errorf("%w: %v", store.ErrWrite, err)
 	}
 	s.backPressure()
 	t := &tx{s: s, now: s.now(), write: true}
 	err := s.locked(t, fn)
-	if t.last == 0 {
-		return nil, err
+	if t.last != 0 {
+		s.poke()
 	}
-	s.poke()
-	if s.opts.Fsync != FsyncAlways {
-		return store.Done{}, err
+	return s.ticketFor(max(t.last, t.readMax)), err
+}
+
+// writeError is why writes are refused, or nil: the committer cannot write
+// to Badger, or (everysec) the last fsync failed.
+func (s *DB) writeError() error {
+	if p := s.failure.Load(); p != nil {
+		return *p
 	}
-	return ticket{s: s, n: t.last}, err
+	if p := s.syncErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // locked runs fn under the exclusive lock; a panic in fn releases the lock
@@ -480,26 +549,28 @@ func (s *DB) stage(key []byte, val []byte, del bool) uint64 {
 
 // getRaw reads a Badger key through the overlay. The returned slice must not
 // be modified.
-func (s *DB) getRaw(key []byte) ([]byte, bool, error) {
+//
+// n is the number of the staged op that the value came from, when it came
+// from the overlay (it may not be durable yet), else 0.
+func (s *DB) getRaw(key []byte) (val []byte, ok bool, n uint64, err error) {
 	s.omu.RLock()
 	p := s.overlay[string(key)]
-	var val []byte
 	var del bool
 	if p != nil {
-		val, del = p.val, p.del
+		val, del, n = p.val, p.del, p.n
 	}
 	cached, hit := s.cache[string(key)]
 	s.omu.RUnlock()
 	if p != nil {
-		return val, !del, nil
+		return val, !del, n, nil
 	}
 	if hit {
-		return cached, true, nil
+		return cached, true, 0, nil
 	}
 	// The overlay missed, so any committed write of key is in Badger now:
 	// a transaction opened after this point sees it.
 	var out []byte
-	err := s.bdb.View(func(txn *badger.Txn) error {
+	err = s.bdb.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(key)
 		if err != nil {
 			return err
@@ -508,10 +579,10 @@ func (s *DB) getRaw(key []byte) ([]byte, bool, error) {
 		return err
 	})
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, false, nil
+		return nil, false, 0, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, false, 0, err
 	}
 	s.omu.Lock()
 	// Nothing can have been staged for key meanwhile (readers hold mu);
@@ -522,7 +593,7 @@ func (s *DB) getRaw(key []byte) ([]byte, bool, error) {
 		}
 	}
 	s.omu.Unlock()
-	return out, true, nil
+	return out, true, 0, nil
 }
 
 // cacheCost is what an entry is charged: its bytes and the map's overhead.
@@ -635,6 +706,14 @@ func (s *DB) commitRound() {
 // write of each key. Badger's log is append-only, so a crash loses a
 // suffix of what was written, never a middle part.
 func (s *DB) write(ops []op) error {
+	if s.writeHook != nil {
+		if err := s.writeHook(ops); err != nil {
+			return err
+		}
+	}
+	if err := s.checkSpace(ops); err != nil {
+		return err
+	}
 	last := make(map[string]int, len(ops))
 	for i := range ops {
 		last[ops[i].key] = i
@@ -674,8 +753,16 @@ func (s *DB) syncLoop() {
 		case <-t.C:
 			c := s.committed.Load()
 			if err := s.bdb.Sync(); err != nil {
-				s.log.Error("fsync failed", zap.Error(err))
+				if s.syncErr.Load() == nil {
+					s.log.Error("fsync failed; refusing writes until it succeeds", zap.Error(err))
+				}
+				err = fmt.Errorf("fsync: %w", err)
+				s.syncErr.Store(&err)
 				continue
+			}
+			if s.syncErr.Load() != nil {
+				s.log.Info("fsync works again")
+				s.syncErr.Store(nil)
 			}
 			s.synced.Store(c)
 		case <-s.stop:

@@ -51,7 +51,7 @@ func get(tb testing.TB, s *DB, db int, key string) (string, bool) {
 	tb.Helper()
 	var out string
 	var found bool
-	err := s.View(func(tx store.Tx) error {
+	_, err := s.View(func(tx store.Tx) error {
 		v, ok, err := tx.Get(db, []byte(key))
 		out, found = string(v.Data), ok
 		return err
@@ -65,7 +65,7 @@ func get(tb testing.TB, s *DB, db int, key string) (string, bool) {
 func keys(tb testing.TB, s *DB, db int, from string) []string {
 	tb.Helper()
 	var out []string
-	err := s.View(func(tx store.Tx) error {
+	_, err := s.View(func(tx store.Tx) error {
 		return tx.Scan(db, []byte(from), func(k []byte, _ store.Value) (bool, error) {
 			out = append(out, string(k))
 			return true, nil
@@ -206,7 +206,7 @@ func TestRestartKeepsDataAndDeadlines(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2 := open(t, dir, FsyncEverysec, nil)
-	err = s2.View(func(tx store.Tx) error {
+	_, err = s2.View(func(tx store.Tx) error {
 		v, ok, err := tx.Get(3, []byte(bin))
 		if err != nil || !ok || string(v.Data) != "val\x00" || v.ExpireAt != far {
 			t.Errorf("binary key after restart: %+v %v %v", v, ok, err)
@@ -305,5 +305,55 @@ func TestAlwaysTicketIsDurable(t *testing.T) {
 	}
 	if st := s.Stats(); st.Pending != 0 {
 		t.Fatalf("pending = %d after ticket", st.Pending)
+	}
+}
+
+// TestReadOfStagedWriteWaitsForDurability: under appendfsync always, a
+// transaction that reads a write not yet synced gets a ticket that is done
+// only once that write is, so no client is told of it earlier (KV-6, and
+// KV-8 replays of an answer).
+func TestReadOfStagedWriteWaitsForDurability(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.Fsync = FsyncAlways
+	opts.SweepInterval, opts.GCInterval = 0, 0
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	s.writeHook = func([]op) error { <-release; return nil }
+	s.Start()
+	t.Cleanup(func() { s.Close() })
+
+	wt, err := s.Update(func(tx store.Tx) error { return tx.Set(0, []byte("k"), str("v", 0)) })
+	if err != nil || wt == nil {
+		t.Fatalf("update: %v %v", wt, err)
+	}
+	rt, err := s.View(func(tx store.Tx) error {
+		v, ok, err := tx.Get(0, []byte("k"))
+		if !ok || string(v.Data) != "v" {
+			t.Errorf("staged write not visible: %q %v", v.Data, ok)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt == nil {
+		t.Fatal("a read of an unsynced write got no ticket")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := rt.Wait(ctx); err == nil {
+		t.Fatal("the read's ticket was done before the write was synced")
+	}
+	close(release)
+	if err := rt.Wait(context.Background()); err != nil {
+		t.Fatalf("after the sync: %v", err)
+	}
+	// A read of durable data needs no ticket.
+	rt, _ = s.View(func(tx store.Tx) error { _, _, err := tx.Get(0, []byte("k")); return err })
+	if rt != nil {
+		t.Fatalf("a read of synced data got a ticket: %v", rt)
 	}
 }

@@ -51,7 +51,9 @@ func (s *DB) Sweep(budget time.Duration) int {
 func (s *DB) sweepRound(db int) (deleted int, more bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.counts[db] == 0 {
+	if s.counts[db] == 0 || s.writeError() != nil {
+		// Nothing to sweep, or writes are refused (a full disk): the
+		// expired keys stay invisible until they can be deleted.
 		return 0, false
 	}
 	t := &tx{s: s, now: s.now(), write: true}
@@ -62,7 +64,7 @@ func (s *DB) sweepRound(db int) (deleted int, more bool) {
 		key []byte
 	}
 	var cands []cand
-	err := s.scanRaw(prefix, prefix, func(raw, _ []byte) (bool, error) {
+	err := s.scanRaw(prefix, prefix, nil, func(raw, _ []byte) (bool, error) {
 		if len(raw) < 11 {
 			return true, nil
 		}

@@ -15,6 +15,15 @@ type tx struct {
 	now   int64
 	write bool
 	last  uint64 // the number of the last op this tx staged
+	// readMax is the highest staged op whose value this tx read: the
+	// reply must wait until it is durable.
+	readMax uint64
+}
+
+func (t *tx) read(n uint64) {
+	if n > t.readMax {
+		t.readMax = n
+	}
 }
 
 var _ store.Tx = (*tx)(nil)
@@ -31,7 +40,8 @@ func (t *tx) checkDB(db int) error {
 // getAny returns the stored value even when it has expired.
 func (t *tx) getAny(db int, key []byte) (store.Value, []byte, bool, error) {
 	raw := dataKey(db, key)
-	b, ok, err := t.s.getRaw(raw)
+	b, ok, n, err := t.s.getRaw(raw)
+	t.read(n)
 	if err != nil || !ok {
 		return store.Value{}, raw, false, err
 	}
@@ -110,7 +120,7 @@ func (t *tx) Scan(db int, from []byte, fn func(key []byte, v store.Value) (bool,
 	}
 	prefix := dbPrefix(spaceKeys, db)
 	start := append(slices.Clip(prefix), from...)
-	return t.s.scanRaw(prefix, start, func(raw, val []byte) (bool, error) {
+	return t.s.scanRaw(prefix, start, t.read, func(raw, val []byte) (bool, error) {
 		v, ok := decodeValue(val)
 		if !ok || v.Expired(t.now) {
 			return true, nil
@@ -160,7 +170,8 @@ func (t *tx) Flush(db int) error {
 }
 
 func (t *tx) Meta(name string) ([]byte, error) {
-	b, ok, err := t.s.getRaw(metaKey(name))
+	b, ok, n, err := t.s.getRaw(metaKey(name))
+	t.read(n)
 	if !ok {
 		return nil, err
 	}
@@ -178,7 +189,9 @@ func (t *tx) SetMeta(name string, value []byte) error {
 // scanRaw visits the Badger keys with prefix from start on, merged with the
 // overlay (which wins), skipping deleted keys. The slices passed to fn are
 // valid only during the call.
-func (s *DB) scanRaw(prefix, start []byte, fn func(raw, val []byte) (bool, error)) error {
+//
+// staged, if not nil, is told the op number of each overlay entry used.
+func (s *DB) scanRaw(prefix, start []byte, staged func(n uint64), fn func(raw, val []byte) (bool, error)) error {
 	// Snapshot the overlay first: anything that leaves it afterwards has
 	// been committed, so the Badger iterator opened below sees it.
 	type kv struct {
@@ -221,6 +234,9 @@ func (s *DB) scanRaw(prefix, start []byte, fn func(raw, val []byte) (bool, error
 				i++
 				if bkey != nil && o.key == string(bkey) {
 					it.Next()
+				}
+				if staged != nil {
+					staged(o.p.n)
 				}
 				if o.p.del {
 					continue

@@ -1,0 +1,125 @@
+package commands
+
+import (
+	"bufio"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/oncekv/oncekv/resp"
+	"github.com/oncekv/oncekv/store"
+	"github.com/oncekv/oncekv/store/badgerdb"
+)
+
+// openTestStore opens a Badger store in a temporary directory.
+func openTestStore(tb testing.TB) *badgerdb.DB {
+	tb.Helper()
+	st, err := badgerdb.Open(badgerdb.DefaultOptions(tb.TempDir()))
+	if err != nil {
+		tb.Fatalf("open store: %v", err)
+	}
+	st.Start()
+	tb.Cleanup(func() { st.Close() })
+	return st
+}
+
+// The panic hook: commands that panic, registered by the test only, so
+// that nothing like them is reachable in a production server. A panic in
+// a handler, in a write transaction or in a blocked command's finisher is
+// logged and answered with an error, and the connection and the server go
+// on.
+func TestPanicIsAnsweredLoggedAndSurvived(t *testing.T) {
+	core, logs := observer.New(zap.ErrorLevel)
+	log := zap.New(core)
+	st := openTestStore(t)
+	s := New(Config{Logger: log}, st)
+	s.Table().Register(
+		&Command{Name: "debug-panic", Arity: -1, Run: func(x *Ctx) {
+			x.W.Simple("half a reply")
+			panic("boom")
+		}},
+		&Command{Name: "debug-panic-write", Arity: 2, Flags: Write, Run: func(x *Ctx) {
+			if err := x.Tx.Set(x.DB, x.Args[1], store.Value{Kind: store.KindString, Data: []byte("staged")}); err != nil {
+				t.Errorf("set: %v", err)
+			}
+			var m map[string]int
+			m["nil map"]++ // a runtime error, not a panic call
+		}},
+		&Command{Name: "debug-panic-blocked", Arity: 1, Run: func(x *Ctx) {
+			x.Block(func(gone <-chan struct{}) {
+				x.W.Simple("half")
+				panic("boom while blocked")
+			})
+		}},
+	)
+	w := resp.NewServer(resp.Config{Addrs: []string{"127.0.0.1:0"}, Logger: log}, s)
+	s.Attach(w)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	addr := w.Addrs()[0].String()
+
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(conn)
+	expect := func(send string, want ...string) {
+		t.Helper()
+		if _, err := conn.Write([]byte(send)); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+		for _, w := range want {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("after %q: %v", send, err)
+			}
+			if line != w {
+				t.Fatalf("after %q: got %q, want %q", send, line, w)
+			}
+		}
+	}
+	expect("DEBUG-PANIC\r\nPING\r\n",
+		"-ERR internal error while running 'debug-panic' (the server logged it)\r\n", "+PONG\r\n")
+	expect("DEBUG-PANIC-WRITE k\r\nSET k2 v\r\nGET k2\r\n",
+		"-ERR internal error while running 'debug-panic-write' (the server logged it)\r\n", "+OK\r\n", "$1\r\n", "v\r\n")
+	expect("MULTI\r\nDEBUG-PANIC\r\nEXEC\r\nPING\r\n",
+		"+OK\r\n", "+QUEUED\r\n", "-ERR internal error while running 'exec' (the server logged it)\r\n", "+PONG\r\n")
+	expect("DEBUG-PANIC-BLOCKED\r\nPING\r\n",
+		"-ERR internal error (the server logged it)\r\n", "+PONG\r\n")
+
+	// Another client is served.
+	other, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	_ = other.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := other.Write([]byte("PING\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(other).ReadString('\n'); err != nil || line != "+PONG\r\n" {
+		t.Fatalf("other client: %q %v", line, err)
+	}
+
+	var panics []string
+	for _, e := range logs.All() {
+		if strings.Contains(e.Message, "panic") {
+			panics = append(panics, e.Message)
+			stack, _ := e.ContextMap()["stack"].(string)
+			if stack == "" || !strings.Contains(stack, "panic_test.go") {
+				t.Errorf("logged %q without the stack of the panic: %.300q", e.Message, stack)
+			}
+		}
+	}
+	if len(panics) != 4 {
+		t.Fatalf("logged panics: %q, want 4", panics)
+	}
+}

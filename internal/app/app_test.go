@@ -1,0 +1,80 @@
+package app
+
+import (
+	"bufio"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncekv/oncekv/internal/config"
+)
+
+// startFromFile starts a server from a config file, as `oncekv file` does.
+func startFromFile(t *testing.T, conf string) (*App, error) {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "oncekv.conf")
+	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]string{file, "--bind", "127.0.0.1", "--port", "0", "--dir", filepath.Join(dir, "data")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a, nil
+}
+
+// TestRenameCommandInConfigFile: rename-command in the config file, as in
+// redis.conf; "" disables a command.
+func TestRenameCommandInConfigFile(t *testing.T) {
+	a, err := startFromFile(t, "rename-command FLUSHDB \"\"\nrename-command ping \"pong-please\"\nrename-command ONCE.STATUS once.peek\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := net.DialTimeout("tcp", a.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(nc)
+	for _, step := range []struct{ send, want string }{
+		{"FLUSHDB\r\n", "-ERR unknown command 'FLUSHDB', with args beginning with: \r\n"},
+		{"PING\r\n", "-ERR unknown command 'PING', with args beginning with: \r\n"},
+		{"PONG-PLEASE\r\n", "+PONG\r\n"},
+		{"pong-please x y\r\n", "-ERR wrong number of arguments for 'ping' command\r\n"},
+		{"ONCE.STATUS k\r\n", "-ERR unknown command 'ONCE.STATUS', with args beginning with: 'k' \r\n"},
+		{"ONCE.PEEK k\r\n", "*-1\r\n"},
+	} {
+		if _, err := nc.Write([]byte(step.send)); err != nil {
+			t.Fatal(err)
+		}
+		line, err := r.ReadString('\n')
+		if err != nil || line != step.want {
+			t.Errorf("%q: got %q %v, want %q", step.send, line, err, step.want)
+		}
+	}
+}
+
+func TestBadRenameOrTLSIsAStartupError(t *testing.T) {
+	for conf, want := range map[string]string{
+		"rename-command NOSUCHCOMMAND x\n": "no such command",
+		"rename-command GET SET\n":         "already exists",
+		"tls-port 1\ntls-cert-file /nonexistent\ntls-key-file /nonexistent\ntls-auth-clients no\n": "tls-cert-file",
+	} {
+		if _, err := startFromFile(t, conf); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err %v, want %q", conf, err, want)
+		}
+	}
+}

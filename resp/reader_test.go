@@ -1,0 +1,225 @@
+package resp
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// chunkReader returns data in reads of the given sizes (cycling), then
+// io.EOF.
+type chunkReader struct {
+	data  []byte
+	sizes []int
+	i     int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := len(r.data)
+	if len(r.sizes) > 0 {
+		n = max(1, r.sizes[r.i%len(r.sizes)])
+		r.i++
+	}
+	n = min(n, len(p), len(r.data))
+	copy(p, r.data[:n])
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// parseAll reads every request of r until an error (io.EOF at the end of
+// the input).
+func parseAll(r *Reader) ([][][]byte, error) {
+	var cmds [][][]byte
+	for {
+		args, err := r.Parse()
+		if err != nil {
+			return cmds, err
+		}
+		if args != nil {
+			cmds = append(cmds, args)
+			continue
+		}
+		if err := r.Fill(); err != nil {
+			return cmds, err
+		}
+	}
+}
+
+func show(cmds [][][]byte) string {
+	var b strings.Builder
+	for _, c := range cmds {
+		b.WriteByte('[')
+		for i, a := range c {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(strconv.Quote(string(a)))
+		}
+		b.WriteByte(']')
+	}
+	return b.String()
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
+
+// The expectations were taken from redis-server 7.0.15 (the integration
+// suite compares the server with it byte for byte).
+func TestReaderLikeRedis(t *testing.T) {
+	big := func(c byte, n int) string { return strings.Repeat(string(c), n) }
+	cases := []struct {
+		in     string
+		unauth bool
+		whole  bool   // only when read in one piece (Redis too times out a long line read in small pieces)
+		want   string // the requests, shown
+		err    string // the error after them
+	}{
+		{in: "*1\r\n$4\r\nPING\r\n", want: `["PING"]`, err: "EOF"},
+		{in: "PING\r\n", want: `["PING"]`, err: "EOF"},
+		{in: "*1\r\n$600000000\r\n", err: "Protocol error: invalid bulk length"},
+		{in: "*2000000\r\n", err: "EOF"},
+		{in: "*2147483647\r\n", err: "EOF"},
+		{in: "*2147483648\r\n", err: "Protocol error: invalid multibulk length"},
+		{in: "*abc\r\n", err: "Protocol error: invalid multibulk length"},
+		{in: "*\r\n", err: "Protocol error: invalid multibulk length"},
+		{in: "$-5\r\n", want: `["$-5"]`, err: "EOF"},
+		{in: "*1\r\n$-5\r\n", err: "Protocol error: invalid bulk length"},
+		{in: "*0\r\nPING\r\n", want: `["PING"]`, err: "EOF"},
+		{in: "*-1\r\nPING\r\n", want: `["PING"]`, err: "EOF"},
+		{in: "*1\r\n$4\r\nPINGxxPING\r\n", want: `["PING"]["PING"]`, err: "EOF"},
+		{in: "*1\rX$4\r\nPING\r\n", want: `["PING"]`, err: "EOF"},
+		{in: "*01\r\n$4\r\nPING\r\n", err: "Protocol error: invalid multibulk length"},
+		{in: "*+1\r\n$4\r\nPING\r\n", err: "Protocol error: invalid multibulk length"},
+		{in: "*1\r\n$04\r\nPING\r\n", err: "Protocol error: invalid bulk length"},
+		{in: "*1\r\n$-0\r\nPING\r\n", err: "Protocol error: invalid bulk length"},
+		{in: "*1\r\n:4\r\nPING\r\n", err: "Protocol error: expected '$', got ':'"},
+		{in: "*1\r\n\r\n", err: "Protocol error: expected '$', got '\r'"},
+		{in: "*1\r\n\x00\r\nPING\r\n", err: "EOF"},
+		{in: "PING \"a\r\n", err: "Protocol error: unbalanced quotes in request"},
+		{in: "ECHO foo\"bar\"\r\n", want: `["ECHO" "foobar"]`, err: "EOF"},
+		{in: "ECHO \"a\"b\r\n", err: "Protocol error: unbalanced quotes in request"},
+		{in: "ECHO \"\\x41\\n\"\r\n", want: `["ECHO" "A\n"]`, err: "EOF"},
+		{in: "ECHO 'a\\'b'\r\n", want: `["ECHO" "a'b"]`, err: "EOF"},
+		{in: "ECHO \"\\xZZ\" \"\\q\" '' \"\"\r\n", want: `["ECHO" "xZZ" "q" "" ""]`, err: "EOF"},
+		{in: "ECHO \vx a\vb\r\n", want: `["ECHO" "x" "a\vb"]`, err: "EOF"},
+		{in: "ECHO \"\\\r\n", err: "Protocol error: unbalanced quotes in request"},
+		{in: "\r\n\r\n  \t \r\nPING\r\n", want: `["PING"]`, err: "EOF"},
+		{in: "ECHO a\x00b\r\nPING\r\n", err: "EOF"},
+		{in: "PING\nPING\n", want: `["PING"]["PING"]`, err: "EOF"},
+		{in: "PING\r\nGARBAGE\r\n*1\r\n$x\r\nPING\r\n", want: `["PING"]["GARBAGE"]`, err: "Protocol error: invalid bulk length"},
+		{in: big('A', 70000), err: "Protocol error: too big inline request"},
+		{in: big('A', 60000) + "\r\n", want: `["` + big('A', 60000) + `"]`, err: "EOF"},
+		{in: big('A', 70000) + "\r\n", whole: true, want: `["` + big('A', 70000) + `"]`, err: "EOF"},
+		{in: "*" + big('1', 70000), err: "Protocol error: too big mbulk count string"},
+		{in: "*1\r\n$" + big('1', 70000), err: "Protocol error: too big bulk count string"},
+		{in: "*1\r\n$40000\r\n" + big('v', 40000) + "\r\n", want: `["` + big('v', 40000) + `"]`, err: "EOF"},
+		{in: "*2\r\n$40000\r\n" + big('v', 40000) + "xy$1\r\nz\r\n", want: `["` + big('v', 40000) + `" "z"]`, err: "EOF"},
+		{in: "*11\r\n", unauth: true, err: "Protocol error: unauthenticated multibulk length"},
+		{in: "*10\r\n", unauth: true, err: "EOF"},
+		{in: "*1\r\n$16385\r\n", unauth: true, err: "Protocol error: unauthenticated bulk length"},
+		{in: "*1\r\n$16384\r\n", unauth: true, err: "EOF"},
+		{in: "*11\r\n", err: "EOF"},
+	}
+	for _, tc := range cases {
+		for _, sizes := range [][]int{nil, {1}, {3, 7, 1}} {
+			if tc.whole && sizes != nil {
+				continue
+			}
+			name := fmt.Sprintf("%.40q/%v", tc.in, sizes)
+			r := NewReader(&chunkReader{data: []byte(tc.in), sizes: sizes}, Limits{})
+			r.SetAuthed(!tc.unauth)
+			cmds, err := parseAll(r)
+			if got := show(cmds); got != tc.want {
+				t.Errorf("%s: requests %.200s, want %.200s", name, got, tc.want)
+			}
+			if errText(err) != tc.err {
+				t.Errorf("%s: error %q, want %q", name, errText(err), tc.err)
+			}
+		}
+	}
+}
+
+// A length is announced, not allocated: memory grows with the bytes that
+// actually come.
+func TestReaderDoesNotTrustLengths(t *testing.T) {
+	in := "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$500000000\r\n" + strings.Repeat("x", 100)
+	r := NewReader(&chunkReader{data: []byte(in)}, Limits{})
+	r.SetAuthed(true)
+	if _, err := parseAll(r); err != io.EOF {
+		t.Fatalf("err %v", err)
+	}
+	if h := r.holding(); h > 1<<20 {
+		t.Fatalf("holds %d bytes after 100 bytes of a 500 MB argument", h)
+	}
+}
+
+func TestReaderQueryBufferLimit(t *testing.T) {
+	const limit = 1 << 20
+	// One argument over the limit.
+	in := "*1\r\n$2000000\r\n" + strings.Repeat("x", 2000000) + "\r\n"
+	r := NewReader(&chunkReader{data: []byte(in), sizes: []int{4096}}, Limits{QueryBufferLimit: limit})
+	r.SetAuthed(true)
+	if _, err := parseAll(r); !errors.Is(err, ErrQueryBufferLimit) {
+		t.Fatalf("2 MB argument: err %v, want the query buffer limit", err)
+	}
+	// Many small arguments over it, each costing its overhead too.
+	var b bytes.Buffer
+	b.WriteString("*200000\r\n")
+	for range 200000 {
+		b.WriteString("$0\r\n\r\n")
+	}
+	r = NewReader(&chunkReader{data: b.Bytes(), sizes: []int{4096}}, Limits{QueryBufferLimit: limit})
+	r.SetAuthed(true)
+	if _, err := parseAll(r); !errors.Is(err, ErrQueryBufferLimit) {
+		t.Fatalf("200000 empty arguments: err %v, want the query buffer limit", err)
+	}
+	// What the client holds in MULTI counts.
+	r = NewReader(&chunkReader{data: []byte("PING\r\n")}, Limits{QueryBufferLimit: limit})
+	r.SetHeld(limit + 1)
+	if _, err := parseAll(r); !errors.Is(err, ErrQueryBufferLimit) {
+		t.Fatalf("held over the limit: err %v", err)
+	}
+	// Requests under it go through, however many.
+	b.Reset()
+	for range 10000 {
+		b.WriteString("*2\r\n$3\r\nGET\r\n$300\r\n" + strings.Repeat("k", 300) + "\r\n")
+	}
+	r = NewReader(&chunkReader{data: b.Bytes()}, Limits{QueryBufferLimit: limit})
+	r.SetAuthed(true)
+	cmds, err := parseAll(r)
+	if err != io.EOF || len(cmds) != 10000 {
+		t.Fatalf("%d requests, err %v", len(cmds), err)
+	}
+}
+
+func TestReaderMaxBulkLen(t *testing.T) {
+	r := NewReader(&chunkReader{data: []byte("*1\r\n$2000\r\n")}, Limits{MaxBulkLen: 1000})
+	r.SetAuthed(true)
+	if _, err := parseAll(r); errText(err) != "Protocol error: invalid bulk length" {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestString2ll(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "1": 1, "-1": -1, "9223372036854775807": 1<<63 - 1, "-9223372036854775808": -1 << 63} {
+		if got, ok := string2ll([]byte(in)); !ok || got != want {
+			t.Errorf("%q: %d %v", in, got, ok)
+		}
+	}
+	for _, in := range []string{"", "-", "00", "01", "-0", "+1", " 1", "1 ", "9223372036854775808", "-9223372036854775809", "1a", "123456789012345678901"} {
+		if _, ok := string2ll([]byte(in)); ok {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}

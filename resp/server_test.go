@@ -1,0 +1,224 @@
+package resp
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+func TestProtectedDenied(t *testing.T) {
+	tcp := func(s string) net.Addr { return &net.TCPAddr{IP: net.ParseIP(s), Port: 5000} }
+	for _, tc := range []struct {
+		protected, pass bool
+		peer            net.Addr
+		denied          bool
+	}{
+		{true, false, tcp("127.0.0.1"), false},
+		{true, false, tcp("::1"), false},
+		{true, false, tcp("::ffff:127.0.0.1"), false},
+		{true, false, tcp("192.0.2.7"), true},
+		{true, false, tcp("10.0.0.1"), true},
+		{true, false, tcp("127.0.0.2"), true}, // as Redis: only 127.0.0.1 and ::1
+		{true, false, tcp("fd00::2"), true},
+		{true, false, &net.UnixAddr{Name: "/tmp/s", Net: "unix"}, false},
+		{true, false, nil, true},
+		{true, true, tcp("192.0.2.7"), false}, // a password lifts it
+		{false, false, tcp("192.0.2.7"), false},
+	} {
+		if got := ProtectedDenied(tc.protected, tc.pass, tc.peer); got != tc.denied {
+			t.Errorf("protected %v, password %v, peer %v: denied %v, want %v", tc.protected, tc.pass, tc.peer, got, tc.denied)
+		}
+	}
+}
+
+// handlerFunc adapts a function to Handler.
+type handlerFunc func(c *Conn, args [][]byte)
+
+func (f handlerFunc) Serve(c *Conn, args [][]byte) { f(c, args) }
+
+func startTest(t *testing.T, cfg Config, h Handler) string {
+	t.Helper()
+	cfg.Addrs = []string{"127.0.0.1:0"}
+	s := NewServer(cfg, h)
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s.Addrs()[0].String()
+}
+
+func dialTest(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	return nc, bufio.NewReader(nc)
+}
+
+func expectLines(t *testing.T, nc net.Conn, r *bufio.Reader, send string, want ...string) {
+	t.Helper()
+	if _, err := io.WriteString(nc, send); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range want {
+		line, err := r.ReadString('\n')
+		if err != nil || line != w {
+			t.Fatalf("after %q: %q %v, want %q", send, line, err, w)
+		}
+	}
+}
+
+// echoHandler answers +<first argument>, and a few test commands.
+func echoHandler(c *Conn, args [][]byte) {
+	switch string(args[0]) {
+	case "panic":
+		c.W.Simple("half")
+		panic("boom")
+	case "block":
+		d, _ := time.ParseDuration(string(args[1]))
+		c.Block(func(gone <-chan struct{}) {
+			select {
+			case <-time.After(d):
+				c.W.Simple("unblocked")
+			case <-gone:
+			}
+		})
+	case "blockpanic":
+		c.Block(func(<-chan struct{}) { panic("boom while blocked") })
+	case "queue":
+		c.Queue = append(c.Queue, args)
+		c.W.Simple("QUEUED")
+	case "quit":
+		c.W.OK()
+		c.CloseAfterReply()
+	default:
+		c.W.Simple(string(args[0]))
+	}
+}
+
+// A panic in a handler or in a blocked command's finisher, not recovered
+// by the handler itself, is recovered by the server, logged and answered
+// with an error; the connection goes on.
+func TestServerRecoversPanics(t *testing.T) {
+	core, logs := observer.New(zap.ErrorLevel)
+	addr := startTest(t, Config{Logger: zap.New(core)}, handlerFunc(echoHandler))
+	nc, r := dialTest(t, addr)
+	expectLines(t, nc, r, "panic\r\nping\r\n", "-ERR internal error (the server logged it)\r\n", "+ping\r\n")
+	expectLines(t, nc, r, "blockpanic\r\nping\r\n", "-ERR internal error (the server logged it)\r\n", "+ping\r\n")
+	if n := logs.FilterMessageSnippet("panic").Len(); n != 2 {
+		t.Fatalf("%d panics logged, want 2", n)
+	}
+}
+
+func TestMaxClients(t *testing.T) {
+	addr := startTest(t, Config{MaxClients: 1}, handlerFunc(echoHandler))
+	nc, r := dialTest(t, addr)
+	expectLines(t, nc, r, "ping\r\n", "+ping\r\n")
+	other, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	_ = other.SetDeadline(time.Now().Add(5 * time.Second))
+	b, _ := io.ReadAll(other)
+	if string(b) != "-ERR max number of clients reached\r\n" {
+		t.Fatalf("second client: %q", b)
+	}
+	expectLines(t, nc, r, "ping\r\n", "+ping\r\n")
+}
+
+// timeout closes idle clients, but not one blocked in a command, as in
+// Redis.
+func TestIdleTimeoutSparesBlockedClients(t *testing.T) {
+	addr := startTest(t, Config{IdleTimeout: 300 * time.Millisecond}, handlerFunc(echoHandler))
+	nc, r := dialTest(t, addr)
+	expectLines(t, nc, r, "block 900ms\r\n", "+unblocked\r\n")
+	expectLines(t, nc, r, "block 10ms\r\nping\r\n", "+unblocked\r\n", "+ping\r\n")
+	time.Sleep(700 * time.Millisecond)
+	if _, err := io.WriteString(nc, "ping\r\n"); err == nil {
+		if line, err := r.ReadString('\n'); err == nil {
+			t.Fatalf("an idle client was not closed: %q", line)
+		}
+	}
+}
+
+// A protocol error is answered after the replies of the requests before
+// it, then the connection is closed; in a blocked connection too.
+func TestProtocolErrorAfterEarlierReplies(t *testing.T) {
+	addr := startTest(t, Config{}, handlerFunc(echoHandler))
+	for _, tc := range []struct{ send, want string }{
+		{"a\r\nb\r\n*1\r\n$x\r\nc\r\n", "+a\r\n+b\r\n-ERR Protocol error: invalid bulk length\r\n"},
+		{"block 50ms\r\na\r\n*x\r\n", "+unblocked\r\n+a\r\n-ERR Protocol error: invalid multibulk length\r\n"},
+		{"quit\r\n*x\r\n", "+OK\r\n"},
+	} {
+		nc, _ := dialTest(t, addr)
+		if _, err := io.WriteString(nc, tc.send); err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(nc)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("%q: %q %v, want %q and a close", tc.send, b, err, tc.want)
+		}
+	}
+}
+
+// The commands a client queues in MULTI count towards the query buffer
+// limit.
+func TestQueueCountsTowardsQueryBufferLimit(t *testing.T) {
+	addr := startTest(t, Config{Limits: Limits{QueryBufferLimit: 64 << 10}}, handlerFunc(echoHandler))
+	nc, r := dialTest(t, addr)
+	arg := strings.Repeat("q", 4000)
+	queued := 0
+	for i := 0; i < 40; i++ {
+		if _, err := io.WriteString(nc, "queue "+arg+"\r\n"); err != nil {
+			break
+		}
+		if line, err := r.ReadString('\n'); err != nil {
+			break
+		} else if line != "+QUEUED\r\n" {
+			t.Fatalf("%q", line)
+		}
+		queued++
+	}
+	if queued < 10 || queued > 17 {
+		t.Fatalf("queued %d commands of 4 KB under a 64 KB limit", queued)
+	}
+}
+
+// Close returns even while a client that never reads has the server
+// blocked writing to it.
+func TestCloseWithAClientThatDoesNotRead(t *testing.T) {
+	s := NewServer(Config{Addrs: []string{"127.0.0.1:0"}}, handlerFunc(func(c *Conn, args [][]byte) {
+		c.W.BulkString(strings.Repeat("r", 1<<20))
+	}))
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := net.Dial("tcp", s.Addrs()[0].String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetWriteDeadline(time.Now().Add(2 * time.Second))
+	for {
+		if _, err := io.WriteString(nc, strings.Repeat("x\r\n", 100)); err != nil {
+			break
+		}
+	}
+	done := make(chan struct{})
+	go func() { s.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close hung on a client that does not read")
+	}
+}

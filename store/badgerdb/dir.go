@@ -1,0 +1,215 @@
+package badgerdb
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// The data directory carries a marker file, written when oncekv creates the
+// directory, so that a directory holding someone else's files (or another
+// program's Badger database) is never opened, and so silently emptied or
+// mixed with ours, by mistake.
+const (
+	// MarkerFile is the name of the marker in the data directory.
+	MarkerFile = "oncekv.meta"
+	// FormatVersion is the on-disk layout this build reads and writes.
+	FormatVersion = 1
+	markerHead    = "oncekv data directory"
+)
+
+// ErrForeignDir is wrapped by the error of Open on a non-empty directory
+// that oncekv did not create (no marker, or another program's marker).
+var ErrForeignDir = errors.New("not an oncekv data directory")
+
+// ErrCorruptDir is wrapped by the error of Open on an oncekv directory whose
+// database is damaged in a way that Badger would either refuse or, worse,
+// paper over by dropping data.
+var ErrCorruptDir = errors.New("data directory is damaged")
+
+// ignoredEntries may be in an empty data directory (a mount point).
+var ignoredEntries = map[string]bool{"lost+found": true}
+
+func markerText() []byte {
+	return []byte(markerHead + "\nformat " + strconv.Itoa(FormatVersion) + "\n")
+}
+
+// checkDir decides whether dir may be opened: fresh reports an empty (or
+// missing) directory, to be marked as ours once Badger has created its
+// files. An error names the directory and what was found there.
+func checkDir(dir string) (fresh bool, err error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read data dir %s: %w", dir, err)
+	}
+	var names []string
+	for _, e := range ents {
+		if !ignoredEntries[e.Name()] {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) == 0 {
+		return true, nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, MarkerFile))
+	if errors.Is(err, os.ErrNotExist) {
+		what := "files"
+		if slices.Contains(names, "MANIFEST") {
+			what = "a Badger database"
+		}
+		return false, fmt.Errorf("%w: %s holds %s (%s) but no %s marker; it belongs to another program, "+
+			"or is an interrupted restore: refusing to start over it (point --dir at an empty or oncekv "+
+			"directory; if it is oncekv data from before the marker existed, create %s holding %q)",
+			ErrForeignDir, dir, what, list(names), MarkerFile, MarkerFile, string(markerText()))
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", filepath.Join(dir, MarkerFile), err)
+	}
+	if err := parseMarker(b); err != nil {
+		return false, fmt.Errorf("%s: %w", filepath.Join(dir, MarkerFile), err)
+	}
+	return false, checkBadgerFiles(dir, names)
+}
+
+// parseMarker checks the marker's content.
+func parseMarker(b []byte) error {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) < 2 || lines[0] != markerHead || !strings.HasPrefix(lines[1], "format ") {
+		return fmt.Errorf("%w: the marker does not read %q (found %q)", ErrForeignDir, markerHead, truncateText(string(b), 80))
+	}
+	v, err := strconv.Atoi(strings.TrimPrefix(lines[1], "format "))
+	if err != nil {
+		return fmt.Errorf("%w: unreadable format line %q", ErrCorruptDir, lines[1])
+	}
+	if v != FormatVersion {
+		return fmt.Errorf("data format %d, this oncekv reads format %d (use a matching oncekv, or backup and restore)", v, FormatVersion)
+	}
+	return nil
+}
+
+// checkBadgerFiles catches the damage that Badger does not report: a
+// missing MANIFEST makes it start an empty database beside the old files,
+// and a MANIFEST that lost its tail makes it delete the tables it no longer
+// lists. After a crash, tables the MANIFEST does not list yet are normal
+// (written, not yet recorded), but then the write-ahead log of the
+// memtable they came from (a .mem file) is still there; with no .mem file
+// the directory was closed cleanly, and an unlisted table means the
+// MANIFEST lost records.
+func checkBadgerFiles(dir string, names []string) error {
+	var tables []uint64
+	hasMem, hasData := false, false
+	for _, n := range names {
+		switch filepath.Ext(n) {
+		case ".sst":
+			id, err := strconv.ParseUint(strings.TrimSuffix(n, ".sst"), 10, 64)
+			if err == nil {
+				tables = append(tables, id)
+			}
+			hasData = true
+		case ".mem":
+			hasMem, hasData = true, true
+		case ".vlog":
+			hasData = true
+		}
+	}
+	if !slices.Contains(names, "MANIFEST") {
+		if hasData {
+			return fmt.Errorf("%w: %s has database files (%s) but no MANIFEST; Badger would start empty "+
+				"beside them: refusing to start (restore from a backup, or recover the MANIFEST)",
+				ErrCorruptDir, dir, list(names))
+		}
+		return nil
+	}
+	f, err := os.Open(filepath.Join(dir, "MANIFEST"))
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorruptDir, dir, err)
+	}
+	defer f.Close()
+	m, _, err := badger.ReplayManifestFile(f, 0, badger.DefaultOptions(dir))
+	if err != nil {
+		return fmt.Errorf("%w: %s: MANIFEST unreadable: %v; refusing to start (restore from a backup)",
+			ErrCorruptDir, dir, err)
+	}
+	var missing, unlisted []string
+	for id := range m.Tables {
+		if !slices.Contains(tables, id) {
+			missing = append(missing, fmt.Sprintf("%06d.sst", id))
+		}
+	}
+	for _, id := range tables {
+		if _, ok := m.Tables[id]; !ok {
+			unlisted = append(unlisted, fmt.Sprintf("%06d.sst", id))
+		}
+	}
+	slices.Sort(missing)
+	slices.Sort(unlisted)
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s: tables listed in the MANIFEST are missing (%s); refusing to start "+
+			"(restore from a backup)", ErrCorruptDir, dir, list(missing))
+	}
+	if len(unlisted) > 0 && !hasMem {
+		return fmt.Errorf("%w: %s: the MANIFEST does not list tables that are on disk (%s) and no "+
+			"write-ahead log is left to rebuild them; Badger would delete them: refusing to start "+
+			"(the MANIFEST was truncated or replaced; restore from a backup)", ErrCorruptDir, dir, list(unlisted))
+	}
+	return nil
+}
+
+// writeMarker marks dir as oncekv's, durably.
+func writeMarker(dir string) error {
+	path := filepath.Join(dir, MarkerFile)
+	tmp := path + ".tmp"
+	if err := writeFileSync(tmp, markerText()); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return syncDir(dir)
+}
+
+func writeFileSync(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	return errors.Join(err, d.Close())
+}
+
+// list shows at most a few names.
+func list(names []string) string {
+	const most = 6
+	if len(names) <= most {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:most], ", ") + fmt.Sprintf(", … %d more", len(names)-most)
+}
+
+func truncateText(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
