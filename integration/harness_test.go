@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/oncekv/oncekv/internal/testserver"
 )
 
 // DefaultTimeout bounds each read and write of a RawConn, so that a server
@@ -227,24 +229,8 @@ var build struct {
 	err  error
 }
 
-// moduleRoot walks up from the working directory to the directory holding
-// go.mod.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
+// moduleRoot is the directory holding go.mod.
+func moduleRoot() (string, error) { return testserver.ModuleRoot() }
 
 // BuildOncekv builds the server binary once per test process (`go build -o
 // <tmp>/oncekv .` in the module root) and returns its path. With ONCEKV_BIN

@@ -251,7 +251,7 @@ func (r *Reader) multibulkHeader() bool {
 	if cr < 0 {
 		return false
 	}
-	n, ok := string2ll(r.buf[r.pos+1 : r.pos+cr])
+	n, ok := ParseInt(r.buf[r.pos+1 : r.pos+cr])
 	switch {
 	case !ok || n > maxMultibulk:
 		r.err = protoErr("invalid multibulk length")
@@ -288,7 +288,7 @@ func (r *Reader) arguments() (done, more bool) {
 				r.err = protoErr("expected '$', got '" + string([]byte{c}) + "'")
 				return false, false
 			}
-			n, ok := string2ll(r.buf[r.pos+1 : r.pos+cr])
+			n, ok := ParseInt(r.buf[r.pos+1 : r.pos+cr])
 			switch {
 			case !ok || n < 0 || n > r.limits.MaxBulkLen:
 				r.err = protoErr("invalid bulk length")
@@ -422,9 +422,9 @@ func (r *Reader) Fill() error {
 	return err
 }
 
-// string2ll parses a length as Redis's string2ll does: an optional '-',
+// ParseInt parses an integer as Redis's string2ll does: an optional '-',
 // then digits without leading zeros (a lone "0" is fine), within int64.
-func string2ll(b []byte) (int64, bool) {
+func ParseInt(b []byte) (int64, bool) {
 	if len(b) == 0 || len(b) >= 21 {
 		return 0, false
 	}

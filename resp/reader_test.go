@@ -213,12 +213,12 @@ func TestReaderMaxBulkLen(t *testing.T) {
 
 func TestString2ll(t *testing.T) {
 	for in, want := range map[string]int64{"0": 0, "1": 1, "-1": -1, "9223372036854775807": 1<<63 - 1, "-9223372036854775808": -1 << 63} {
-		if got, ok := string2ll([]byte(in)); !ok || got != want {
+		if got, ok := ParseInt([]byte(in)); !ok || got != want {
 			t.Errorf("%q: %d %v", in, got, ok)
 		}
 	}
 	for _, in := range []string{"", "-", "00", "01", "-0", "+1", " 1", "1 ", "9223372036854775808", "-9223372036854775809", "1a", "123456789012345678901"} {
-		if _, ok := string2ll([]byte(in)); ok {
+		if _, ok := ParseInt([]byte(in)); ok {
 			t.Errorf("%q accepted", in)
 		}
 	}

@@ -58,7 +58,7 @@ var (
 func Binary(tb testing.TB) string {
 	tb.Helper()
 	buildOnce.Do(func() {
-		root, err := moduleRoot()
+		root, err := ModuleRoot()
 		if err != nil {
 			buildErr = err
 			return
@@ -88,7 +88,8 @@ type buildError struct {
 
 func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
 
-func moduleRoot() (string, error) {
+// ModuleRoot walks up from the working directory to the one holding go.mod.
+func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
