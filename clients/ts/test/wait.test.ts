@@ -1,0 +1,177 @@
+// Waiting: AbortSignal, long waits, the in-process flight, the wait pool.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { eventually, clients, gate, info, redis, settle, sleep, store, uniq } from './helpers.js'
+
+test('an AbortSignal cancels a waiter at once without cancelling the runner', async () => {
+  const name = uniq('abort')
+  const a = store().once<string>(name)
+  const b = store().once<string>(name)
+  const started = gate()
+  let runnerAborted = false
+  const runner = a.runInfo('k', async ({ signal }) => {
+    started.open()
+    await sleep(800)
+    runnerAborted = signal.aborted
+    return 'done'
+  })
+  await started.promise
+  const remote = new AbortController()
+  const local = new AbortController()
+  const cancelled = [
+    b.run('k', () => 'never', { signal: remote.signal }), // waits on the server
+    a.run('k', () => 'never', { signal: local.signal }), // waits in the runner's flight
+    b.run('k', () => 'never', { signal: AbortSignal.timeout(150) }),
+  ]
+  const results = settle(cancelled)
+  const stays = [b.runInfo('k', () => 'never'), a.runInfo('k', () => 'never')]
+  await sleep(200)
+  const t0 = performance.now()
+  remote.abort()
+  local.abort(new Error('caller gave up'))
+  const [r1, r2, r3] = await results
+  assert.ok(performance.now() - t0 < 250, 'aborted waiters return at once, while the run goes on')
+  assert.ok(!r1.ok && r1.error instanceof Error && r1.error.name === 'AbortError', `remote: ${!r1.ok && r1.error}`)
+  assert.ok(!r2.ok && r2.error instanceof Error && r2.error.message === 'caller gave up', `local: ${!r2.ok && r2.error}`)
+  assert.ok(!r3.ok && r3.error instanceof Error && r3.error.name === 'TimeoutError', `timeout: ${!r3.ok && r3.error}`)
+  const r = await runner
+  assert.deepEqual([r.value, r.replayed, runnerAborted], ['done', false, false])
+  for (const s of await Promise.all(stays)) assert.deepEqual([s.value, s.replayed], ['done', true])
+})
+
+test('an aborted signal fails before claiming anything', async () => {
+  const admin = redis()
+  const name = uniq('preabort')
+  const o = store().once<number>(name)
+  await assert.rejects(o.run('k', () => 1, { signal: AbortSignal.abort() }), { name: 'AbortError' })
+  assert.equal(await admin.call('once.status', `${name}:k`), null)
+})
+
+test('a claim that reaches an abandoned wait is released as a lapse, not aborted', async () => {
+  const admin = redis()
+  const name = uniq('release')
+  const b = store({ waitSlice: '3s' }).once<string>(name)
+  const c = store().once<string>(name)
+  await admin.call('once.claim', `${name}:k`, 'lease', 400) // a runner that dies
+  const ac = new AbortController()
+  const gone = b.run('k', () => 'b ran', { signal: ac.signal })
+  await sleep(100)
+  ac.abort()
+  await assert.rejects(gone, { name: 'AbortError' })
+  // b's wait is still on the server (the oldest waiter): at the lapse it
+  // gets the claim, which b gives on instead of aborting it.
+  await sleep(100)
+  const info = await c.runInfo('k', () => 'c ran')
+  assert.deepEqual([info.value, info.replayed], ['c ran', false])
+})
+
+test('a wait longer than ioredis commandTimeout is not cut short', async () => {
+  const name = uniq('long')
+  const runner = store().once<string>(name)
+  const waiter = store({}, { commandTimeout: 300 }).once<string>(name)
+  const started = gate()
+  const r = runner.run('k', async () => (started.open(), await sleep(1500), 'slow answer'))
+  await started.promise
+  const t0 = Date.now()
+  assert.equal(await waiter.run('k', () => 'never'), 'slow answer')
+  assert.ok(Date.now() - t0 >= 1000)
+  await r
+})
+
+test('waits are sent in slices and the answer still comes at once', async () => {
+  const admin = redis()
+  const name = uniq('slices')
+  const runner = store().once<string>(name)
+  const waiter = store({ waitSlice: 300 }).once<string>(name)
+  const started = gate()
+  let finished = 0
+  const r = runner.run('k', async () => (started.open(), await sleep(1000), (finished = Date.now()), 'sliced'))
+  await started.promise
+  const before = (await info(admin)).waits
+  assert.equal(await waiter.run('k', () => 'never'), 'sliced')
+  const late = Date.now() - finished
+  const waits = (await info(admin)).waits - before
+  assert.ok(waits >= 3, `${waits} server waits for a 1 s run in 300 ms slices`)
+  assert.ok(late < 200, `woken ${late} ms after the run, want at once`)
+  await r
+})
+
+test('callers of one key in one process share one round trip and one connection', async () => {
+  const admin = redis()
+  const name = uniq('flight')
+  const runner = store().once<number>(name)
+  const s = store()
+  await s.redis.ping() // its own connection is up before counting
+  const o = s.once<number>(name)
+  const release = gate()
+  const started = gate()
+  const r = runner.run('k', async () => (started.open(), await release.promise, 99))
+  await started.promise
+  const before = await info(admin)
+  const conns = await clients(admin)
+  let calls = 0
+  const waiting = Array.from({ length: 50 }, () => o.runInfo('k', () => ++calls))
+  await eventually('the server wait', 2000, async () => (await info(admin)).waiting_clients === before.waiting_clients + 1)
+  await sleep(100)
+  const during = await info(admin)
+  assert.equal(during.waits - before.waits, 1, '50 callers, one server wait')
+  assert.equal(during.waiting_clients - before.waiting_clients, 1)
+  assert.equal((await clients(admin)) - conns, 1, 'one more connection (the store\'s wait connection)')
+  // The client's own connection is free for other commands meanwhile.
+  for (let i = 0; i < 10; i++) {
+    const t0 = performance.now()
+    await s.redis.set(`${name}:plain${i}`, i)
+    assert.equal(await s.redis.get(`${name}:plain${i}`), String(i))
+    assert.ok(performance.now() - t0 < 250, 'SET/GET during the wait')
+  }
+  release.open()
+  await r
+  for (const w of await Promise.all(waiting)) assert.deepEqual([w.value, w.replayed], [99, true])
+  assert.equal(calls, 0)
+})
+
+test('waits on distinct keys use at most maxBlockingConns connections', async () => {
+  const admin = redis()
+  const name = uniq('pool')
+  const runner = store().once<number>(name)
+  const s = store({ maxBlockingConns: 2 })
+  const o = s.once<number>(name)
+  const release = gate()
+  const runs = []
+  for (let k = 0; k < 4; k++) {
+    const started = gate()
+    runs.push(runner.run(String(k), async () => (started.open(), await release.promise, k)))
+    await started.promise
+  }
+  const before = (await info(admin)).waiting_clients
+  const waiting = Array.from({ length: 12 }, (_, i) => o.run(String(i % 4), () => -1))
+  await eventually('two server waits', 2000, async () => (await info(admin)).waiting_clients === before + 2)
+  await sleep(100)
+  assert.equal((await info(admin)).waiting_clients, before + 2)
+  assert.equal(s._pool.size, 2)
+  release.open()
+  await Promise.all(runs)
+  assert.deepEqual(await Promise.all(waiting), Array.from({ length: 12 }, (_, i) => i % 4))
+})
+
+test('close() ends the store\'s wait connections; the client given stays open', async () => {
+  const admin = redis()
+  const name = uniq('close')
+  const runner = store().once<number>(name)
+  const s = store()
+  await s.redis.ping()
+  const started = gate()
+  const release = gate()
+  const r = runner.run('k', async () => (started.open(), await release.promise, 1))
+  await started.promise
+  const conns = await clients(admin)
+  const waiting = s.once<number>(name).run('k', () => 2)
+  await eventually('the wait connection', 2000, async () => (await clients(admin)) === conns + 1)
+  await s.close()
+  await assert.rejects(waiting)
+  await eventually('the wait connection closed', 2000, async () => (await clients(admin)) === conns)
+  await assert.rejects(s.once<number>(name).run('k', () => 3), /closed/)
+  assert.equal(await s.redis.ping(), 'PONG')
+  release.open()
+  await r
+})
