@@ -9,6 +9,7 @@
 //
 //	go test ./integration -count=1
 //	go test ./integration -run Diff -count=1        # only the differential tables
+//	go test ./integration -run Matrix -count=1 -v   # the client matrix (matrix_test.go)
 //
 // Environment:
 //
@@ -17,5 +18,7 @@
 //	                                 at a second redis-server (checks the runner
 //	                                 and the tables themselves)
 //
-// Everything listens on 127.0.0.1 only. redis-server (7.0) must be on PATH.
+// Everything listens on 127.0.0.1 only. redis-server (7.0) must be on PATH;
+// the client matrix also needs redis-cli, tmux, Node.js 20.11+ with npm and
+// Debian's python3-redis (./test.sh installs the Debian packages).
 package integration
