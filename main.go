@@ -3,7 +3,7 @@
 //
 // main only wires: configuration, logger, the server, signals and graceful
 // shutdown; `oncekv backup` and `oncekv restore` run the store's offline
-// backup tools.
+// backup tools, and `oncekv ping` is the container health check.
 package main
 
 import (
@@ -14,7 +14,6 @@ import (
 	"syscall"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/oncekv/oncekv/commands"
 	"github.com/oncekv/oncekv/internal/app"
@@ -33,20 +32,27 @@ func run(args []string) error {
 	if len(args) > 0 && (args[0] == "backup" || args[0] == "restore") {
 		return backupTool(args[0], args[1:])
 	}
-	cfg, err := config.Parse(args)
+	if len(args) > 0 && args[0] == "ping" {
+		return app.Ping(args[1:], os.Environ(), os.Stdout, os.Stderr)
+	}
+	cfg, err := config.Load(args, os.Environ())
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(cfg.LogLevel)
+	log, level, err := app.NewLogger(cfg.LogLevel)
 	if err != nil {
 		return err
 	}
 	defer log.Sync()
+	if unknown := config.UnknownEnv(os.Environ()); len(unknown) > 0 {
+		log.Warn("ignoring environment variables that name no directive", zap.Strings("variables", unknown))
+	}
 
 	srv, err := app.New(cfg, log)
 	if err != nil {
 		return err
 	}
+	srv.UseLogLevel(level)
 	if err := srv.Start(); err != nil {
 		return err
 	}
@@ -103,22 +109,4 @@ func backupTool(name string, args []string) error {
 	}
 	fmt.Printf("%s %s: %v\n", name, fs.Arg(0), st)
 	return nil
-}
-
-// newLogger maps Redis's loglevel names onto zap's levels.
-func newLogger(level string) (*zap.Logger, error) {
-	lv := map[string]zapcore.Level{
-		"debug": zap.DebugLevel, "verbose": zap.DebugLevel, "notice": zap.InfoLevel,
-		"warning": zap.WarnLevel, "nothing": zap.FatalLevel,
-	}[level]
-	zc := zap.NewProductionConfig()
-	zc.Level = zap.NewAtomicLevelAt(lv)
-	zc.Sampling = nil
-	zc.Encoding = "console"
-	zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
-	log, err := zc.Build()
-	if err != nil {
-		return nil, fmt.Errorf("logger: %w", err)
-	}
-	return log, nil
 }

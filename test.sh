@@ -8,6 +8,9 @@ need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
 command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
+# Validates docker-compose.yml without a Docker engine (integration/docker_test.go).
+command -v docker-compose >/dev/null 2>&1 || need_apt+=(docker-compose)
+/usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || need_apt+=(python3-redis)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== installing ${need_apt[*]}"
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi

@@ -1,14 +1,9 @@
 package commands
 
 import (
-	"fmt"
-	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/oncekv/oncekv/store"
 )
 
 func serverCommands() []*Command {
@@ -148,24 +143,8 @@ func configGet(x *Ctx) {
 	}
 }
 
-func configSet(x *Ctx) {
-	if len(x.Args)%2 != 0 {
-		x.W.Error("ERR wrong number of arguments for 'config|set' command")
-		return
-	}
-	x.W.Error(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", x.Args[2]))
-}
-
 func configResetstat(x *Ctx) {
-	st := &x.S.stats
-	st.commands.Store(0)
-	st.keyspaceHits.Store(0)
-	st.keyspaceMiss.Store(0)
-	st.expiredKeys.Store(0)
-	if x.S.cfg.ExpiredKeys != nil {
-		st.expiredKeys.Store(-x.S.cfg.ExpiredKeys())
-	}
-	st.rejectedCalls.Store(0)
+	x.S.resetStats()
 	x.W.OK()
 }
 
@@ -185,198 +164,4 @@ func configHelp(x *Ctx) {
 	for _, l := range lines {
 		x.W.Simple(l)
 	}
-}
-
-// infoSections are INFO's sections in order, each a function writing
-// "field:value" lines.
-var infoSections = []struct {
-	name string
-	fn   func(s *Server, x *Ctx, b *strings.Builder)
-}{
-	{"server", infoServer},
-	{"clients", infoClients},
-	{"memory", infoMemory},
-	{"persistence", infoPersistence},
-	{"stats", infoStats},
-	{"replication", infoReplication},
-	{"cpu", infoCPU},
-	{"keyspace", infoKeyspace},
-}
-
-func infoCmd(x *Ctx) {
-	want := map[string]bool{}
-	for _, a := range x.Args[1:] {
-		want[strings.ToLower(string(a))] = true
-	}
-	everything := len(want) == 0 || want["all"] || want["everything"] || want["default"]
-	var b strings.Builder
-	for _, sec := range infoSections {
-		if !everything && !want[sec.name] {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString("\r\n")
-		}
-		b.WriteString("# " + strings.ToUpper(sec.name[:1]) + sec.name[1:] + "\r\n")
-		sec.fn(x.S, x, &b)
-	}
-	for _, sec := range x.S.infos {
-		if !everything && !want[sec.Name] {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString("\r\n")
-		}
-		b.WriteString("# " + strings.ToUpper(sec.Name[:1]) + sec.Name[1:] + "\r\n")
-		for _, kv := range sec.Lines() {
-			line(&b, kv[0], kv[1])
-		}
-	}
-	x.W.Verbatim(b.String())
-}
-
-func line(b *strings.Builder, k string, v any) {
-	fmt.Fprintf(b, "%s:%v\r\n", k, v)
-}
-
-func infoServer(s *Server, x *Ctx, b *strings.Builder) {
-	up := s.cfg.Clock().Sub(s.started)
-	line(b, "redis_version", Version)
-	line(b, "redis_git_sha1", "00000000")
-	line(b, "redis_git_dirty", 0)
-	line(b, "redis_mode", "standalone")
-	line(b, "oncekv_version", "0.1.0")
-	line(b, "os", runtime.GOOS+" "+runtime.GOARCH)
-	line(b, "arch_bits", 64)
-	line(b, "go_version", runtime.Version())
-	line(b, "process_id", os.Getpid())
-	line(b, "tcp_port", s.directives()["port"])
-	line(b, "server_time_usec", s.cfg.Clock().UnixMicro())
-	line(b, "uptime_in_seconds", int64(up.Seconds()))
-	line(b, "uptime_in_days", int64(up.Hours()/24))
-	line(b, "hz", 10)
-	line(b, "configured_hz", 10)
-	exe, _ := os.Executable()
-	line(b, "executable", exe)
-	line(b, "config_file", "")
-}
-
-func infoClients(s *Server, x *Ctx, b *strings.Builder) {
-	n := 1
-	if s.wire != nil {
-		n = s.wire.NumClients()
-	}
-	line(b, "connected_clients", n)
-	line(b, "cluster_connections", 0)
-	line(b, "maxclients", s.directives()["maxclients"])
-	line(b, "blocked_clients", 0)
-	line(b, "tracking_clients", 0)
-}
-
-func infoMemory(s *Server, x *Ctx, b *strings.Builder) {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	rss := rssBytes()
-	line(b, "used_memory", m.HeapAlloc)
-	line(b, "used_memory_human", human(int64(m.HeapAlloc)))
-	line(b, "used_memory_rss", rss)
-	line(b, "used_memory_rss_human", human(rss))
-	line(b, "used_memory_peak", m.HeapSys)
-	line(b, "total_system_memory", 0)
-	line(b, "maxmemory", 0)
-	line(b, "maxmemory_policy", "noeviction")
-	line(b, "mem_allocator", "go")
-}
-
-func rssBytes() int64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseInt(f[1], 10, 64)
-	return pages * int64(os.Getpagesize())
-}
-
-func human(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2fG", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.2fM", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.2fK", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%dB", n)
-}
-
-func infoPersistence(s *Server, x *Ctx, b *strings.Builder) {
-	line(b, "loading", 0)
-	line(b, "async_loading", 0)
-	line(b, "rdb_changes_since_last_save", 0)
-	line(b, "rdb_bgsave_in_progress", 0)
-	line(b, "rdb_last_save_time", s.started.Unix())
-	line(b, "rdb_last_bgsave_status", "ok")
-	line(b, "aof_enabled", 1)
-	line(b, "aof_rewrite_in_progress", 0)
-	line(b, "aof_last_write_status", "ok")
-	if s.cfg.Persistence != nil {
-		p := s.cfg.Persistence()
-		keys := make([]string, 0, len(p))
-		for k := range p {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			line(b, k, p[k])
-		}
-	}
-}
-
-func infoStats(s *Server, x *Ctx, b *strings.Builder) {
-	conns, rejected, cmds := int64(0), int64(0), s.stats.commands.Load()
-	if s.wire != nil {
-		conns, rejected = s.wire.Accepted.Load(), s.wire.Rejected.Load()
-	}
-	line(b, "total_connections_received", conns)
-	line(b, "total_commands_processed", cmds)
-	line(b, "instantaneous_ops_per_sec", 0)
-	line(b, "rejected_connections", rejected)
-	expired := s.stats.expiredKeys.Load()
-	if s.cfg.ExpiredKeys != nil {
-		expired += s.cfg.ExpiredKeys()
-	}
-	line(b, "expired_keys", expired)
-	line(b, "evicted_keys", 0)
-	line(b, "keyspace_hits", s.stats.keyspaceHits.Load())
-	line(b, "keyspace_misses", s.stats.keyspaceMiss.Load())
-	line(b, "pubsub_channels", 0)
-	line(b, "pubsub_patterns", 0)
-	line(b, "total_error_replies", s.stats.rejectedCalls.Load())
-}
-
-func infoReplication(s *Server, x *Ctx, b *strings.Builder) {
-	line(b, "role", "master")
-	line(b, "connected_slaves", 0)
-	line(b, "master_failover_state", "no-failover")
-	line(b, "master_repl_offset", 0)
-}
-
-func infoCPU(s *Server, x *Ctx, b *strings.Builder) {
-	line(b, "used_cpu_sys", "0.000000")
-	line(b, "used_cpu_user", "0.000000")
-}
-
-func infoKeyspace(s *Server, x *Ctx, b *strings.Builder) {
-	_, _ = s.store.View(func(tx store.Tx) error {
-		for db := 0; db < s.store.Databases(); db++ {
-			if n := tx.Len(db); n > 0 {
-				fmt.Fprintf(b, "db%d:keys=%d,expires=%d,avg_ttl=0\r\n", db, n, tx.Expiring(db))
-			}
-		}
-		return nil
-	})
 }

@@ -84,7 +84,7 @@ func (x *Ctx) authenticate(user, pass []byte) bool {
 	if string(user) != "default" {
 		return false
 	}
-	if x.S.cfg.RequirePass == "" {
+	if x.S.requirePass() == "" {
 		return true
 	}
 	return x.S.checkPassword(pass)
@@ -94,7 +94,7 @@ func authCmd(x *Ctx) {
 	var user, pass []byte
 	switch len(x.Args) {
 	case 2:
-		if x.S.cfg.RequirePass == "" {
+		if x.S.requirePass() == "" {
 			x.Fail(ErrNoPassSet)
 			return
 		}
@@ -129,33 +129,30 @@ func helloCmd(x *Ctx) {
 		ver = n
 		next = 2
 	}
-	var user, pass, name []byte
+	// As Redis 7.0, the options take effect in order: a SETNAME before a
+	// failing AUTH or a syntax error has renamed the client.
 	for j := next; j < len(x.Args); j++ {
 		more := len(x.Args) - 1 - j
 		switch {
 		case eq(x.Args[j], "auth") && more >= 2:
-			user, pass = x.Args[j+1], x.Args[j+2]
+			if !x.authenticate(x.Args[j+1], x.Args[j+2]) {
+				x.Fail(ErrWrongPass)
+				return
+			}
+			x.Authed = true
 			j += 2
 		case eq(x.Args[j], "setname") && more >= 1:
-			name = x.Args[j+1]
+			if !x.setName(x.Args[j+1]) {
+				return
+			}
 			j++
 		default:
 			x.W.Error(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", x.Args[j]))
 			return
 		}
 	}
-	if user != nil {
-		if !x.authenticate(user, pass) {
-			x.Fail(ErrWrongPass)
-			return
-		}
-		x.Authed = true
-	}
-	if !x.Authed {
+	if !x.Authed && x.S.requirePass() != "" {
 		x.W.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
-		return
-	}
-	if name != nil && !x.setName(name) {
 		return
 	}
 	if ver != 0 {
@@ -187,7 +184,7 @@ func resetCmd(x *Ctx) {
 	x.Select(0)
 	x.SetProto(2)
 	x.Update(func(i *resp.Info) { i.Name = "" })
-	x.Authed = x.S.cfg.RequirePass == ""
+	x.Authed = x.S.requirePass() == ""
 	x.W.Simple("RESET")
 }
 

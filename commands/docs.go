@@ -384,6 +384,27 @@ var docs = map[string]Doc{
 		Summary: "Lists the CONFIG subcommands.", Since: "5.0.0",
 		Group: "server", Complexity: "O(1)",
 	},
+	"slowlog": {
+		Summary: "A container for commands about the slow log.", Since: "2.2.12",
+		Group: "server", Complexity: "Depends on subcommand.",
+	},
+	"slowlog|get": {
+		Summary: "Returns the newest entries of the slow log.", Since: "2.2.12",
+		Group: "server", Complexity: "O(N) where N is the number of entries returned",
+		Args: []Arg{docOptional(docInteger("count"))},
+	},
+	"slowlog|len": {
+		Summary: "Returns the number of entries in the slow log.", Since: "2.2.12",
+		Group: "server", Complexity: "O(1)",
+	},
+	"slowlog|reset": {
+		Summary: "Clears the slow log.", Since: "2.2.12",
+		Group: "server", Complexity: "O(N) where N is the number of entries in the slow log",
+	},
+	"slowlog|help": {
+		Summary: "Lists the SLOWLOG subcommands.", Since: "6.2.0",
+		Group: "server", Complexity: "O(1)",
+	},
 	"shutdown": {
 		Summary: "Makes the data durable and stops the server.", Since: "1.0.0",
 		Group: "server", Complexity: "O(1), plus the time to flush pending writes",

@@ -58,7 +58,7 @@ func delCmd(x *Ctx) {
 func existsCmd(x *Ctx) {
 	var n int64
 	for _, k := range x.Args[1:] {
-		_, ok, err := x.Tx.Get(x.DB, k)
+		_, ok, err := x.lookup(k)
 		if err != nil {
 			x.Fail(err)
 			return
@@ -174,7 +174,7 @@ func (s *Server) expirable(v store.Value) bool {
 
 func ttlCmd(ms, absolute bool) Handler {
 	return func(x *Ctx) {
-		v, found, err := x.Tx.Get(x.DB, x.Args[1])
+		v, found, err := x.lookup(x.Args[1])
 		switch {
 		case err != nil:
 			x.Fail(err)
@@ -217,7 +217,7 @@ func persistCmd(x *Ctx) {
 }
 
 func typeCmd(x *Ctx) {
-	v, found, err := x.Tx.Get(x.DB, x.Args[1])
+	v, found, err := x.lookup(x.Args[1])
 	if err != nil {
 		x.Fail(err)
 		return

@@ -193,6 +193,8 @@ func (x *Ctx) blockOn(w *once.Waiter, timeoutMs int64, again func() (once.Result
 			t := time.NewTimer(time.Duration(timeoutMs) * time.Millisecond)
 			defer t.Stop()
 			timer = t.C
+			x.S.obs.blockedTimeout.Add(1)
+			defer x.S.obs.blockedTimeout.Add(-1)
 		}
 		var r once.Result
 		select {

@@ -40,13 +40,20 @@ type Config struct {
 	ProtoMaxBulkLen int64
 	// Directives answers CONFIG GET: directive name → value.
 	Directives func() map[string]string
+	// SetConfig runs CONFIG SET with its (directive, value) pairs, all or
+	// none; its error is the reply's text after "ERR ". Nil: CONFIG SET
+	// knows no directive.
+	SetConfig func(pairs [][2]string) error
 	// Shutdown asks the process to shut down (SHUTDOWN).
 	Shutdown func()
 	// Persistence describes the store for INFO persistence.
 	Persistence func() map[string]string
 	// ExpiredKeys counts keys removed because their deadline passed.
 	ExpiredKeys func() int64
-	Logger      *zap.Logger
+	// ConfigFile is the absolute path of the configuration file, if
+	// any (INFO server).
+	ConfigFile string
+	Logger     *zap.Logger
 	// Clock returns the time; nil is time.Now.
 	Clock func() time.Time
 }
@@ -70,14 +77,19 @@ type Server struct {
 	KeepDeadline func(store.Value) bool
 
 	stats struct {
-		commands      atomic.Int64
-		keyspaceHits  atomic.Int64
-		keyspaceMiss  atomic.Int64
-		expiredKeys   atomic.Int64
-		rejectedCalls atomic.Int64
+		commands     atomic.Int64
+		keyspaceHits atomic.Int64
+		keyspaceMiss atomic.Int64
+		expiredKeys  atomic.Int64
 	}
 	startOnce sync.Once
 	started   time.Time
+	// obs are the observability counters and the slow log (stats.go).
+	obs observability
+
+	// The settings CONFIG SET changes (configset.go).
+	pass       atomic.Pointer[string]
+	maxBulkLen atomic.Int64
 }
 
 // New returns a command server over st with every command family
@@ -86,6 +98,7 @@ func New(cfg Config, st store.Store) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
+	fakeClock := cfg.Clock != nil
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
@@ -93,7 +106,10 @@ func New(cfg Config, st store.Store) *Server {
 		cfg.ProtoMaxBulkLen = maxBulk
 	}
 	s := &Server{cfg: cfg, store: st, table: NewTable(), log: cfg.Logger, started: cfg.Clock()}
+	s.SetRequirePass(cfg.RequirePass)
+	s.SetProtoMaxBulkLen(cfg.ProtoMaxBulkLen)
 	s.watch.keys = make(map[watchKey]map[*resp.Conn]struct{})
+	s.initObservability(fakeClock)
 	s.hooks = []TxHook{&s.watch}
 	s.table.Register(stringCommands()...)
 	s.table.Register(keyCommands()...)
@@ -125,6 +141,9 @@ type Ctx struct {
 	// InExec is set while EXEC runs the queued commands: blocking
 	// commands answer at once, as in Redis.
 	InExec bool
+	// start is when the command began, on the server's monotonic clock
+	// (stats.go).
+	start time.Duration
 }
 
 // Fail writes err as an error reply.
@@ -143,19 +162,19 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 	if len(args) == 0 {
 		return
 	}
-	s.stats.commands.Add(1)
 	cmd, errText := s.resolve(args)
 	if cmd == nil {
 		s.reject(c, args, errText)
 		return
 	}
-	if !c.Authed && cmd.Flags&NoAuth == 0 {
+	if !c.Authed && cmd.Flags&NoAuth == 0 && s.requirePass() != "" {
 		s.reject(c, args, ErrNoAuth.Error())
 		return
 	}
+	start := s.mono()
 	c.Update(func(i *resp.Info) {
 		i.LastCmd = cmd.Name
-		i.LastActive = s.cfg.Clock()
+		i.LastActive = s.wallAt(start)
 	})
 	if c.InMulti && cmd.Flags&NoMulti == 0 {
 		c.Queue = append(c.Queue, args)
@@ -163,7 +182,7 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 		c.W.Simple("QUEUED")
 		return
 	}
-	x := &Ctx{Conn: c, S: s, Cmd: cmd, Args: args, W: c.W}
+	x := &Ctx{Conn: c, S: s, Cmd: cmd, Args: args, W: c.W, start: start}
 	mark := c.W.Len()
 	defer func() {
 		if p := recover(); p != nil {
@@ -190,7 +209,7 @@ type commandPanic struct {
 // reject answers a command refused before it ran. Inside MULTI it spoils
 // the transaction; a refused EXEC discards it, as Redis does.
 func (s *Server) reject(c *resp.Conn, args [][]byte, errText string) {
-	s.stats.rejectedCalls.Add(1)
+	s.rejected(args)
 	if eq(args[0], "exec") {
 		c.InMulti, c.Queue, c.Dirty = false, nil, false
 		c.Update(func(i *resp.Info) { i.Multi = -1 })
@@ -254,8 +273,14 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// run executes a resolved command in the transaction its flags ask for.
+// run executes a resolved command in the transaction its flags ask for,
+// and accounts for it (stats.go): the time measured is the command's run,
+// not the wait for durability nor a blocking command's wait.
 func (s *Server) run(x *Ctx) {
+	if x.start == 0 {
+		x.start = s.mono()
+	}
+	defer s.account(x, x.W.Errors())
 	switch {
 	case x.Cmd.Flags&Write != 0:
 		var after []func(store.Ticket)
@@ -311,7 +336,7 @@ func (s *Server) Disconnected(c *resp.Conn) {
 // digests, so that neither the time nor an early exit on a length
 // mismatch tells anything about the password.
 func (s *Server) checkPassword(p []byte) bool {
-	want := sha256.Sum256([]byte(s.cfg.RequirePass))
+	want := sha256.Sum256([]byte(s.requirePass()))
 	got := sha256.Sum256(p)
 	return subtle.ConstantTimeCompare(want[:], got[:]) == 1
 }

@@ -56,15 +56,13 @@ func (x *Ctx) getString(key []byte) (store.Value, bool, error) {
 }
 
 func getCmd(x *Ctx) {
-	v, ok, err := x.getString(x.Args[1])
+	v, ok, err := x.readString(x.Args[1])
 	switch {
 	case err != nil:
 		x.Fail(err)
 	case !ok:
-		x.S.stats.keyspaceMiss.Add(1)
 		x.W.Null()
 	default:
-		x.S.stats.keyspaceHits.Add(1)
 		x.W.Bulk(v.Data)
 	}
 }
@@ -173,6 +171,7 @@ func setCmd(x *Ctx) {
 		return
 	}
 	if o.get {
+		x.S.countLookup(found) // SET … GET reads as GET does
 		if found && old.Kind != store.KindString {
 			x.Fail(ErrWrongType)
 			return
@@ -251,7 +250,7 @@ func setexCmd(unit int64) Handler {
 }
 
 func getsetCmd(x *Ctx) {
-	v, found, err := x.getString(x.Args[1])
+	v, found, err := x.readString(x.Args[1])
 	if err == nil {
 		err = x.Tx.Set(x.DB, x.Args[1], store.Value{Kind: store.KindString, Data: bytes.Clone(x.Args[2])})
 	}
@@ -267,7 +266,7 @@ func getsetCmd(x *Ctx) {
 }
 
 func getdelCmd(x *Ctx) {
-	v, found, err := x.getString(x.Args[1])
+	v, found, err := x.readString(x.Args[1])
 	if err == nil && found {
 		_, err = x.Tx.Delete(x.DB, x.Args[1])
 	}
@@ -289,7 +288,7 @@ func getexCmd(x *Ctx) {
 		return
 	}
 	key := x.Args[1]
-	v, found, err := x.getString(key)
+	v, found, err := x.readString(key)
 	if err != nil {
 		x.Fail(err)
 		return
@@ -327,7 +326,7 @@ func mgetCmd(x *Ctx) {
 	keys := x.Args[1:]
 	x.W.Array(len(keys))
 	for _, k := range keys {
-		v, ok, err := x.Tx.Get(x.DB, k)
+		v, ok, err := x.lookup(k)
 		if err != nil || !ok || v.Kind != store.KindString {
 			x.W.Null()
 			continue
@@ -378,7 +377,7 @@ func appendCmd(x *Ctx) {
 		return
 	}
 	add := x.Args[2]
-	if int64(len(v.Data)+len(add)) > x.S.cfg.ProtoMaxBulkLen {
+	if int64(len(v.Data)+len(add)) > x.S.protoMaxBulkLen() {
 		x.Fail(ErrStringTooBig)
 		return
 	}
@@ -396,7 +395,7 @@ func appendCmd(x *Ctx) {
 }
 
 func strlenCmd(x *Ctx) {
-	v, _, err := x.getString(x.Args[1])
+	v, _, err := x.readString(x.Args[1])
 	if err != nil {
 		x.Fail(err)
 		return
@@ -413,7 +412,7 @@ func getrangeCmd(x *Ctx) {
 	if !ok {
 		return
 	}
-	v, found, err := x.getString(x.Args[1])
+	v, found, err := x.readString(x.Args[1])
 	if err != nil {
 		x.Fail(err)
 		return
@@ -463,7 +462,7 @@ func setrangeCmd(x *Ctx) {
 		x.W.Int(int64(len(v.Data)))
 		return
 	}
-	if off > x.S.cfg.ProtoMaxBulkLen-int64(len(val)) {
+	if off > x.S.protoMaxBulkLen()-int64(len(val)) {
 		x.Fail(ErrStringTooBig)
 		return
 	}

@@ -72,6 +72,9 @@ type Command struct {
 	Subcommands []*Command
 	// Doc feeds COMMAND DOCS.
 	Doc Doc
+
+	// stats are the command's counters (stats.go), set by Register.
+	stats *cmdStats
 }
 
 // Doc is what COMMAND DOCS tells about a command.
@@ -129,6 +132,10 @@ func (t *Table) Register(cmds ...*Command) {
 		}
 		if c.Step == 0 && c.FirstKey != 0 {
 			c.Step = 1
+		}
+		c.stats = new(cmdStats)
+		for _, sub := range c.Subcommands {
+			sub.stats = new(cmdStats)
 		}
 		t.cmds[name] = c
 	}

@@ -82,7 +82,10 @@ func execCmd(x *Ctx) {
 			if cmd.Flags&(Write|ReadOnly) != 0 {
 				sub.Tx = s.wrap(tx)
 			}
+			sub.start = s.mono()
+			errs := x.W.Errors()
 			cmd.Run(sub)
+			s.account(sub, errs)
 		}
 		return nil
 	})

@@ -89,8 +89,9 @@ func protoErr(msg string) error { return &ProtocolError{Msg: msg} }
 // Parse and Fill must be called from one goroutine at a time; SetAuthed
 // and SetHeld from any.
 type Reader struct {
-	rd     io.Reader
-	limits Limits
+	rd io.Reader
+	// limits change (SetLimits) from any goroutine.
+	limits atomic.Pointer[Limits]
 	buf    []byte // buf[pos:end] was read and is not parsed yet
 	pos    int
 	end    int
@@ -114,8 +115,20 @@ type Reader struct {
 // NewReader returns a reader of requests from rd. The client starts
 // unauthenticated unless SetAuthed(true) is called.
 func NewReader(rd io.Reader, l Limits) *Reader {
-	return &Reader{rd: rd, limits: l.withDefaults(), bulklen: -1}
+	r := &Reader{rd: rd, bulklen: -1}
+	r.SetLimits(l)
+	return r
 }
+
+// SetLimits changes the reader's limits (zero fields: Redis's defaults);
+// they apply from the next argument parsed. Safe from any goroutine.
+func (r *Reader) SetLimits(l Limits) {
+	l = l.withDefaults()
+	r.limits.Store(&l)
+}
+
+// Limits are the reader's limits in force.
+func (r *Reader) Limits() Limits { return *r.limits.Load() }
 
 // SetAuthed tells the reader whether the client has authenticated: before
 // that, requests are limited to 10 arguments of 16 KiB.
@@ -290,7 +303,7 @@ func (r *Reader) arguments() (done, more bool) {
 			}
 			n, ok := ParseInt(r.buf[r.pos+1 : r.pos+cr])
 			switch {
-			case !ok || n < 0 || n > r.limits.MaxBulkLen:
+			case !ok || n < 0 || n > r.limits.Load().MaxBulkLen:
 				r.err = protoErr("invalid bulk length")
 				return false, false
 			case n > unauthMaxBulk && !r.authed.Load():
@@ -374,7 +387,7 @@ func (r *Reader) Fill() error {
 	if r.err != nil {
 		return r.err
 	}
-	if r.holding() > r.limits.QueryBufferLimit {
+	if r.holding() > r.limits.Load().QueryBufferLimit {
 		return ErrQueryBufferLimit
 	}
 	var n int
@@ -411,7 +424,7 @@ func (r *Reader) Fill() error {
 		r.end += n
 	}
 	if n > 0 {
-		if r.holding() > r.limits.QueryBufferLimit {
+		if r.holding() > r.limits.Load().QueryBufferLimit {
 			return ErrQueryBufferLimit
 		}
 		return nil

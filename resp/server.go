@@ -111,6 +111,14 @@ type Server struct {
 	Commands atomic.Int64
 
 	requirePass atomic.Bool
+	// stats are the wire's counters (stats.go); onError sees every error
+	// reply, if the handler is an ErrorObserver.
+	stats   WireStats
+	onError func(msg string)
+	// The settings CONFIG SET changes while the server runs (settings.go).
+	maxClients atomic.Int64
+	protected  atomic.Bool
+	idle       atomic.Int64 // IdleTimeout in nanoseconds
 }
 
 // NewServer returns a server; it listens only on Start.
@@ -122,6 +130,12 @@ func NewServer(cfg Config, h Handler) *Server {
 	s := &Server{cfg: cfg, handler: h, log: cfg.Logger,
 		open: make(map[net.Conn]struct{}), conns: make(map[*Conn]struct{})}
 	s.requirePass.Store(cfg.RequirePass)
+	if o, ok := h.(ErrorObserver); ok {
+		s.onError = o.ErrorReplied
+	}
+	s.maxClients.Store(int64(cfg.MaxClients))
+	s.protected.Store(cfg.ProtectedMode)
+	s.idle.Store(int64(cfg.IdleTimeout))
 	return s
 }
 
@@ -313,7 +327,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	err := s.serve(c)
 	if errors.Is(err, ErrQueryBufferLimit) {
 		s.log.Warn("closing client that reached max query buffer length (client-query-buffer-limit)",
-			zap.Int64("id", c.ID), zap.String("addr", c.Addr), zap.Int64("limit", s.cfg.Limits.QueryBufferLimit))
+			zap.Int64("id", c.ID), zap.String("addr", c.Addr), zap.Int64("limit", c.rd.Limits().QueryBufferLimit))
 	}
 	s.forget(c, err)
 }
@@ -352,11 +366,11 @@ func (s *Server) admit(nc net.Conn) (*Conn, string) {
 	if s.closed {
 		return nil, ""
 	}
-	if s.cfg.MaxClients > 0 && len(s.conns) >= s.cfg.MaxClients {
+	if limit := s.maxClients.Load(); limit > 0 && int64(len(s.conns)) >= limit {
 		s.Rejected.Add(1)
 		return nil, replyMaxClients
 	}
-	if ProtectedDenied(s.cfg.ProtectedMode, s.requirePass.Load(), nc.RemoteAddr()) {
+	if ProtectedDenied(s.protected.Load(), s.requirePass.Load(), nc.RemoteAddr()) {
 		s.Rejected.Add(1)
 		// Debug, not Warn: a scanner must not be able to flood the log.
 		s.log.Debug("protected mode: refused a client from outside the loopback interface",
@@ -372,10 +386,11 @@ func (s *Server) admit(nc net.Conn) (*Conn, string) {
 		Authed:    !s.requirePass.Load(),
 		W:         NewWriter(2),
 		nc:        nc,
-		rd:        NewReader(nc, s.cfg.Limits),
+		rd:        NewReader(countingConn{nc, &s.stats}, s.cfg.Limits),
 		srv:       s,
 	}
 	c.rd.SetAuthed(c.Authed)
+	c.W.OnError = s.onError
 	c.info = Info{LastActive: now, Proto: 2, LastCmd: "NULL"}
 	s.conns[c] = struct{}{}
 	s.Accepted.Add(1)
@@ -417,10 +432,10 @@ func (s *Server) serve(c *Conn) error {
 					return nil
 				}
 			}
-			if s.cfg.IdleTimeout > 0 {
-				_ = c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
-			}
-			if err := rd.Fill(); err != nil {
+			s.armIdle(c)
+			err := rd.Fill()
+			s.disarmIdle(c)
+			if err != nil {
 				return err
 			}
 			continue
@@ -448,7 +463,7 @@ func (s *Server) serve(c *Conn) error {
 		if c.closing || !ok {
 			return nil
 		}
-		rd.SetAuthed(c.Authed)
+		rd.SetAuthed(c.Authed || !s.requirePass.Load())
 		rd.SetHeld(c.queued())
 	}
 }
@@ -506,8 +521,10 @@ func (s *Server) call(c *Conn, args [][]byte) {
 func (s *Server) runBlocked(c *Conn, fn BlockFunc, gone <-chan struct{}) {
 	mark := c.W.Len()
 	c.blocked.Store(true)
+	s.stats.Blocked.Add(1)
 	defer func() {
 		c.blocked.Store(false)
+		s.stats.Blocked.Add(-1)
 		if p := recover(); p != nil {
 			s.log.Error("panic while finishing a blocked command; answered with an error",
 				zap.Int64("id", c.ID), zap.Any("panic", p), zap.Stack("stack"))
@@ -536,10 +553,9 @@ func (s *Server) serveDetached(c *Conn) error {
 		for {
 			args, err := rd.Parse()
 			if err == nil && args == nil {
-				if s.cfg.IdleTimeout > 0 {
-					_ = c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
-				}
+				s.armIdle(c)
 				err = rd.Fill()
+				s.disarmIdle(c)
 				var ne net.Error
 				if err != nil && errors.As(err, &ne) && ne.Timeout() && (c.blocked.Load() || len(items) > 0) {
 					continue // a blocked client is not idle
@@ -578,7 +594,7 @@ func (s *Server) serveDetached(c *Conn) error {
 		s.Commands.Add(1)
 		s.call(c, args)
 		s.gate.RUnlock()
-		c.rd.SetAuthed(c.Authed)
+		c.rd.SetAuthed(c.Authed || !s.requirePass.Load())
 		c.rd.SetHeld(c.queued())
 		return !c.closing
 	}
@@ -646,7 +662,9 @@ func (s *Server) flush(c *Conn) bool {
 	}
 	c.waits = c.waits[:0]
 	if c.W.Len() > 0 {
-		_, err := c.nc.Write(c.W.Bytes())
+		n, err := c.nc.Write(c.W.Bytes())
+		s.stats.Writes.Add(1)
+		s.stats.NetOutput.Add(int64(n))
 		c.W.Reset()
 		if cap(c.W.buf) > 1<<20 {
 			c.W.buf = nil // a huge reply's buffer is not kept

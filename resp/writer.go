@@ -12,6 +12,9 @@ import (
 type Writer struct {
 	buf   []byte
 	Proto int // 2 or 3
+	// OnError, when set, sees each error reply written (INFO errorstats).
+	OnError func(msg string)
+	errs    int64
 }
 
 // NewWriter returns a writer for protocol proto.
@@ -48,7 +51,17 @@ func (w *Writer) Simple(s string) { w.line('+', clean(s)) }
 func (w *Writer) OK() { w.buf = append(w.buf, "+OK\r\n"...) }
 
 // Error writes an error reply; msg starts with its code (ERR, WRONGTYPE…).
-func (w *Writer) Error(msg string) { w.line('-', clean(msg)) }
+func (w *Writer) Error(msg string) {
+	w.line('-', clean(msg))
+	w.errs++
+	if w.OnError != nil {
+		w.OnError(msg)
+	}
+}
+
+// Errors is the number of error replies written so far (a command whose
+// run raised it failed).
+func (w *Writer) Errors() int64 { return w.errs }
 
 // Int writes an integer.
 func (w *Writer) Int(n int64) { w.header(':', n) }

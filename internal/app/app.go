@@ -13,11 +13,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.uber.org/zap"
 
 	"github.com/oncekv/oncekv/commands"
 	"github.com/oncekv/oncekv/internal/config"
+	"github.com/oncekv/oncekv/internal/metrics"
 	"github.com/oncekv/oncekv/once"
 	"github.com/oncekv/oncekv/resp"
 	"github.com/oncekv/oncekv/store/badgerdb"
@@ -31,6 +33,15 @@ type App struct {
 	Wire     *resp.Server
 	log      *zap.Logger
 	shutdown chan struct{}
+	// metrics is the Prometheus endpoint, nil without metrics-addr
+	// (observability.go).
+	metrics *metrics.Server
+
+	// cfgMu guards cfg, the configuration in force, which CONFIG SET
+	// changes (runtime.go), and level, the logger's level if known.
+	cfgMu sync.Mutex
+	cfg   config.Config
+	level *zap.AtomicLevel
 }
 
 // New opens the store and assembles the server. It starts nothing.
@@ -60,11 +71,12 @@ func New(cfg config.Config, log *zap.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Store: st, log: log, shutdown: make(chan struct{}, 1)}
+	a := &App{Store: st, log: log, shutdown: make(chan struct{}, 1), cfg: cfg}
 	a.Commands = commands.New(commands.Config{
 		RequirePass:     cfg.RequirePass,
 		ProtoMaxBulkLen: cfg.ProtoMaxBulkLen,
-		Directives:      cfg.Directives,
+		Directives:      func() map[string]string { return a.Config().Directives() },
+		SetConfig:       a.SetConfig,
 		Shutdown: func() {
 			select {
 			case a.shutdown <- struct{}{}:
@@ -84,9 +96,11 @@ func New(cfg config.Config, log *zap.Logger) (*App, error) {
 				"oncekv_vlog_size_bytes": strconv.FormatInt(s.VlogSize, 10),
 				"oncekv_writes_refused":  refused,
 				"oncekv_write_error":     cause,
+				"oncekv_unsynced_writes": unsyncedWrites(st, s),
 			}
 		},
 		ExpiredKeys: func() int64 { return st.Stats().Expired },
+		ConfigFile:  cfg.ConfigFile,
 		Logger:      log.Named("commands"),
 	}, st)
 	a.Wire = resp.NewServer(resp.Config{
@@ -108,6 +122,7 @@ func New(cfg config.Config, log *zap.Logger) (*App, error) {
 	a.Engine = once.New(st, once.Config{DefaultLease: cfg.OnceLease, Logger: log.Named("once")})
 	a.Commands.EnableOnce(a.Engine)
 	a.Commands.Table().Register(backupCommand(st, cfg.BackupDir))
+	a.initObservability(cfg, log)
 	// Renames apply to the whole table, so they come last.
 	for _, r := range cfg.Renames {
 		if err := a.Commands.Table().Rename(r.From, r.To); err != nil {
@@ -194,9 +209,13 @@ func (a *App) Start() error {
 	if err := a.Engine.Start(); err != nil {
 		return errors.Join(fmt.Errorf("start once engine: %w", err), a.Store.Close())
 	}
-	if err := a.Wire.Start(); err != nil {
+	if err := a.startObservability(); err != nil {
 		a.Engine.Close()
 		return errors.Join(err, a.Store.Close())
+	}
+	if err := a.Wire.Start(); err != nil {
+		a.Engine.Close()
+		return errors.Join(err, a.closeObservability(), a.Store.Close())
 	}
 	return nil
 }
@@ -211,6 +230,7 @@ func (a *App) Addr() net.Addr { return a.Wire.Addrs()[0] }
 // then syncs and closes the store.
 func (a *App) Close() error {
 	wireErr := a.Wire.Close()
+	obsErr := a.closeObservability()
 	a.Engine.Close()
-	return errors.Join(wireErr, a.Store.Close())
+	return errors.Join(wireErr, obsErr, a.Store.Close())
 }

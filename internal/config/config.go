@@ -1,6 +1,8 @@
 // Package config reads the server's configuration the way redis-server
 // does: an optional redis.conf-style file as the first argument, then
-// `--directive value…` overrides, using Redis's directive names.
+// `--directive value…` overrides, using Redis's directive names. Between
+// the two, ONCEKV_<DIRECTIVE> environment variables apply (env.go); CONFIG
+// SET changes some directives while the server runs (runtime.go).
 package config
 
 import (
@@ -8,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -58,6 +61,16 @@ type Config struct {
 	MinFreeDisk int64
 	// BackupDir is where the BACKUP command writes; empty disables it.
 	BackupDir string
+	// SlowlogLogSlowerThan puts in the slow log the commands that ran
+	// that many microseconds or more (0: every command; -1: none), and
+	// SlowlogMaxLen bounds its length (Redis's slowlog-* directives).
+	SlowlogLogSlowerThan int64
+	SlowlogMaxLen        int64
+	// MetricsAddr, when set (host:port), serves Prometheus metrics at
+	// http://MetricsAddr/metrics; empty (the default) serves none.
+	MetricsAddr string
+	// ConfigFile is the absolute path of the config file read, if any.
+	ConfigFile string
 }
 
 // Rename is one rename-command directive.
@@ -81,6 +94,9 @@ func Default() Config {
 		ClientQueryBufferLimit: 1 << 30,
 		ProtectedMode:          true,
 		TLSAuthClients:         "yes",
+
+		SlowlogLogSlowerThan: 10000,
+		SlowlogMaxLen:        128,
 	}
 }
 
@@ -97,14 +113,27 @@ var ignored = map[string]bool{
 }
 
 // Parse reads args: an optional config file path first, then
-// --directive value pairs, later ones winning.
-func Parse(args []string) (Config, error) {
+// --directive value pairs, later ones winning. It ignores the
+// environment; Load reads it too.
+func Parse(args []string) (Config, error) { return Load(args, nil) }
+
+// Load reads the configuration as the server does: the defaults, then the
+// config file (an optional first argument), then the ONCEKV_<DIRECTIVE>
+// variables of environ (os.Environ's form, "NAME=value"), then the
+// --directive value pairs of args, each later source winning.
+func Load(args, environ []string) (Config, error) {
 	c := Default()
 	if len(args) > 0 && !strings.HasPrefix(args[0], "--") {
 		if err := c.loadFile(args[0]); err != nil {
 			return c, err
 		}
+		if c.ConfigFile, _ = filepath.Abs(args[0]); c.ConfigFile == "" {
+			c.ConfigFile = args[0]
+		}
 		args = args[1:]
+	}
+	if err := c.loadEnv(environ); err != nil {
+		return c, err
 	}
 	var name string
 	var vals []string
@@ -251,7 +280,9 @@ func (c *Config) Set(name string, vals []string) error {
 	case "requirepass":
 		c.RequirePass, err = one()
 	case "loglevel":
-		c.LogLevel, err = one()
+		var v string
+		v, err = one()
+		c.LogLevel = strings.ToLower(v)
 	case "maxclients":
 		c.MaxClients, err = num()
 	case "timeout":
@@ -297,6 +328,16 @@ func (c *Config) Set(name string, vals []string) error {
 		var ms int
 		ms, err = num()
 		c.OnceLease = time.Duration(ms) * time.Millisecond
+	case "slowlog-log-slower-than", "slowlog-max-len":
+		var n int
+		n, err = num()
+		if name == "slowlog-max-len" {
+			c.SlowlogMaxLen = int64(n)
+		} else {
+			c.SlowlogLogSlowerThan = int64(n)
+		}
+	case "metrics-addr":
+		c.MetricsAddr, err = one()
 	default:
 		if ignored[name] {
 			return nil
@@ -363,6 +404,12 @@ func (c Config) Validate() error {
 		case c.TLSCACertFile == "" && c.TLSAuthClients != "no":
 			return fmt.Errorf("tls-ca-cert-file must be set when tls-auth-clients is %s", c.TLSAuthClients)
 		}
+	}
+	switch {
+	case c.SlowlogLogSlowerThan < -1:
+		return fmt.Errorf("slowlog-log-slower-than must be -1 (off) or more, not %d", c.SlowlogLogSlowerThan)
+	case c.SlowlogMaxLen < 0:
+		return fmt.Errorf("slowlog-max-len must not be negative")
 	}
 	switch c.LogLevel {
 	case "debug", "verbose", "notice", "warning", "nothing":
@@ -439,6 +486,10 @@ func (c Config) Directives() map[string]string {
 		"maxmemory":        "0",
 		"maxmemory-policy": "noeviction",
 		"hz":               "10",
+
+		"slowlog-log-slower-than": strconv.FormatInt(c.SlowlogLogSlowerThan, 10),
+		"slowlog-max-len":         strconv.FormatInt(c.SlowlogMaxLen, 10),
+		"metrics-addr":            c.MetricsAddr,
 	}
 }
 

@@ -27,7 +27,9 @@ func TestParse(t *testing.T) {
 				c.Port, c.Dir, c.AppendFsync, c.Databases, c.LogLevel = 7001, "/d", "always", 4, "warning"
 			}},
 		{name: "file then overrides", args: []string{file, "--port", "7002"},
-			want: func(c *Config) { c.Port, c.Bind, c.RequirePass = 7002, []string{"127.0.0.1", "::1"}, "s3 cret" }},
+			want: func(c *Config) {
+				c.Port, c.Bind, c.RequirePass, c.ConfigFile = 7002, []string{"127.0.0.1", "::1"}, "s3 cret", file
+			}},
 		{name: "ignored redis directives", args: []string{"--appendonly", "yes", "--save", ""}, want: func(*Config) {}},
 		{name: "sizes and lease", args: []string{"--memtable-size", "16mb", "--once-lease-ms", "500"},
 			want: func(c *Config) { c.MemTableSize, c.OnceLease = 16<<20, 500*time.Millisecond }},

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -174,6 +175,9 @@ type DB struct {
 	// error fails the write as a full disk would.
 	writeHook func([]op) error
 	space     spaceState
+	// minFree is the free-space reserve in force (min-free-disk), which
+	// SetMinFreeDisk changes while the store runs.
+	minFree atomic.Int64
 
 	kick    chan struct{}
 	stop    chan struct{}
@@ -236,6 +240,7 @@ func Open(opts Options) (*DB, error) {
 	if s.now == nil {
 		s.now = func() int64 { return time.Now().UnixMilli() }
 	}
+	s.minFree.Store(opts.MinFreeDisk)
 	if err := s.countKeys(); err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("open store: count keys: %w", err)
@@ -786,9 +791,21 @@ func (s *DB) gcLoop() {
 	}
 }
 
+// badgerLogger passes Badger's log on: its errors and warnings as such,
+// its info chatter (tables opened, compactions…) at debug only, its debug
+// not at all. Badger ends its messages with a newline, which the log's
+// own line ending makes redundant.
 type badgerLogger struct{ l *zap.SugaredLogger }
 
-func (b badgerLogger) Errorf(f string, a ...any)   { b.l.Errorf("badger: "+f, a...) }
-func (b badgerLogger) Warningf(f string, a ...any) { b.l.Warnf("badger: "+f, a...) }
-func (b badgerLogger) Infof(f string, a ...any)    { b.l.Debugf("badger: "+f, a...) }
-func (b badgerLogger) Debugf(f string, a ...any)   {}
+func badgerMsg(f string, a []any) string {
+	return "badger: " + strings.TrimRight(fmt.Sprintf(f, a...), "\n")
+}
+
+func (b badgerLogger) Errorf(f string, a ...any)   { b.l.Error(badgerMsg(f, a)) }
+func (b badgerLogger) Warningf(f string, a ...any) { b.l.Warn(badgerMsg(f, a)) }
+func (b badgerLogger) Infof(f string, a ...any) {
+	if b.l.Desugar().Core().Enabled(zap.DebugLevel) {
+		b.l.Debug(badgerMsg(f, a))
+	}
+}
+func (b badgerLogger) Debugf(f string, a ...any) {}

@@ -30,7 +30,7 @@ type spaceState struct {
 // Far from the reserve it trusts its last statfs for spaceRecheck, counting
 // what it wrote since; near it, it looks at the disk before every write.
 func (s *DB) checkSpace(ops []op) error {
-	reserve := s.opts.MinFreeDisk
+	reserve := s.minFree.Load()
 	if reserve < 0 {
 		return nil
 	}
@@ -53,8 +53,22 @@ func (s *DB) checkSpace(ops []op) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s has %s free, less than the %s kept in reserve (min-free-disk) plus %s to write",
-		ErrNoSpace, s.opts.Dir, bytesText(free), bytesText(s.opts.MinFreeDisk), bytesText(need))
+		ErrNoSpace, s.opts.Dir, bytesText(free), bytesText(reserve), bytesText(need))
 }
+
+// SetMinFreeDisk changes the free-space reserve while the store runs
+// (CONFIG SET min-free-disk): 0 is DefaultMinFreeDisk of the memtable
+// size, negative turns the check off. It applies from the next write the
+// committer makes, including the retry of a write refused for space.
+func (s *DB) SetMinFreeDisk(n int64) {
+	if n == 0 {
+		n = DefaultMinFreeDisk(s.opts.MemTableSize)
+	}
+	s.minFree.Store(n)
+}
+
+// MinFreeDisk is the free-space reserve in force.
+func (s *DB) MinFreeDisk() int64 { return s.minFree.Load() }
 
 func bytesText(n int64) string {
 	switch {

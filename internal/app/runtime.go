@@ -1,0 +1,92 @@
+package app
+
+import (
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/oncekv/oncekv/internal/config"
+	"github.com/oncekv/oncekv/resp"
+)
+
+// Config is the configuration in force: the one New was given, with the
+// changes CONFIG SET made since.
+func (a *App) Config() config.Config {
+	a.cfgMu.Lock()
+	defer a.cfgMu.Unlock()
+	return a.cfg
+}
+
+// UseLogLevel hands CONFIG SET loglevel the level of the logger New was
+// given (see NewLogger). Without it, loglevel changes only what CONFIG GET
+// shows.
+func (a *App) UseLogLevel(lvl zap.AtomicLevel) {
+	a.cfgMu.Lock()
+	defer a.cfgMu.Unlock()
+	a.level = &lvl
+}
+
+// SetConfig is CONFIG SET: it applies the (directive, value) pairs, all of
+// them or none (config.Config.WithSet checks them all first), to the
+// parts of the server they concern. What each change affects:
+//
+//   - requirepass: new connections, and every AUTH from now on; clients
+//     that authenticated stay so (as in Redis); "" lets everyone in.
+//   - timeout: every connection, an idle one from the moment of the change.
+//   - maxclients, protected-mode: connections accepted from now on.
+//   - proto-max-bulk-len, client-query-buffer-limit: every connection,
+//     from its next argument.
+//   - loglevel: the log at once; min-free-disk: the store's next write.
+func (a *App) SetConfig(pairs [][2]string) error {
+	a.cfgMu.Lock()
+	defer a.cfgMu.Unlock()
+	next, err := a.cfg.WithSet(pairs)
+	if err != nil {
+		return err
+	}
+	old := a.cfg
+	var changed []string
+	note := func(name string, differs bool) bool {
+		if differs {
+			changed = append(changed, name)
+		}
+		return differs
+	}
+	if note("requirepass", next.RequirePass != old.RequirePass) {
+		// The wire first: a connection accepted in between must AUTH
+		// (or, when the password goes, is let in) either way.
+		a.Wire.SetRequirePass(next.RequirePass != "")
+		a.Commands.SetRequirePass(next.RequirePass)
+	}
+	if note("timeout", next.Timeout != old.Timeout) {
+		a.Wire.SetIdleTimeout(next.IdleTimeout())
+	}
+	if note("maxclients", next.MaxClients != old.MaxClients) {
+		a.Wire.SetMaxClients(next.MaxClients)
+	}
+	if note("protected-mode", next.ProtectedMode != old.ProtectedMode) {
+		a.Wire.SetProtectedMode(next.ProtectedMode)
+	}
+	bulk := note("proto-max-bulk-len", next.ProtoMaxBulkLen != old.ProtoMaxBulkLen)
+	query := note("client-query-buffer-limit", next.ClientQueryBufferLimit != old.ClientQueryBufferLimit)
+	if bulk || query {
+		a.Wire.SetLimits(resp.Limits{MaxBulkLen: next.ProtoMaxBulkLen, QueryBufferLimit: next.ClientQueryBufferLimit})
+		a.Commands.SetProtoMaxBulkLen(next.ProtoMaxBulkLen)
+	}
+	if note("min-free-disk", next.MinFreeDisk != old.MinFreeDisk) {
+		a.Store.SetMinFreeDisk(next.MinFreeDisk)
+	}
+	slower := note("slowlog-log-slower-than", next.SlowlogLogSlowerThan != old.SlowlogLogSlowerThan)
+	if note("slowlog-max-len", next.SlowlogMaxLen != old.SlowlogMaxLen) || slower {
+		a.Commands.SetSlowlog(next.SlowlogLogSlowerThan, next.SlowlogMaxLen)
+	}
+	if note("loglevel", next.LogLevel != old.LogLevel) && a.level != nil {
+		a.level.SetLevel(zapLevel(next.LogLevel))
+	}
+	a.cfg = next
+	if len(changed) > 0 {
+		// Names only: a value may be a password.
+		a.log.Info("CONFIG SET changed the configuration", zap.String("directives", strings.Join(changed, " ")))
+	}
+	return nil
+}

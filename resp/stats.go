@@ -1,0 +1,51 @@
+package resp
+
+import (
+	"net"
+	"sync/atomic"
+)
+
+// WireStats are the wire's counters for INFO stats and clients, and for
+// the metrics endpoint. Each is updated once per read or write system call
+// (not per command), or when a blocked command starts or ends.
+type WireStats struct {
+	// NetInput and NetOutput are the bytes read from and written to
+	// clients (Redis's total_net_input_bytes, total_net_output_bytes).
+	NetInput  atomic.Int64
+	NetOutput atomic.Int64
+	// Reads and Writes count the read and write calls on client sockets
+	// (total_reads_processed, total_writes_processed).
+	Reads  atomic.Int64
+	Writes atomic.Int64
+	// Blocked is the number of clients waiting in a blocking command
+	// (blocked_clients).
+	Blocked atomic.Int64
+}
+
+// Stats are the server's wire counters.
+func (s *Server) Stats() *WireStats { return &s.stats }
+
+// ErrorObserver is implemented by a Handler that wants to see every error
+// reply sent to any client (INFO errorstats, total_error_replies): the
+// commands' errors, and the protocol errors the wire answers itself.
+type ErrorObserver interface {
+	ErrorReplied(msg string)
+}
+
+// countingConn counts what is read from a client's socket.
+type countingConn struct {
+	net.Conn
+	st *WireStats
+}
+
+func (c countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.st.Reads.Add(1)
+	if n > 0 {
+		c.st.NetInput.Add(int64(n))
+	}
+	return n, err
+}
+
+// Blocked reports whether the client waits in a blocking command.
+func (c *Conn) Blocked() bool { return c.blocked.Load() }
