@@ -272,3 +272,71 @@ func TestMetricsBadAddress(t *testing.T) {
 		t.Fatalf("start with a bad metrics-addr: %v, want an error naming metrics-addr", err)
 	}
 }
+
+// TestMetricsConcurrent runs commands on several connections while other
+// clients scrape, read INFO everything and the slow log, reset the
+// statistics and change the slow log's settings: under -race, the
+// counters are shared safely.
+func TestMetricsConcurrent(t *testing.T) {
+	a := testserver.Start(t, "--metrics-addr", "127.0.0.1:0", "--slowlog-log-slower-than", "0", "--slowlog-max-len", "16")
+	ctx := context.Background()
+	stop := time.Now().Add(500 * time.Millisecond)
+	errs := make(chan error, 8)
+	worker := func(id int, fn func(c *redis.Client, i int) error) {
+		c := redis.NewClient(&redis.Options{Addr: a.Addr().String(), Protocol: 2 + id%2, DisableIdentity: true, PoolSize: 1})
+		defer c.Close()
+		for i := 0; time.Now().Before(stop); i++ {
+			if err := fn(c, i); err != nil {
+				errs <- fmt.Errorf("worker %d: %w", id, err)
+				return
+			}
+		}
+		errs <- nil
+	}
+	for w := 0; w < 4; w++ {
+		go worker(w, func(c *redis.Client, i int) error {
+			k := fmt.Sprint("k", i%10)
+			c.Set(ctx, k, i, 0)
+			c.Get(ctx, k)
+			c.Incr(ctx, "s") // an error once "s" holds a non-number
+			c.Do(ctx, "NOSUCH")
+			_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Incr(ctx, "n")
+				p.Get(ctx, k)
+				return nil
+			})
+			if err != nil && !strings.HasPrefix(err.Error(), "ERR") {
+				return err
+			}
+			return nil
+		})
+	}
+	go worker(4, func(c *redis.Client, i int) error {
+		if err := c.Info(ctx, "everything").Err(); err != nil {
+			return err
+		}
+		if err := c.Do(ctx, "SLOWLOG", "GET", "-1").Err(); err != nil {
+			return err
+		}
+		if i%5 == 0 {
+			c.ConfigResetStat(ctx)
+			c.ConfigSet(ctx, "slowlog-max-len", fmt.Sprint(i%7))
+		}
+		return nil
+	})
+	go worker(5, func(c *redis.Client, i int) error {
+		resp, err := http.Get("http://" + a.MetricsAddr().String() + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		_, err = p.TextToMetricFamilies(resp.Body)
+		return err
+	})
+	for w := 0; w < 6; w++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
