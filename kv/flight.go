@@ -1,0 +1,286 @@
+package kv
+
+import (
+	"context"
+	"time"
+)
+
+// In-process singleflight.
+//
+// All callers of one key (and fingerprint) on one Store form a flight.
+// The flight's own goroutine, not any caller, sends ONCE.CLAIM … WAIT, in
+// slices no longer than the longest deadline among the callers still
+// there (or WaitSlice when one has none): so a thousand callers hold one
+// connection, and no caller's context is the one the wait runs under. A
+// caller whose context ends just leaves the flight and returns ctx.Err();
+// the flight goes on for the others, and when the last one leaves it is
+// abandoned: taken out of the store (a new caller starts a new flight) and
+// it stops after the slice under way.
+//
+// When the server answers "claimed", the flight hands the claim to its
+// oldest caller, which runs its function in its own goroutine (so panics
+// and the re-entrance marker stay with it) and reports back; the others
+// get that run's answer as a replay. A caller handed the claim after its
+// context ended gives it back and the next caller gets it; with no caller
+// left the claim is released as a lapse (ONCE.EXTEND … LEASE 1), so that
+// a waiter elsewhere takes it over, instead of being aborted, which would
+// tell those waiters the run failed.
+
+type flightKey struct {
+	key   string
+	fp    string
+	hasFP bool
+}
+
+// flight is the shared wait of one key. Its fields below mu are guarded
+// by the store's mu.
+type flight struct {
+	s       *Store
+	k       flightKey
+	lease   time.Duration
+	reports chan runReport // the runner's outcome; one per handed claim
+	abandon chan struct{}  // closed when the last caller left
+
+	members []*member // callers waiting, oldest first
+	running bool      // a caller holds the claim
+	closed  bool      // no longer in s.flights
+}
+
+// member is one caller in a flight.
+type member struct {
+	deadline time.Time // zero: none
+	ch       chan flightMsg
+	served   bool // something was sent on ch
+}
+
+// flightMsg is what a flight tells a caller: either "run, you hold token"
+// or the outcome.
+type flightMsg struct {
+	claimed bool
+	token   int64
+	out     outcome
+}
+
+// outcome is the end of a flight for its callers.
+type outcome struct {
+	answer []byte
+	token  int64 // the run's token when it ran in this process
+	failed bool  // the run failed with msg
+	msg    string
+	err    error
+}
+
+type reportKind int
+
+const (
+	reportDone     reportKind = iota // completed: answer
+	reportFailed                     // aborted with msg
+	reportRetry                      // the claim was lost or its end is unknown: claim again
+	reportGiveBack                   // the caller did not run: hand the claim on
+)
+
+type runReport struct {
+	kind   reportKind
+	answer []byte
+	token  int64
+	msg    string
+}
+
+// join adds a caller to the key's flight, starting one if none is under
+// way.
+func (s *Store) join(ctx context.Context, k flightKey, lease time.Duration) (*flight, *member) {
+	d, _ := ctx.Deadline()
+	m := &member{deadline: d, ch: make(chan flightMsg, 1)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.flights[k]
+	if f == nil {
+		f = &flight{s: s, k: k, lease: lease, reports: make(chan runReport, 1), abandon: make(chan struct{})}
+		s.flights[k] = f
+		go f.loop()
+	}
+	f.members = append(f.members, m)
+	return f, m
+}
+
+// leave takes a caller whose context ended out of the flight. It reports
+// false when the flight already sent it something, which it must then
+// take from its channel.
+func (f *flight) leave(m *member) bool {
+	f.s.mu.Lock()
+	defer f.s.mu.Unlock()
+	if m.served {
+		return false
+	}
+	for i, x := range f.members {
+		if x == m {
+			f.members = append(f.members[:i:i], f.members[i+1:]...)
+			break
+		}
+	}
+	if len(f.members) == 0 && !f.running && !f.closed {
+		f.closeLocked()
+		close(f.abandon)
+	}
+	return true
+}
+
+// closeLocked takes the flight out of the store: new callers start anew.
+func (f *flight) closeLocked() {
+	if f.s.flights[f.k] == f {
+		delete(f.s.flights, f.k)
+	}
+	f.closed = true
+}
+
+// finish ends the flight, giving out to every caller still there.
+func (f *flight) finish(out outcome) {
+	f.s.mu.Lock()
+	defer f.s.mu.Unlock()
+	f.closeLocked()
+	f.running = false
+	for _, m := range f.members {
+		m.served = true
+		m.ch <- flightMsg{out: out}
+	}
+	f.members = nil
+}
+
+// slice is how long the next wait may last; false when no caller is left.
+func (f *flight) slice() (time.Duration, bool) {
+	f.s.mu.Lock()
+	defer f.s.mu.Unlock()
+	if f.closed {
+		return 0, false
+	}
+	if len(f.members) == 0 {
+		f.closeLocked()
+		return 0, false
+	}
+	var longest time.Time
+	for _, m := range f.members {
+		if m.deadline.IsZero() {
+			return f.s.maxSlice(), true
+		}
+		if m.deadline.After(longest) {
+			longest = m.deadline
+		}
+	}
+	return max(min(f.s.maxSlice(), time.Until(longest)), time.Millisecond), true
+}
+
+// assign hands the claim to the oldest caller; false when none is left
+// (the flight is then closed).
+func (f *flight) assign(token int64) bool {
+	f.s.mu.Lock()
+	defer f.s.mu.Unlock()
+	if f.closed || len(f.members) == 0 {
+		f.closeLocked()
+		return false
+	}
+	m := f.members[0]
+	f.members = f.members[1:]
+	m.served = true
+	m.ch <- flightMsg{claimed: true, token: token}
+	f.running = true
+	return true
+}
+
+// resume is called when a run ended without an outcome for the others;
+// false when none is left to claim for.
+func (f *flight) resume() bool {
+	f.s.mu.Lock()
+	defer f.s.mu.Unlock()
+	f.running = false
+	if len(f.members) == 0 {
+		f.closeLocked()
+		return false
+	}
+	return true
+}
+
+// report is the runner's outcome. An outcome for the others is given out
+// before report returns, so that a Run that starts after the runner's Run
+// returned is not served the old run's outcome (a failure must free the
+// key for the next caller, KV-12).
+func (f *flight) report(r runReport) {
+	switch r.kind {
+	case reportDone:
+		f.finish(outcome{answer: r.answer, token: r.token})
+	case reportFailed:
+		f.finish(outcome{failed: true, msg: r.msg})
+	}
+	f.reports <- r
+}
+
+func (f *flight) loop() {
+	var fp *string
+	if f.k.hasFP {
+		fp = &f.k.fp
+	}
+	for {
+		slice, ok := f.slice()
+		if !ok {
+			return
+		}
+		select {
+		case f.s.sem <- struct{}{}:
+		case <-f.abandon:
+			return
+		}
+		r, err := f.s.claim(f.k.key, f.lease, slice, fp)
+		<-f.s.sem
+		if err != nil && isTimeout(err) && f.s.shrink(slice) {
+			// The client's read timeout is shorter than the wait: the
+			// connection was dropped (and with it the wait, on the
+			// server). Wait in shorter slices.
+			continue
+		}
+		if err != nil {
+			f.finish(outcome{err: err})
+			return
+		}
+		switch r.state {
+		case "running":
+			continue
+		case "done":
+			f.finish(outcome{answer: r.answer})
+			return
+		case "failed":
+			f.finish(outcome{failed: true, msg: string(r.answer)})
+			return
+		case "claimed":
+			if !f.runClaimed(r.token) {
+				return
+			}
+		}
+	}
+}
+
+// runClaimed hands a claim to callers until one of them ran it. It
+// reports true when the flight must claim again.
+func (f *flight) runClaimed(token int64) bool {
+	for {
+		if !f.assign(token) {
+			f.s.release(f.k.key, token)
+			return false
+		}
+		r := <-f.reports
+		switch r.kind {
+		case reportGiveBack:
+			continue
+		case reportDone, reportFailed:
+			return false // report gave it out
+		default:
+			return f.resume()
+		}
+	}
+}
+
+// release gives up a claim no one here will run, as a lapse: a waiter
+// elsewhere takes it over, or the key becomes free.
+func (s *Store) release(key string, token int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	_ = s.do(ctx, "once.extend", key, token, "lease", 1)
+}

@@ -1,0 +1,380 @@
+package kv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DefaultLease is the lease of a Once opened without Lease: how long a
+// claim holds without being extended. A running function's lease is
+// extended every third of it, so it only lapses when the process dies or
+// cannot reach the server.
+const DefaultLease = 30 * time.Second
+
+// opTimeout bounds the short ONCE commands (COMPLETE, ABORT, EXTEND …
+// LEASE 1) sent after a run, whatever the caller's context.
+const opTimeout = 10 * time.Second
+
+// Once runs functions once per key and keeps their answers, of type T,
+// on the server. Open one with OpenOnce; it is safe for concurrent use.
+type Once[T any] struct {
+	s      *Store
+	name   string
+	keep   time.Duration
+	kept   bool // keep was given: COMPLETE … KEEP
+	lease  time.Duration
+	codec  Codec
+	fpFunc func(key string) string
+	fp     *string // set by WithFingerprint
+
+	// noExtend turns the lease extension off (tests).
+	noExtend bool
+}
+
+// RunInfo is a Run's value with how it was obtained.
+type RunInfo[T any] struct {
+	// Value is the answer.
+	Value T
+	// Replayed is true when this call did not run the function: the
+	// answer is a kept one, or the one of a run it waited for.
+	Replayed bool
+	// Token is the run's fencing token (KV-13) when known: always when
+	// this call ran the function, and when it shared a run made by another
+	// caller in this process; 0 for answers replayed by the server, whose
+	// reply does not carry it.
+	Token int64
+}
+
+// Option configures a Once.
+type Option func(*onceConfig) error
+
+type onceConfig struct {
+	keep   time.Duration
+	kept   bool
+	lease  time.Duration
+	codec  Codec
+	fpFunc func(string) string
+}
+
+// Keep keeps each answer for d after its run completes (KEEP, KV-14); then
+// the key is free and the next Run runs again. Keep(0) gives the answer
+// only to the callers waiting for the run at that moment, in this process
+// and others, and keeps nothing: a cross-process singleflight. Without
+// Keep an answer is kept until its key is deleted.
+func Keep(d time.Duration) Option {
+	return func(c *onceConfig) error {
+		if d < 0 {
+			return fmt.Errorf("kv: negative keep %v", d)
+		}
+		c.keep, c.kept = d, true
+		return nil
+	}
+}
+
+// Lease sets how long a claim holds without being extended (default
+// DefaultLease). The runner extends it every d/3 while its function runs;
+// if the process dies, another caller takes over after at most d.
+func Lease(d time.Duration) Option {
+	return func(c *onceConfig) error {
+		if d < time.Millisecond {
+			return fmt.Errorf("kv: lease %v is under a millisecond", d)
+		}
+		c.lease = d
+		return nil
+	}
+}
+
+// WithCodec sets how answers are encoded (default JSONCodec).
+func WithCodec(codec Codec) Option {
+	return func(c *onceConfig) error {
+		if codec == nil {
+			return errors.New("kv: nil codec")
+		}
+		c.codec = codec
+		return nil
+	}
+}
+
+// Fingerprint derives each call's fingerprint from its key (KV-15); an
+// empty result means none. WithFingerprint overrides it for a call.
+func Fingerprint(f func(key string) string) Option {
+	return func(c *onceConfig) error {
+		c.fpFunc = f
+		return nil
+	}
+}
+
+// OpenOnce returns the Once named name on s: its keys are "name:key" on
+// the server. Opening the same name twice gives handles that share keys
+// (and, on one Store, in-process waits); give them the same options.
+func OpenOnce[T any](s *Store, name string, opts ...Option) (*Once[T], error) {
+	if s == nil {
+		return nil, errors.New("kv: nil store")
+	}
+	if name == "" {
+		return nil, errors.New("kv: empty name")
+	}
+	c := onceConfig{lease: DefaultLease, codec: JSONCodec{}}
+	for _, o := range opts {
+		if err := o(&c); err != nil {
+			return nil, err
+		}
+	}
+	return &Once[T]{s: s, name: name, keep: c.keep, kept: c.kept, lease: c.lease, codec: c.codec, fpFunc: c.fpFunc}, nil
+}
+
+// Name is the name the Once was opened with.
+func (o *Once[T]) Name() string { return o.name }
+
+// WithFingerprint returns a handle on the same keys whose calls carry the
+// fingerprint fp, typically a hash of the request the key stands for: a
+// Run whose fingerprint differs from the one stored with the key's claim
+// or answer fails with ErrMismatch instead of returning someone else's
+// answer (KV-15). An empty fp means no fingerprint.
+//
+//	receipt, err := charges.WithFingerprint(sha256hex(order)).Run(ctx, order.ID, charge)
+func (o *Once[T]) WithFingerprint(fp string) *Once[T] {
+	c := *o
+	c.fp = &fp
+	return &c
+}
+
+func (o *Once[T]) fingerprint(key string) (string, bool) {
+	switch {
+	case o.fp != nil:
+		return *o.fp, *o.fp != ""
+	case o.fpFunc != nil:
+		fp := o.fpFunc(key)
+		return fp, fp != ""
+	}
+	return "", false
+}
+
+// Run returns the answer of key: the kept one, or the one of the run under
+// way (waiting for it), or the one fn computes now, once, for everyone.
+// See RunInfo for the details and the package documentation for what it
+// promises.
+func (o *Once[T]) Run(ctx context.Context, key string, fn func(ctx context.Context) (T, error)) (T, error) {
+	info, err := o.RunInfo(ctx, key, fn)
+	return info.Value, err
+}
+
+// RunInfo is Run that also tells whether this call ran fn, and the run's
+// token.
+//
+// It sends ONCE.CLAIM "name:key" … WAIT, shared with every other caller of
+// the key on the same Store (see Store), for as long as ctx allows:
+//
+//   - a kept answer, or the answer of a run it waited for, is decoded and
+//     returned with Replayed true;
+//   - when this call gets the claim, fn runs with a context that carries
+//     the key (for re-entrance) and that is cancelled, with cause
+//     ErrLeaseLost, if the claim is lost; the lease is extended meanwhile.
+//     If fn succeeds, its value is stored (ONCE.COMPLETE, with Keep); if
+//     the server refuses it because the claim was lost, the value is
+//     returned with an error wrapping ErrLeaseLost. If fn fails, the key
+//     is freed with fn's error message (ONCE.ABORT) and fn's error is
+//     returned; if fn panics, the key is freed with "panic: …" and the
+//     panic goes on;
+//   - when the run it waited for failed, the error is a *FailedError
+//     (ErrRunFailed) with that run's message; the key is free again;
+//   - a Run of key inside fn (through fn's context) fails at once with
+//     ErrReentrant; a fingerprint that differs from the key's fails with
+//     ErrMismatch;
+//   - when ctx ends first, ctx.Err() is returned at once; a run under way
+//     is not affected, and a claim handed to this call is passed on.
+func (o *Once[T]) RunInfo(ctx context.Context, key string, fn func(ctx context.Context) (T, error)) (RunInfo[T], error) {
+	var zero RunInfo[T]
+	if fn == nil {
+		return zero, errors.New("kv: nil function")
+	}
+	full := o.name + ":" + key
+	if inRun(ctx, o.s, full) {
+		return zero, fmt.Errorf("%w: %q", ErrReentrant, full)
+	}
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	fp, hasFP := o.fingerprint(key)
+	f, m := o.s.join(ctx, flightKey{key: full, fp: fp, hasFP: hasFP}, o.lease)
+	var msg flightMsg
+	select {
+	case msg = <-m.ch:
+	case <-ctx.Done():
+		if f.leave(m) {
+			return zero, ctx.Err()
+		}
+		msg = <-m.ch
+	}
+	if msg.claimed {
+		return o.runClaimed(ctx, f, key, full, msg.token, fn)
+	}
+	out := msg.out
+	switch {
+	case out.err != nil:
+		return zero, out.err
+	case out.failed:
+		return zero, &FailedError{Key: key, Message: out.msg}
+	}
+	var v T
+	if err := o.codec.Unmarshal(out.answer, &v); err != nil {
+		return zero, fmt.Errorf("kv: decode the answer of %q: %w", full, err)
+	}
+	return RunInfo[T]{Value: v, Replayed: true, Token: out.token}, nil
+}
+
+// runClaimed runs fn under the claim token holds and tells the flight.
+func (o *Once[T]) runClaimed(ctx context.Context, f *flight, key, full string, token int64, fn func(context.Context) (T, error)) (info RunInfo[T], err error) {
+	if err := ctx.Err(); err != nil {
+		f.report(runReport{kind: reportGiveBack, token: token})
+		return info, err
+	}
+	runCtx, cancel := context.WithCancelCause(withRun(ctx, o.s, full))
+	defer cancel(nil)
+	stop := o.extend(full, token, cancel)
+
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		// fn panicked, or called runtime.Goexit (t.FailNow…).
+		stop()
+		p := recover()
+		msg := "aborted: the function exited without returning"
+		if p != nil {
+			msg = fmt.Sprintf("panic: %v", p)
+		}
+		rep, _ := o.abort(ctx, full, token, msg)
+		f.report(rep)
+		if p != nil {
+			panic(p)
+		}
+	}()
+	v, ferr := fn(runCtx)
+	returned = true
+	stop()
+
+	if ferr != nil {
+		rep, aerr := o.abort(ctx, full, token, ferr.Error())
+		f.report(rep)
+		if errors.Is(aerr, errStale) || errors.Is(context.Cause(runCtx), ErrLeaseLost) {
+			return info, leaseLost(full, ferr)
+		}
+		return info, ferr
+	}
+	data, err := o.codec.Marshal(v)
+	if err != nil {
+		err = fmt.Errorf("kv: encode the answer of %q: %w", full, err)
+		rep, _ := o.abort(ctx, full, token, err.Error())
+		f.report(rep)
+		return info, err
+	}
+	info = RunInfo[T]{Value: v, Token: token}
+	err = o.complete(ctx, full, token, data)
+	switch {
+	case err == nil:
+		f.report(runReport{kind: reportDone, answer: data, token: token})
+		return info, nil
+	case errors.Is(err, errStale):
+		f.report(runReport{kind: reportRetry})
+		return info, leaseLost(full, nil)
+	default:
+		// Whether the answer was stored is unknown: the others ask again.
+		f.report(runReport{kind: reportRetry})
+		return info, fmt.Errorf("kv: store the answer of %q: %w", full, err)
+	}
+}
+
+// complete sends ONCE.COMPLETE.
+func (o *Once[T]) complete(ctx context.Context, full string, token int64, data []byte) error {
+	args := []any{"once.complete", full, token, data}
+	if o.kept {
+		keep := int64(0)
+		if o.keep > 0 {
+			keep = ms(o.keep)
+		}
+		args = append(args, "keep", keep)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+	defer cancel()
+	return o.s.do(ctx, args...)
+}
+
+// abort sends ONCE.ABORT and says what the flight's other callers get.
+func (o *Once[T]) abort(ctx context.Context, full string, token int64, msg string) (runReport, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+	defer cancel()
+	if err := o.s.do(ctx, "once.abort", full, token, msg); err != nil {
+		return runReport{kind: reportRetry}, err
+	}
+	return runReport{kind: reportFailed, msg: msg}, nil
+}
+
+// extend keeps the claim alive while fn runs: ONCE.EXTEND every third of
+// the lease. When the server says the claim is gone, it cancels fn's
+// context with ErrLeaseLost. The returned function stops it and waits for
+// it to end.
+func (o *Once[T]) extend(full string, token int64, cancel context.CancelCauseFunc) (stop func()) {
+	if o.noExtend {
+		return func() {}
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(max(o.lease/3, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+			ctx, c := context.WithTimeout(context.Background(), o.lease)
+			err := o.s.do(ctx, "once.extend", full, token, "lease", ms(o.lease))
+			c()
+			if errors.Is(err, errStale) {
+				cancel(leaseLost(full, nil))
+				return
+			}
+			// Other errors (the network): try again at the next tick; the
+			// lease is three ticks long.
+		}
+	}()
+	var stopped bool
+	return func() {
+		if !stopped {
+			stopped = true
+			close(quit)
+			<-done
+		}
+	}
+}
+
+// Re-entrance (KV-11): the context given to a running function carries
+// the keys it runs, so a Run of one of them inside it fails at once.
+
+type runKey struct{}
+
+type runMark struct {
+	s      *Store
+	key    string
+	parent *runMark
+}
+
+func withRun(ctx context.Context, s *Store, key string) context.Context {
+	p, _ := ctx.Value(runKey{}).(*runMark)
+	return context.WithValue(ctx, runKey{}, &runMark{s: s, key: key, parent: p})
+}
+
+func inRun(ctx context.Context, s *Store, key string) bool {
+	m, _ := ctx.Value(runKey{}).(*runMark)
+	for ; m != nil; m = m.parent {
+		if m.s == s && m.key == key {
+			return true
+		}
+	}
+	return false
+}

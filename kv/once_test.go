@@ -1,0 +1,451 @@
+package kv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+type receipt struct {
+	ID     string            `json:"id"`
+	Amount int               `json:"amount"`
+	Items  []string          `json:"items"`
+	Meta   map[string]string `json:"meta"`
+}
+
+// TestRunOnce: 50 concurrent callers of one key run fn once and all get
+// its answer (KV-9, KV-10), whether they share a Store (singleflight in
+// the process) or each has its own (one runner across connections).
+func TestRunOnce(t *testing.T) {
+	const n = 50
+	addr := server(t)
+	for _, tc := range []struct {
+		name  string
+		store func(i int) *Store
+	}{
+		{"one store", func() func(int) *Store {
+			s := store(t, client(t, addr))
+			return func(int) *Store { return s }
+		}()},
+		{"a store each, one client", func() func(int) *Store {
+			rdb := client(t, addr)
+			stores := make([]*Store, n)
+			for i := range stores {
+				stores[i] = store(t, rdb, MaxBlockingConns(1))
+			}
+			return func(i int) *Store { return stores[i] }
+		}()},
+		{"a client each", func() func(int) *Store {
+			stores := make([]*Store, n)
+			for i := range stores {
+				stores[i] = store(t, client(t, addr, func(o *redis.Options) { o.PoolSize = 2 }))
+			}
+			return func(i int) *Store { return stores[i] }
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			key := "order-" + strings.ReplaceAll(tc.name, " ", "-")
+			wait := runAll(n, func(i int) (RunInfo[receipt], error) {
+				o := open[receipt](t, tc.store(i), "charges")
+				return o.RunInfo(ctxFor(t, 10*time.Second), key, func(ctx context.Context) (receipt, error) {
+					c := calls.Add(1)
+					time.Sleep(200 * time.Millisecond)
+					return receipt{ID: fmt.Sprintf("r-%d-%d", c, i), Amount: 42}, nil
+				})
+			})
+			res := wait()
+			if got := calls.Load(); got != 1 {
+				t.Fatalf("fn ran %d times, want 1", got)
+			}
+			runners := 0
+			want := ""
+			for i, r := range res {
+				if r.err != nil {
+					t.Fatalf("caller %d: %v", i, r.err)
+				}
+				if !r.info.Replayed {
+					runners++
+					want = r.info.Value.ID
+					if r.info.Token <= 0 {
+						t.Errorf("runner's token %d, want > 0", r.info.Token)
+					}
+				}
+			}
+			if runners != 1 {
+				t.Fatalf("%d callers report they ran fn, want 1", runners)
+			}
+			for i, r := range res {
+				if r.info.Value.ID != want || r.info.Value.Amount != 42 {
+					t.Errorf("caller %d got %+v, want ID %s", i, r.info.Value, want)
+				}
+			}
+			// A later call replays it.
+			o := open[receipt](t, tc.store(0), "charges")
+			info, err := o.RunInfo(ctxFor(t, time.Second), key, func(context.Context) (receipt, error) {
+				t.Error("fn ran again")
+				return receipt{}, nil
+			})
+			if err != nil || !info.Replayed || info.Value.ID != want {
+				t.Fatalf("replay: %+v, %v", info, err)
+			}
+		})
+	}
+}
+
+// TestKeep: Keep(d) keeps the answer for d (KV-14); Keep(0) shares it
+// with the callers waiting at that moment only; no Keep keeps it.
+func TestKeep(t *testing.T) {
+	addr := server(t)
+	rdb := client(t, addr)
+	for _, tc := range []struct {
+		name      string
+		opts      []Option
+		pause     time.Duration
+		wantCalls int32
+		keepMs    func(int64) bool // ONCE.STATUS keep-ms right after the run (-100: free)
+	}{
+		{"keep 200ms, called again after 300ms", []Option{Keep(200 * time.Millisecond)}, 300 * time.Millisecond, 2,
+			func(n int64) bool { return n > 0 && n <= 200 }},
+		{"keep 200ms, called again at once", []Option{Keep(200 * time.Millisecond)}, 0, 1,
+			func(n int64) bool { return n > 0 && n <= 200 }},
+		{"no keep", nil, 300 * time.Millisecond, 1, func(n int64) bool { return n == -1 }},
+		{"keep 0", []Option{Keep(0)}, 0, 2, func(n int64) bool { return n == -100 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := open[int](t, store(t, rdb), "keep", tc.opts...)
+			var calls atomic.Int32
+			fn := func(context.Context) (int, error) { return int(calls.Add(1)), nil }
+			if _, err := o.Run(ctxFor(t, time.Second), tc.name, fn); err != nil {
+				t.Fatal(err)
+			}
+			if got := statusInt(t, rdb, "keep:"+tc.name, "keep-ms"); !tc.keepMs(got) {
+				t.Errorf("keep-ms right after the run: %d", got)
+			}
+			time.Sleep(tc.pause)
+			v, err := o.Run(ctxFor(t, time.Second), tc.name, fn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if calls.Load() != tc.wantCalls || v != int(tc.wantCalls) {
+				t.Fatalf("fn ran %d times (second Run got %d), want %d", calls.Load(), v, tc.wantCalls)
+			}
+		})
+	}
+
+	// Keep(0) is a singleflight: callers waiting when the run completes
+	// share it, in this process and in others.
+	t.Run("keep 0 shares with current waiters", func(t *testing.T) {
+		local := open[int](t, store(t, rdb), "share", Keep(0))
+		var calls atomic.Int32
+		release := make(chan struct{})
+		fn := func(context.Context) (int, error) {
+			<-release
+			return int(calls.Add(1)), nil
+		}
+		wait := runAll(20, func(i int) (RunInfo[int], error) {
+			o := local
+			if i%2 == 1 { // other "processes"
+				o = open[int](t, store(t, client(t, addr)), "share", Keep(0))
+			}
+			return o.RunInfo(ctxFor(t, 5*time.Second), "k", fn)
+		})
+		eventually(t, 2*time.Second, "10 waiters on the server", func() bool {
+			return serverWaiters(t, rdb, "share:k") == 10 || serverWaiters(t, rdb, "share:k") == 9
+		})
+		eventually(t, 2*time.Second, "local callers", func() bool { return members(local.s, "share:k") >= 9 })
+		time.Sleep(50 * time.Millisecond)
+		close(release)
+		for i, r := range wait() {
+			if r.err != nil || r.info.Value != 1 {
+				t.Fatalf("caller %d: %+v %v", i, r.info, r.err)
+			}
+		}
+		if status(t, rdb, "share:k") != nil {
+			t.Fatal("Keep(0) kept the answer")
+		}
+		v, err := local.Run(ctxFor(t, time.Second), "k", fn)
+		if err != nil || v != 2 {
+			t.Fatalf("later Run: %d %v, want a new run (2)", v, err)
+		}
+	})
+}
+
+// TestFailure: fn's error aborts the run; the callers waiting on it get
+// ErrRunFailed with its message, here and elsewhere; the next Run runs
+// again (KV-12).
+func TestFailure(t *testing.T) {
+	addr := server(t)
+	rdb := client(t, addr)
+	local := open[string](t, store(t, rdb), "pay")
+	var calls atomic.Int32
+	failing := make(chan struct{})
+	runnerErr := errors.New("card declined: insufficient funds")
+	runner := make(chan error, 1)
+	go func() {
+		_, err := local.Run(ctxFor(t, 5*time.Second), "o1", func(context.Context) (string, error) {
+			calls.Add(1)
+			<-failing
+			return "", runnerErr
+		})
+		runner <- err
+	}()
+	eventually(t, 2*time.Second, "the claim", func() bool { return status(t, rdb, "pay:o1") != nil })
+	fn := func(context.Context) (string, error) {
+		calls.Add(1)
+		return "paid", nil
+	}
+	wait := runAll(20, func(i int) (RunInfo[string], error) {
+		o := local
+		if i%2 == 1 {
+			o = open[string](t, store(t, client(t, addr)), "pay")
+		}
+		return o.RunInfo(ctxFor(t, 5*time.Second), "o1", fn)
+	})
+	eventually(t, 2*time.Second, "waiters", func() bool {
+		return serverWaiters(t, rdb, "pay:o1") == 10 && members(local.s, "pay:o1") == 10
+	})
+	close(failing)
+	if err := recv(t, runner); err != runnerErr {
+		t.Fatalf("runner got %v, want its own error", err)
+	}
+	for i, r := range wait() {
+		var fe *FailedError
+		if !errors.Is(r.err, ErrRunFailed) || !errors.As(r.err, &fe) || fe.Message != runnerErr.Error() || fe.Key != "o1" {
+			t.Fatalf("caller %d: %v, want ErrRunFailed with %q", i, r.err, runnerErr)
+		}
+	}
+	if status(t, rdb, "pay:o1") != nil {
+		t.Fatal("the key holds something after the abort")
+	}
+	v, err := local.Run(ctxFor(t, time.Second), "o1", fn)
+	if err != nil || v != "paid" || calls.Load() != 2 {
+		t.Fatalf("retry: %q %v, calls %d", v, err, calls.Load())
+	}
+}
+
+// TestPanic: a panic in fn frees the key (ABORT "panic: …"), fails the
+// waiters and goes on in the runner's goroutine.
+func TestPanic(t *testing.T) {
+	addr := server(t)
+	rdb := client(t, addr)
+	o := open[int](t, store(t, rdb), "p")
+	other := open[int](t, store(t, client(t, addr)), "p")
+	started := make(chan struct{})
+	proceed := make(chan struct{})
+	recovered := make(chan any, 1)
+	go func() {
+		defer func() { recovered <- recover() }()
+		_, _ = o.Run(ctxFor(t, 5*time.Second), "k", func(context.Context) (int, error) {
+			close(started)
+			<-proceed
+			panic("boom")
+		})
+	}()
+	recv(t, started)
+	waiter := make(chan error, 1)
+	go func() {
+		_, err := other.Run(ctxFor(t, 5*time.Second), "k", func(context.Context) (int, error) { return 0, nil })
+		waiter <- err
+	}()
+	eventually(t, 2*time.Second, "the waiter", func() bool { return serverWaiters(t, rdb, "p:k") == 1 })
+	close(proceed)
+	if p := recv(t, recovered); p != "boom" {
+		t.Fatalf("recovered %v, want the panic to propagate", p)
+	}
+	var fe *FailedError
+	if err := recv(t, waiter); !errors.As(err, &fe) || fe.Message != "panic: boom" {
+		t.Fatalf("waiter: %v, want ErrRunFailed \"panic: boom\"", err)
+	}
+	v, err := o.Run(ctxFor(t, time.Second), "k", func(context.Context) (int, error) { return 7, nil })
+	if err != nil || v != 7 {
+		t.Fatalf("after the panic: %d %v, want a new run", v, err)
+	}
+}
+
+// TestLeaseExtension: a run longer than its lease keeps its claim (the
+// runner extends it); no one else runs.
+func TestLeaseExtension(t *testing.T) {
+	addr := server(t)
+	rdb := client(t, addr)
+	o := open[int](t, store(t, rdb), "ext", Lease(300*time.Millisecond))
+	other := open[int](t, store(t, client(t, addr)), "ext", Lease(300*time.Millisecond))
+	var calls atomic.Int32
+	fn := func(ctx context.Context) (int, error) {
+		n := calls.Add(1)
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return 0, context.Cause(ctx)
+		}
+		return int(n), nil
+	}
+	done := make(chan RunInfo[int], 2)
+	errs := make(chan error, 2)
+	for _, x := range []*Once[int]{o, other} {
+		go func() {
+			info, err := x.RunInfo(ctxFor(t, 5*time.Second), "k", fn)
+			done <- info
+			errs <- err
+		}()
+		if x == o {
+			eventually(t, time.Second, "the claim", func() bool { return status(t, rdb, "ext:k") != nil })
+		}
+	}
+	minLease := int64(1 << 62)
+	for len(done) < 2 {
+		st := status(t, rdb, "ext:k")
+		if st == nil || st["state"] != "running" {
+			break
+		}
+		minLease = min(minLease, st["lease-ms"].(int64))
+		time.Sleep(20 * time.Millisecond)
+	}
+	for range 2 {
+		if err := recv(t, errs); err != nil {
+			t.Fatal(err)
+		}
+		if info := recv(t, done); info.Value != 1 {
+			t.Fatalf("got %+v, want the first run's answer", info)
+		}
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("fn ran %d times", calls.Load())
+	}
+	if minLease <= 0 || minLease > 300 {
+		t.Fatalf("lowest lease-ms seen while running: %d, want in (0, 300]", minLease)
+	}
+	if in := serverInfo(t, rdb); in["lease_lapses"] != 0 || in["handoffs"] != 0 {
+		t.Fatalf("INFO once: %v", in)
+	}
+}
+
+// TestLeaseLost: a runner whose claim is gone gets its value with
+// ErrLeaseLost, and fn's context is cancelled with that cause.
+func TestLeaseLost(t *testing.T) {
+	addr := server(t)
+	rdb := client(t, addr)
+	for _, tc := range []struct {
+		name     string
+		noExtend bool
+		lease    time.Duration
+		// lose makes the claim go while fn runs, then lets fn return.
+		lose     func(t *testing.T, key string, proceed chan<- struct{})
+		waitCtx  bool // fn returns when its context ends
+		wantVal  bool
+		otherRun bool // someone else runs the key meanwhile
+	}{
+		{name: "deleted while running", lease: time.Second, wantVal: true,
+			lose: func(t *testing.T, key string, proceed chan<- struct{}) {
+				if n, err := rdb.Del(context.Background(), key).Result(); n != 1 || err != nil {
+					t.Errorf("DEL: %d %v", n, err)
+				}
+				close(proceed)
+			}},
+		{name: "lapsed, extension off", noExtend: true, lease: 150 * time.Millisecond, wantVal: true, otherRun: true,
+			lose: func(t *testing.T, key string, proceed chan<- struct{}) {
+				time.Sleep(200 * time.Millisecond)
+				close(proceed)
+			}},
+		{name: "extender notices and cancels fn", lease: 150 * time.Millisecond, waitCtx: true,
+			lose: func(t *testing.T, key string, proceed chan<- struct{}) {
+				rdb.Del(context.Background(), key)
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := open[string](t, store(t, rdb), "lost", Lease(tc.lease))
+			o.noExtend = tc.noExtend
+			key := strings.ReplaceAll(tc.name, " ", "-")
+			started, proceed := make(chan struct{}), make(chan struct{})
+			var cause error
+			type res struct {
+				v   string
+				err error
+			}
+			out := make(chan res, 1)
+			go func() {
+				v, err := o.Run(ctxFor(t, 5*time.Second), key, func(ctx context.Context) (string, error) {
+					close(started)
+					if tc.waitCtx {
+						<-ctx.Done()
+						cause = context.Cause(ctx)
+						return "", ctx.Err()
+					}
+					<-proceed
+					return "computed", nil
+				})
+				out <- res{v, err}
+			}()
+			recv(t, started)
+			tc.lose(t, "lost:"+key, proceed)
+			if tc.otherRun {
+				// The lapsed key is free: another process runs it.
+				other := open[string](t, store(t, client(t, addr)), "lost")
+				v, err := other.Run(ctxFor(t, time.Second), key, func(context.Context) (string, error) { return "other", nil })
+				if err != nil || v != "other" {
+					t.Fatalf("other process: %q %v", v, err)
+				}
+			}
+			r := recv(t, out)
+			if !errors.Is(r.err, ErrLeaseLost) {
+				t.Fatalf("got %q, %v; want ErrLeaseLost", r.v, r.err)
+			}
+			if tc.wantVal && r.v != "computed" {
+				t.Fatalf("value %q, want the computed one with the error", r.v)
+			}
+			if tc.waitCtx && !errors.Is(cause, ErrLeaseLost) {
+				t.Fatalf("fn's context cause: %v, want ErrLeaseLost", cause)
+			}
+			if tc.otherRun {
+				v, err := o.Run(ctxFor(t, time.Second), key, func(context.Context) (string, error) { return "again", nil })
+				if v != "other" || err != nil {
+					t.Fatalf("the kept answer is %q %v, want the other process's", v, err)
+				}
+			}
+		})
+	}
+}
+
+// TestTakeover: when a runner's lease lapses, a waiting caller takes the
+// run over (KV-13) with a newer token.
+func TestTakeover(t *testing.T) {
+	addr := server(t)
+	rdb := client(t, addr)
+	const lease = 400 * time.Millisecond
+	dead := open[int](t, store(t, rdb), "t", Lease(lease))
+	dead.noExtend = true // as if its process hung
+	live := open[int](t, store(t, client(t, addr)), "t", Lease(lease))
+	started, hung := make(chan struct{}), make(chan struct{})
+	deadOut := make(chan RunInfo[int], 1)
+	deadErr := make(chan error, 1)
+	go func() {
+		info, err := dead.RunInfo(ctxFor(t, 5*time.Second), "k", func(context.Context) (int, error) {
+			close(started)
+			<-hung
+			return 1, nil
+		})
+		deadOut <- info
+		deadErr <- err
+	}()
+	recv(t, started)
+	info, err := live.RunInfo(ctxFor(t, 5*time.Second), "k", func(context.Context) (int, error) { return 2, nil })
+	if err != nil || info.Value != 2 || info.Replayed {
+		t.Fatalf("waiter: %+v %v, want it to take the run over", info, err)
+	}
+	close(hung)
+	if err := recv(t, deadErr); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("hung runner: %v", err)
+	}
+	if d := recv(t, deadOut); d.Token >= info.Token {
+		t.Fatalf("tokens: first %d, takeover %d; want growing", d.Token, info.Token)
+	}
+	if in := serverInfo(t, rdb); in["handoffs"] != 1 {
+		t.Fatalf("INFO once handoffs %d, want 1", in["handoffs"])
+	}
+}

@@ -1,0 +1,290 @@
+package kv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultWaitSlice is the longest a single blocked ONCE.CLAIM … WAIT
+// lasts before it is sent again (see WaitSlice).
+const DefaultWaitSlice = 5 * time.Second
+
+// defaultSharedBlockingConns caps the blocked waits on a client that is
+// shared with other commands (see BlockingClient).
+const defaultSharedBlockingConns = 4
+
+// Store runs ONCE commands on a Redis client connected to an oncekv
+// server. It is safe for concurrent use; make one per server and share it.
+//
+// Blocked waits (ONCE.CLAIM … WAIT) run on their own connections, apart
+// from the pool that other commands use, so that they never starve it:
+//
+//   - When rdb is a *redis.Client, New makes a second client from the same
+//     options (address, auth, TLS, DB, dialer…) for them, with its own pool
+//     of at most MaxBlockingConns connections (default: rdb's PoolSize) and
+//     a read timeout that covers a wait slice. Hooks added to rdb with
+//     AddHook do not see these waits. Close closes that client.
+//   - Otherwise (cluster, ring, or a wrapper), or when BlockingClient names
+//     a client, the waits run on that client, at most MaxBlockingConns
+//     (default 4) at a time, each no longer than half its read timeout.
+//
+// Callers of the same key share one wait (see Once.Run), so the number of
+// these connections grows with the number of distinct keys waited on at
+// once, not with the number of callers. When MaxBlockingConns waits are
+// under way, further waits queue in the process (each caller bounded by
+// its own context), not in the client's pool.
+//
+// No caller leads a shared wait: it is sent by a goroutine of the store,
+// in slices no longer than the latest deadline among the callers still
+// waiting (or WaitSlice when one has none), so a caller whose context ends
+// just leaves and returns ctx.Err(), whoever came first, and the wait goes
+// on for the others. When the last caller leaves, the wait is abandoned: a
+// new caller starts a new one, and the old one ends with its slice (a
+// claim it receives then is released as a lapse, see Once.Run). When the
+// server hands the claim over, the oldest caller still waiting runs its
+// function, in its own goroutine; the others get that run's outcome.
+//
+// Other ONCE commands (COMPLETE, ABORT, EXTEND) are short and use rdb.
+//
+// Close the store after the Runs that use it have returned.
+type Store struct {
+	rdb     redis.UniversalClient
+	wait    redis.UniversalClient
+	ownWait bool
+	sem     chan struct{}
+	slice   atomic.Int64 // longest wait, ns; shrinks on read timeouts
+
+	mu      sync.Mutex
+	flights map[flightKey]*flight
+}
+
+// StoreOption configures a Store.
+type StoreOption func(*storeConfig)
+
+type storeConfig struct {
+	blocking redis.UniversalClient
+	maxConns int
+	slice    time.Duration
+}
+
+// BlockingClient makes the store run its blocked waits on c (which may be
+// the client given to New itself, to use one pool for everything). The
+// store does not close c. Each wait lasts at most half of c's read
+// timeout when c is a *redis.Client, else at most half of go-redis'
+// default read timeout (5 s), and at most WaitSlice.
+func BlockingClient(c redis.UniversalClient) StoreOption {
+	return func(o *storeConfig) { o.blocking = c }
+}
+
+// MaxBlockingConns caps the number of blocked waits (and so connections)
+// under way at once.
+func MaxBlockingConns(n int) StoreOption {
+	return func(o *storeConfig) { o.maxConns = n }
+}
+
+// WaitSlice sets the longest a single blocked wait lasts on the server
+// before it is sent again (default DefaultWaitSlice). Shorter slices cost
+// a round trip each; the answer still arrives the moment a run completes.
+func WaitSlice(d time.Duration) StoreOption {
+	return func(o *storeConfig) { o.slice = d }
+}
+
+// New returns a store that runs ONCE commands through rdb.
+func New(rdb redis.UniversalClient, opts ...StoreOption) *Store {
+	var cfg storeConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.slice <= 0 {
+		cfg.slice = DefaultWaitSlice
+	}
+	cfg.slice = max(cfg.slice, time.Millisecond)
+	s := &Store{rdb: rdb, flights: make(map[flightKey]*flight)}
+	s.slice.Store(int64(cfg.slice))
+	if c, ok := rdb.(*redis.Client); ok && cfg.blocking == nil {
+		s.wait, s.ownWait = blockingClone(c.Options(), cfg.slice, cfg.maxConns), true
+		n := cfg.maxConns
+		if n <= 0 {
+			n = c.Options().PoolSize
+			if a := c.Options().MaxActiveConns; a > 0 {
+				n = min(n, a)
+			}
+		}
+		s.sem = make(chan struct{}, max(n, 1))
+		return s
+	}
+	s.wait = cfg.blocking
+	if s.wait == nil {
+		s.wait = rdb
+	}
+	n := cfg.maxConns
+	if n <= 0 {
+		n = defaultSharedBlockingConns
+	}
+	s.sem = make(chan struct{}, n)
+	// The wait must end before the client's read timeout does.
+	rt := 5 * time.Second
+	if c, ok := s.wait.(interface{ Options() *redis.Options }); ok {
+		rt = c.Options().ReadTimeout // as initialized: > 0 a timeout, else none
+	}
+	if rt > 0 {
+		s.slice.Store(int64(max(min(cfg.slice, rt/2), time.Millisecond)))
+	}
+	return s
+}
+
+// blockingClone makes a client for blocked waits from the options of an
+// initialized client: same server and credentials, its own pool, and a
+// read timeout longer than any wait slice.
+func blockingClone(src *redis.Options, slice time.Duration, poolSize int) *redis.Client {
+	o := *src
+	if src.ReadTimeout > 0 {
+		o.ReadTimeout = slice + src.ReadTimeout
+	} else {
+		o.ReadTimeout = -1 // no timeout, as the original
+	}
+	if poolSize > 0 {
+		o.PoolSize = poolSize
+	}
+	o.MaxActiveConns = 0 // the store's own cap (sem) bounds them
+	o.MinIdleConns = 0
+	o.PoolTimeout = 0 // derive from the new read timeout
+	o.ContextTimeoutEnabled = false
+	// Its own push processor (the source's is registered to it).
+	o.PushNotificationProcessor = nil
+	o.ClientSideCacheConfig = nil
+	o.ClientSideCache = nil
+	o.ClientSideCacheRefreshOnInvalidate = false
+	o.ClientSideCacheCoalesceMisses = false
+	if src.MaintNotificationsConfig != nil {
+		m := *src.MaintNotificationsConfig
+		o.MaintNotificationsConfig = &m
+	}
+	return redis.NewClient(&o)
+}
+
+// Close releases what the store created: the client for blocked waits
+// when New made one. It does not close the client given to New.
+func (s *Store) Close() error {
+	if s.ownWait {
+		return s.wait.Close()
+	}
+	return nil
+}
+
+// minShrinkSlice is the shortest wait slice that a read timeout halves.
+const minShrinkSlice = 20 * time.Millisecond
+
+// maxSlice is the longest a wait may last now.
+func (s *Store) maxSlice() time.Duration { return time.Duration(s.slice.Load()) }
+
+// shrink quarters the wait slice after a wait of length used hit the
+// client's read timeout (a client whose timeout New could not see); false
+// when it is too short already: the timeout is then a real failure.
+func (s *Store) shrink(used time.Duration) bool {
+	if used < minShrinkSlice {
+		return false
+	}
+	for {
+		cur := s.slice.Load()
+		next := min(cur, int64(used/4))
+		if s.slice.CompareAndSwap(cur, next) {
+			return true
+		}
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// claimReply is a parsed [state, detail] reply.
+type claimReply struct {
+	state  string
+	answer []byte // done: the answer; failed: the message
+	token  int64  // claimed
+}
+
+// claim sends ONCE.CLAIM key LEASE ms WAIT ms [FINGERPRINT fp] on the
+// blocking client.
+func (s *Store) claim(key string, lease, wait time.Duration, fp *string) (claimReply, error) {
+	args := []any{"once.claim", key, "lease", ms(lease), "wait", ms(wait)}
+	if fp != nil {
+		args = append(args, "fingerprint", *fp)
+	}
+	// The wait is bounded by the server (WAIT); the context only bounds
+	// getting a connection, and the reply when the client enforces
+	// context deadlines.
+	ctx, cancel := context.WithTimeout(context.Background(), wait+10*time.Second)
+	defer cancel()
+	v, err := s.wait.Do(ctx, args...).Slice()
+	if err != nil {
+		return claimReply{}, serverError(err)
+	}
+	return parseReply(v)
+}
+
+func parseReply(v []any) (claimReply, error) {
+	if len(v) != 2 {
+		return claimReply{}, errors.New("kv: unexpected ONCE.CLAIM reply: " + strconv.Itoa(len(v)) + " elements")
+	}
+	state, _ := v[0].(string)
+	r := claimReply{state: state}
+	switch state {
+	case "claimed":
+		tok, ok := v[1].(int64)
+		if !ok {
+			return r, errors.New("kv: ONCE.CLAIM: token is not an integer")
+		}
+		r.token = tok
+	case "done", "failed":
+		s, ok := v[1].(string)
+		if !ok && v[1] != nil {
+			return r, errors.New("kv: ONCE.CLAIM: detail is not a string")
+		}
+		r.answer = []byte(s)
+	case "running":
+	default:
+		return r, errors.New("kv: unexpected ONCE.CLAIM state " + strconv.Quote(state))
+	}
+	return r, nil
+}
+
+// errStale marks a -STALE reply.
+var errStale = errors.New("kv: stale token")
+
+// serverError maps the ONCE error replies to this package's errors.
+func serverError(err error) error {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return err
+	}
+	msg := re.Error()
+	switch {
+	case strings.HasPrefix(msg, "STALE"):
+		return errStale
+	case strings.HasPrefix(msg, "MISMATCH"):
+		return fmt.Errorf("%w: %s", ErrMismatch, strings.TrimPrefix(msg, "MISMATCH "))
+	}
+	return err
+}
+
+// do runs a short ONCE command on the main client.
+func (s *Store) do(ctx context.Context, args ...any) error {
+	return serverError(s.rdb.Do(ctx, args...).Err())
+}
+
+// ms is d in whole milliseconds, rounded up, at least 1.
+func ms(d time.Duration) int64 {
+	return max(int64((d+time.Millisecond-1)/time.Millisecond), 1)
+}
