@@ -166,7 +166,8 @@ func Example_webhookDedupe() {
 	defer stop()
 	store := kv.New(rdb)
 	defer store.Close()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
 	events, err := kv.OpenOnce[string](store, "webhooks", kv.Keep(7*24*time.Hour))
 	if err != nil {
@@ -213,7 +214,8 @@ func ExampleOnce_RunInfo() {
 	defer stop()
 	store := kv.New(rdb)
 	defer store.Close()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
 	charges, err := kv.OpenOnce[Receipt](store, "charges", kv.Keep(24*time.Hour), kv.Lease(30*time.Second))
 	if err != nil {
@@ -248,7 +250,8 @@ func ExampleKeep() {
 	defer stop()
 	store := kv.New(rdb)
 	defer store.Close()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
 	dashboards, err := kv.OpenOnce[map[string]int](store, "dashboard", kv.Keep(30*time.Second))
 	if err != nil {

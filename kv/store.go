@@ -34,8 +34,9 @@ const defaultSharedBlockingConns = 4
 //     a read timeout that covers a wait slice. Hooks added to rdb with
 //     AddHook do not see these waits. Close closes that client.
 //   - Otherwise (cluster, ring, or a wrapper), or when BlockingClient names
-//     a client, the waits run on that client, at most MaxBlockingConns
-//     (default 4) at a time, each no longer than half its read timeout.
+//     a client, the waits run on that client (rdb by default), at most
+//     MaxBlockingConns (default 4) at a time, each shorter than its read
+//     timeout.
 //
 // Callers of the same key share one wait (see Once.Run), so the number of
 // these connections grows with the number of distinct keys waited on at
@@ -76,11 +77,15 @@ type storeConfig struct {
 	slice    time.Duration
 }
 
-// BlockingClient makes the store run its blocked waits on c (which may be
-// the client given to New itself, to use one pool for everything). The
-// store does not close c. Each wait lasts at most half of c's read
-// timeout when c is a *redis.Client, else at most half of go-redis'
-// default read timeout (5 s), and at most WaitSlice.
+// BlockingClient makes the store run its blocked waits on c, at most
+// MaxBlockingConns (default 4) at a time. c may be the client given to
+// New itself: the waits then share its pool, but never hold more than
+// MaxBlockingConns of its connections. The store does not close c.
+//
+// Each wait lasts at most WaitSlice and at most half of c's read timeout
+// when c is a *redis.Client; otherwise go-redis' default read timeout
+// (5 s) is assumed, and if a wait still runs into the timeout the store
+// shortens its waits and sends them again.
 func BlockingClient(c redis.UniversalClient) StoreOption {
 	return func(o *storeConfig) { o.blocking = c }
 }
@@ -181,7 +186,7 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// minShrinkSlice is the shortest wait slice that a read timeout halves.
+// minShrinkSlice is the shortest wait slice that a read timeout shortens.
 const minShrinkSlice = 20 * time.Millisecond
 
 // maxSlice is the longest a wait may last now.
