@@ -59,12 +59,24 @@ func msArg(b []byte) (int64, error) {
 	return n, nil
 }
 
-func tokenArg(b []byte) (uint64, error) {
-	n, ok := parseInt(b)
+// token parses the token argument (the third), writing the error reply if
+// it is not one.
+func (x *Ctx) token() (uint64, bool) {
+	n, ok := parseInt(x.Args[2])
 	if !ok || n < 0 {
-		return 0, ErrNotInteger
+		x.Fail(ErrNotInteger)
+		return 0, false
 	}
-	return uint64(n), nil
+	return uint64(n), true
+}
+
+// okOr answers +OK, or the engine's error.
+func (x *Ctx) okOr(err error) {
+	if err != nil {
+		x.Fail(onceError(err))
+		return
+	}
+	x.W.OK()
 }
 
 // claimOpts is ONCE.CLAIM's parsed arguments.
@@ -248,9 +260,8 @@ func writeResult(w *resp.Writer, r once.Result) {
 }
 
 func onceComplete(x *Ctx) {
-	tok, err := tokenArg(x.Args[2])
-	if err != nil {
-		x.Fail(err)
+	tok, ok := x.token()
+	if !ok {
 		return
 	}
 	keep := int64(-1)
@@ -261,6 +272,7 @@ func onceComplete(x *Ctx) {
 			x.Fail(ErrSyntax)
 			return
 		}
+		var err error
 		if keep, err = msArg(x.Args[5]); err != nil {
 			x.Fail(err)
 			return
@@ -273,17 +285,12 @@ func onceComplete(x *Ctx) {
 		x.Fail(ErrSyntax)
 		return
 	}
-	if err := x.S.once.Complete(x.Tx, x.DB, x.Args[1], tok, x.Args[3], keep); err != nil {
-		x.Fail(onceError(err))
-		return
-	}
-	x.W.OK()
+	x.okOr(x.S.once.Complete(x.Tx, x.DB, x.Args[1], tok, x.Args[3], keep))
 }
 
 func onceAbort(x *Ctx) {
-	tok, err := tokenArg(x.Args[2])
-	if err != nil {
-		x.Fail(err)
+	tok, ok := x.token()
+	if !ok {
 		return
 	}
 	msg := []byte("aborted")
@@ -295,17 +302,12 @@ func onceAbort(x *Ctx) {
 		x.Fail(ErrSyntax)
 		return
 	}
-	if err := x.S.once.Abort(x.Tx, x.DB, x.Args[1], tok, msg); err != nil {
-		x.Fail(onceError(err))
-		return
-	}
-	x.W.OK()
+	x.okOr(x.S.once.Abort(x.Tx, x.DB, x.Args[1], tok, msg))
 }
 
 func onceExtend(x *Ctx) {
-	tok, err := tokenArg(x.Args[2])
-	if err != nil {
-		x.Fail(err)
+	tok, ok := x.token()
+	if !ok {
 		return
 	}
 	if !eq(x.Args[3], "lease") {
@@ -317,11 +319,7 @@ func onceExtend(x *Ctx) {
 		x.Fail(err)
 		return
 	}
-	if err := x.S.once.Extend(x.Tx, x.DB, x.Args[1], tok, lease); err != nil {
-		x.Fail(onceError(err))
-		return
-	}
-	x.W.OK()
+	x.okOr(x.S.once.Extend(x.Tx, x.DB, x.Args[1], tok, lease))
 }
 
 func onceStatus(x *Ctx) {
