@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"runtime"
 	"strconv"
 	"sync"
@@ -64,9 +65,17 @@ func New(addr string, cmds *commands.Server, st StoreStats, log *zap.Logger) *Se
 	return &Server{addr: addr, log: log, reg: reg}
 }
 
-// Handler serves the metrics (GET /metrics).
+// Handler serves the metrics (GET /metrics) and Go's profiles
+// (/debug/pprof/), which is how the performance work finds its bottlenecks
+// on a running server: the endpoint is meant for loopback or an operator
+// network only.
 func (m *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
 		ErrorLog:            zap.NewStdLog(m.log),
 		MaxRequestsInFlight: 4,

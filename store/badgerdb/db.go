@@ -131,15 +131,23 @@ func DefaultOptions(dir string) Options {
 	}
 }
 
-type pending struct {
+// entry is what memory holds of one Badger key: a staged write that the
+// committer has not written yet (n > 0, "dirty"), or a clean copy of what
+// Badger holds (n == 0): its value, or, with del, the knowledge that the key
+// is absent. Reads look up one map for both; only clean entries of the
+// keyspace are kept after their commit, within the cache budget.
+type entry struct {
+	key string
 	val []byte // nil with del
 	del bool
-	n   uint64 // the staged-op number that wrote it
+	n   uint64 // the staged op that wrote it; 0 when clean
 }
 
 type op struct {
 	key string
-	pending
+	val []byte
+	del bool
+	n   uint64
 }
 
 // DB is the Badger-backed store.
@@ -150,18 +158,29 @@ type DB struct {
 	now  func() int64
 
 	// mu is the keyspace lock: Update holds it exclusively, View shared.
+	// counts and expiring are the changes, under mu, to the numbers of
+	// keys and of keys with a deadline per database since Open; base and
+	// baseExp are those numbers at Open, counted in the background on a
+	// snapshot (count.go) and valid once counted is closed.
 	mu       sync.RWMutex
 	counts   []int
 	expiring []int
+	base     []int
+	baseExp  []int
+	counted  chan struct{}
+	countTxn *badger.Txn
+	counting sync.Once
 
-	// omu guards the overlay, the cache and the staged batch; the
-	// committer takes only omu, never mu.
-	omu        sync.RWMutex
-	overlay    map[string]*pending
+	// omu guards the entries in memory, the staged batch and their
+	// counters; the committer takes only omu, never mu.
+	omu sync.RWMutex
+	// mem holds every dirty entry and the cached clean ones; dirty
+	// indexes the dirty ones (the overlay that scans merge).
+	mem        map[string]*entry
+	dirty      map[string]*entry
 	batch      []op
 	staged     uint64
-	cache      map[string][]byte
-	cacheBytes int64
+	cacheBytes int64 // the cost of mem's clean entries
 
 	committed atomic.Uint64
 	synced    atomic.Uint64
@@ -231,8 +250,11 @@ func Open(opts Options) (*DB, error) {
 		now:      opts.Clock,
 		counts:   make([]int, opts.Databases),
 		expiring: make([]int, opts.Databases),
-		overlay:  make(map[string]*pending),
-		cache:    make(map[string][]byte),
+		base:     make([]int, opts.Databases),
+		baseExp:  make([]int, opts.Databases),
+		counted:  make(chan struct{}),
+		mem:      make(map[string]*entry),
+		dirty:    make(map[string]*entry),
 		progress: make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
@@ -241,10 +263,9 @@ func Open(opts Options) (*DB, error) {
 		s.now = func() int64 { return time.Now().UnixMilli() }
 	}
 	s.minFree.Store(opts.MinFreeDisk)
-	if err := s.countKeys(); err != nil {
-		bdb.Close()
-		return nil, fmt.Errorf("open store: count keys: %w", err)
-	}
+	// The snapshot that the keys are counted on: nothing is written
+	// before Open returns, so it is the keyspace at Open.
+	s.countTxn = bdb.NewTransaction(false)
 	return s, nil
 }
 
@@ -254,7 +275,8 @@ func badgerOptions(opts Options) badger.Options {
 		WithSyncWrites(false).
 		WithLogger(badgerLogger{opts.Logger.Sugar()}).
 		WithNumVersionsToKeep(1).
-		WithDetectConflicts(false)
+		WithDetectConflicts(false).
+		WithNumCompactors(2)
 	if opts.MemTableSize > 0 {
 		bopts = bopts.WithMemTableSize(opts.MemTableSize)
 	}
@@ -264,36 +286,17 @@ func badgerOptions(opts Options) badger.Options {
 	return bopts
 }
 
-func (s *DB) countKeys() error {
-	return s.bdb.View(func(txn *badger.Txn) error {
-		for _, sp := range []struct {
-			space  byte
-			counts []int
-		}{{spaceKeys, s.counts}, {spaceExpiry, s.expiring}} {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{sp.space}})
-			for it.Rewind(); it.Valid(); it.Next() {
-				k := it.Item().Key()
-				if len(k) < 3 {
-					continue
-				}
-				db := int(k[1])<<8 | int(k[2])
-				if db < len(sp.counts) {
-					sp.counts[db]++
-				}
-			}
-			it.Close()
-		}
-		return nil
-	})
-}
-
 // Start launches the committer, the syncer, the sweeper and value-log GC.
 func (s *DB) Start() {
 	if s.started {
 		return
 	}
 	s.started = true
-	s.wg.Add(1)
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		s.countKeys()
+	}()
 	go s.commitLoop()
 	if s.opts.Fsync == FsyncEverysec {
 		s.wg.Add(1)
@@ -316,6 +319,7 @@ func (s *DB) Close() error {
 	}
 	close(s.stop)
 	s.wg.Wait()
+	s.countKeys() // a no-op if done; else it finds the store closing
 	var errs []error
 	if !s.started {
 		// Nothing committed the staged writes: do it now.
@@ -534,46 +538,45 @@ func (t ticket) Wait(ctx context.Context) error {
 	return t.s.waitFor(ctx, t.n, &t.s.synced)
 }
 
-// stage records a write in the overlay and the batch. Called with mu held.
+// stage records a write in memory and in the batch. Called with mu held.
 func (s *DB) stage(key []byte, val []byte, del bool) uint64 {
 	s.omu.Lock()
 	s.staged++
 	n := s.staged
-	p := pending{val: val, del: del, n: n}
-	if old := s.overlay[string(key)]; old != nil {
-		*old = p
-	} else {
-		pp := p
-		s.overlay[string(key)] = &pp
+	e := s.mem[string(key)]
+	switch {
+	case e == nil:
+		e = &entry{key: string(key)}
+		s.mem[e.key] = e
+		s.dirty[e.key] = e
+	case e.n == 0:
+		s.cacheBytes -= e.cost()
+		s.dirty[e.key] = e
 	}
-	s.batch = append(s.batch, op{key: string(key), pending: p})
-	s.uncacheLocked(string(key))
+	e.val, e.del, e.n = val, del, n
+	s.batch = append(s.batch, op{key: e.key, val: val, del: del, n: n})
 	s.omu.Unlock()
 	return n
 }
 
-// getRaw reads a Badger key through the overlay. The returned slice must not
+// getRaw reads a Badger key through memory. The returned slice must not
 // be modified.
 //
 // n is the number of the staged op that the value came from, when it came
-// from the overlay (it may not be durable yet), else 0.
+// from a dirty entry (it may not be durable yet), else 0.
 func (s *DB) getRaw(key []byte) (val []byte, ok bool, n uint64, err error) {
 	s.omu.RLock()
-	p := s.overlay[string(key)]
+	e := s.mem[string(key)]
 	var del bool
-	if p != nil {
-		val, del, n = p.val, p.del, p.n
+	if e != nil {
+		val, del, n = e.val, e.del, e.n
 	}
-	cached, hit := s.cache[string(key)]
 	s.omu.RUnlock()
-	if p != nil {
+	if e != nil {
 		return val, !del, n, nil
 	}
-	if hit {
-		return cached, true, 0, nil
-	}
-	// The overlay missed, so any committed write of key is in Badger now:
-	// a transaction opened after this point sees it.
+	// Not in memory, so any committed write of key is in Badger now: a
+	// transaction opened after this point sees it.
 	var out []byte
 	err = s.bdb.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(key)
@@ -583,58 +586,76 @@ func (s *DB) getRaw(key []byte) (val []byte, ok bool, n uint64, err error) {
 		out, err = item.ValueCopy(nil)
 		return err
 	})
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, false, 0, nil
-	}
-	if err != nil {
+	absent := errors.Is(err, badger.ErrKeyNotFound)
+	if err != nil && !absent {
 		return nil, false, 0, err
 	}
 	s.omu.Lock()
 	// Nothing can have been staged for key meanwhile (readers hold mu);
-	// the committer may only have moved a staged value into the cache.
-	if _, staged := s.overlay[string(key)]; !staged {
-		if _, cached := s.cache[string(key)]; !cached {
-			s.cacheLocked(string(key), out)
-		}
+	// the committer may only have made a staged value clean.
+	if _, in := s.mem[string(key)]; !in {
+		s.cacheLocked(&entry{key: string(key), val: out, del: absent})
 	}
 	s.omu.Unlock()
-	return out, true, 0, nil
+	return out, !absent, 0, nil
 }
 
-// cacheCost is what an entry is charged: its bytes and the map's overhead.
-func cacheCost(key string, val []byte) int64 { return int64(len(key)+len(val)) + 64 }
+// cost is what a clean entry is charged: its bytes and the map's overhead.
+func (e *entry) cost() int64 { return int64(len(e.key)+len(e.val)) + 96 }
 
-// cacheLocked caches a committed keyspace value, evicting entries at
-// random (map order) when over budget. Called with omu held.
-func (s *DB) cacheLocked(key string, val []byte) {
-	if s.opts.CacheSize <= 0 || key == "" || key[0] != spaceKeys {
+// cacheable reports whether a clean entry may stay in memory: keyspace
+// values (and absences) that are not too large to be worth a slot.
+func (s *DB) cacheable(e *entry) bool {
+	return s.opts.CacheSize > 0 && e.key != "" && e.key[0] == spaceKeys &&
+		e.cost() <= s.opts.CacheSize/16
+}
+
+// cacheLocked keeps a clean entry that is not in mem yet, evicting clean
+// entries at random (map order) when over budget. Called with omu held.
+func (s *DB) cacheLocked(e *entry) {
+	if !s.cacheable(e) {
 		return
 	}
-	cost := cacheCost(key, val)
-	if cost > s.opts.CacheSize/16 {
-		return // too large to be worth a slot
-	}
-	s.uncacheLocked(key)
-	s.cache[key] = val
-	s.cacheBytes += cost
+	s.mem[e.key] = e
+	s.cacheBytes += e.cost()
+	s.evictLocked()
+}
+
+// evictLocked drops clean entries until the cache is within 90% of its
+// budget, once it is over it.
+func (s *DB) evictLocked() {
 	if s.cacheBytes <= s.opts.CacheSize {
 		return
 	}
 	target := s.opts.CacheSize * 9 / 10
-	for k, v := range s.cache {
+	for k, e := range s.mem {
 		if s.cacheBytes <= target {
 			break
 		}
-		delete(s.cache, k)
-		s.cacheBytes -= cacheCost(k, v)
+		if e.n == 0 {
+			delete(s.mem, k)
+			s.cacheBytes -= e.cost()
+		}
 	}
 }
 
-func (s *DB) uncacheLocked(key string) {
-	if v, ok := s.cache[key]; ok {
-		delete(s.cache, key)
-		s.cacheBytes -= cacheCost(key, v)
+// cleanLocked marks the entries of a committed round clean: up to op hi,
+// they are in Badger now. Called with omu held.
+func (s *DB) cleanLocked(ops []op, hi uint64) {
+	for i := range ops {
+		e := s.dirty[ops[i].key]
+		if e == nil || e.n > hi {
+			continue
+		}
+		e.n = 0
+		delete(s.dirty, e.key)
+		if s.cacheable(e) {
+			s.cacheBytes += e.cost()
+		} else {
+			delete(s.mem, e.key)
+		}
 	}
+	s.evictLocked()
 }
 
 func (s *DB) commitLoop() {
@@ -684,15 +705,7 @@ func (s *DB) commitRound() {
 			}
 		}
 		s.omu.Lock()
-		for i := range ops {
-			if p := s.overlay[ops[i].key]; p != nil && p.n <= hi {
-				delete(s.overlay, ops[i].key)
-				if !p.del {
-					// Committed: the value stays readable from memory.
-					s.cacheLocked(ops[i].key, p.val)
-				}
-			}
-		}
+		s.cleanLocked(ops, hi)
 		s.omu.Unlock()
 		s.committed.Store(hi)
 		if s.opts.Fsync == FsyncAlways {

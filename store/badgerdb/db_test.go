@@ -357,3 +357,151 @@ func TestReadOfStagedWriteWaitsForDurability(t *testing.T) {
 		t.Fatalf("a read of synced data got a ticket: %v", rt)
 	}
 }
+
+// TestMemoryLayerStaysTrue drives reads that fill memory with clean values
+// and absences, under a cache small enough to evict, and checks every read
+// against a model across commits, deletes, re-creations and a FLUSHDB.
+func TestMemoryLayerStaysTrue(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.SweepInterval, opts.GCInterval = 0, 0
+	opts.CacheSize = 4 << 10 // a few dozen entries: eviction runs all the time
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(func() { s.Close() })
+
+	model := map[string]string{}
+	check := func(step string) {
+		t.Helper()
+		for i := 0; i < 200; i++ {
+			k := fmt.Sprintf("k%03d", i)
+			v, ok := get(t, s, 0, k)
+			want, wok := model[k]
+			if ok != wok || v != want {
+				t.Fatalf("%s: get %s = %q %v, want %q %v", step, k, v, ok, want, wok)
+			}
+		}
+	}
+	check("empty") // every key is now a cached absence (or evicted)
+	for i := 0; i < 200; i += 2 {
+		k := fmt.Sprintf("k%03d", i)
+		model[k] = "v" + k
+		set(t, s, 0, k, str(model[k], 0))
+	}
+	check("staged")
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	check("committed")
+	for i := 0; i < 200; i += 4 {
+		k := fmt.Sprintf("k%03d", i)
+		delete(model, k)
+		if _, err := s.Update(func(tx store.Tx) error { _, err := tx.Delete(0, []byte(k)); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("deleted, staged")
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	check("deleted, committed")
+	for i := 0; i < 200; i += 8 {
+		k := fmt.Sprintf("k%03d", i)
+		model[k] = "again"
+		set(t, s, 0, k, str("again", 0))
+	}
+	check("re-created")
+	if _, err := s.Update(func(tx store.Tx) error { return tx.Flush(0) }); err != nil {
+		t.Fatal(err)
+	}
+	clear(model)
+	check("flushed")
+	s.omu.RLock()
+	over := s.cacheBytes > opts.CacheSize
+	s.omu.RUnlock()
+	if over {
+		t.Fatalf("cache holds %d bytes, over its %d budget", s.cacheBytes, opts.CacheSize)
+	}
+}
+
+// TestCountAfterReopenWithWritesDuringCount reopens a keyspace and writes
+// to it at once, while the keys are still being counted in the background:
+// DBSIZE (Len) and the expiry count must come out exact, neither missing
+// nor double-counting the keys written meanwhile.
+func TestCountAfterReopenWithWritesDuringCount(t *testing.T) {
+	dir := t.TempDir()
+	const n = 20000
+	s := open(t, dir, FsyncEverysec, nil)
+	if _, err := s.Update(func(tx store.Tx) error {
+		for i := 0; i < n; i++ {
+			v := str("x", 0)
+			if i%10 == 0 {
+				v.ExpireAt = time.Now().Add(time.Hour).UnixMilli()
+			}
+			if err := tx.Set(i%2, []byte(fmt.Sprintf("k%06d", i)), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Reopen without starting: the count runs when first needed, after
+	// the writes below have reached Badger, and must still count the
+	// keyspace as it was at Open.
+	opts := DefaultOptions(dir)
+	opts.SweepInterval, opts.GCInterval = 0, 0
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	// At once: delete 100 old keys of db 0 (10 of them with a deadline),
+	// add 50 new ones to db 1, overwrite 30 old ones of db 1.
+	if _, err := s.Update(func(tx store.Tx) error {
+		for i := 0; i < 200; i += 2 {
+			if _, err := tx.Delete(0, []byte(fmt.Sprintf("k%06d", i))); err != nil {
+				return err
+			}
+		}
+		for i := 0; i < 50; i++ {
+			if err := tx.Set(1, []byte(fmt.Sprintf("new%03d", i)), str("y", 0)); err != nil {
+				return err
+			}
+		}
+		for i := 1; i < 60; i += 2 {
+			if err := tx.Set(1, []byte(fmt.Sprintf("k%06d", i)), str("z", 0)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	var lens, exps [2]int
+	if _, err := s.View(func(tx store.Tx) error {
+		for db := 0; db < 2; db++ {
+			lens[db], exps[db] = tx.Len(db), tx.Expiring(db)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := [2]int{n/2 - 100, n/2 + 50}; lens != want {
+		t.Fatalf("Len = %v, want %v", lens, want)
+	}
+	// db 0 held the keys i%10 == 0 with deadlines (2000), minus the 20
+	// deleted; db 1 had none (odd i).
+	if want := [2]int{n/10 - 20, 0}; exps != want {
+		t.Fatalf("Expiring = %v, want %v", exps, want)
+	}
+}

@@ -51,7 +51,7 @@ func (s *DB) Sweep(budget time.Duration) int {
 func (s *DB) sweepRound(db int) (deleted int, more bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.counts[db] == 0 || s.writeError() != nil {
+	if !s.mayHaveKeys(db) || s.writeError() != nil {
 		// Nothing to sweep, or writes are refused (a full disk): the
 		// expired keys stay invisible until they can be deleted.
 		return 0, false

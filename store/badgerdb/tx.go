@@ -133,14 +133,14 @@ func (t *tx) Len(db int) int {
 	if db < 0 || db >= len(t.s.counts) {
 		return 0
 	}
-	return t.s.counts[db]
+	return t.s.keyCount(db)
 }
 
 func (t *tx) Expiring(db int) int {
 	if db < 0 || db >= len(t.s.expiring) {
 		return 0
 	}
-	return t.s.expiring[db]
+	return t.s.expiringCount(db)
 }
 
 func (t *tx) Flush(db int) error {
@@ -158,14 +158,17 @@ func (t *tx) Flush(db int) error {
 	}
 	prefix := string(dbPrefix(spaceKeys, db))
 	t.s.omu.Lock()
-	for k := range t.s.cache {
+	for k, e := range t.s.mem {
+		// drain left no dirty entry behind: these are clean copies.
 		if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
-			t.s.uncacheLocked(k)
+			delete(t.s.mem, k)
+			t.s.cacheBytes -= e.cost()
 		}
 	}
 	t.s.omu.Unlock()
-	t.s.counts[db] = 0
-	t.s.expiring[db] = 0
+	t.s.awaitCount()
+	t.s.counts[db] = -t.s.base[db]
+	t.s.expiring[db] = -t.s.baseExp[db]
 	return nil
 }
 
@@ -196,13 +199,13 @@ func (s *DB) scanRaw(prefix, start []byte, staged func(n uint64), fn func(raw, v
 	// been committed, so the Badger iterator opened below sees it.
 	type kv struct {
 		key string
-		p   pending
+		p   entry
 	}
 	var over []kv
 	s.omu.RLock()
-	for k, p := range s.overlay {
+	for k, e := range s.dirty {
 		if len(k) >= len(prefix) && k[:len(prefix)] == string(prefix) && k >= string(start) {
-			over = append(over, kv{k, *p})
+			over = append(over, kv{k, *e})
 		}
 	}
 	s.omu.RUnlock()
