@@ -1,29 +1,36 @@
 // Package badgerdb is the embedded store: the keyspace on disk in Badger.
 //
-// Writes are staged in memory (an overlay that every read consults first)
-// and applied to Badger by one committer goroutine that gathers the writes of
-// all connections into one Badger commit per round, collapsing writes of the
-// same key (group commit). Under the "always" fsync policy each round is
-// synced before the tickets of its writes are done; under "everysec" a
-// syncer syncs once a second; under "no" the operating system decides.
+// Writes are staged in memory (dirty entries, which every read consults
+// first). One logger goroutine gathers the staged writes of all
+// connections and appends them to the store's own write-ahead log as one
+// record per round (wal.go), with one fsync per round under "always"
+// (group commit); a write is acknowledged once its record is written (and,
+// under "always", synced), as Redis acknowledges after its AOF write. Under
+// "everysec" a syncer syncs the log once a second; under "no" the operating
+// system decides. An applier goroutine then writes the logged writes to
+// Badger in batches, keeping the last write of each key, and segments of
+// the log that Badger holds are deleted; Open replays what is left.
 //
-// Values of the keyspace are also kept in a bounded cache of clean
-// (committed) entries, so hot keys are read from memory; Badger is read
+// Values of the keyspace are also kept in memory after they reach Badger,
+// within a bounded cache of clean entries, and so are recent misses (keys
+// known to be absent), so hot keys are read from memory; Badger is read
 // only on a miss.
 //
 // A sweeper walks the time-ordered expiry index in bounded rounds and deletes
-// expired keys, as Redis's active expire cycle does.
+// expired keys, as Redis's active expire cycle does. The numbers of keys
+// per database are counted in the background after Open (count.go).
 //
 // The data directory carries a marker (oncekv.meta, dir.go): Open refuses a
 // non-empty directory without it, and a Badger directory whose MANIFEST is
-// missing or damaged, instead of starting empty over it. When Badger cannot
-// write, or the disk is down to its free-space reserve (space.go), writes
-// are refused with store.ErrWrite until they succeed again; reads go on.
-// Backup and Restore (backup.go) copy a consistent snapshot.
+// missing or damaged, instead of starting empty over it. When the log or
+// Badger cannot write, or the disk is down to its free-space reserve
+// (space.go), writes are refused with store.ErrWrite until they succeed
+// again; reads go on. Backup and Restore (backup.go) copy a consistent
+// snapshot.
 //
 // What it does not do: keep the whole keyspace in memory (reads that miss
-// the overlay go to Badger), or survive the loss of writes still staged when
-// the process dies (at most the unsynced tail under "everysec"/"no").
+// go to Badger), or keep acknowledged writes across a power loss beyond
+// the last sync under "everysec" (about one second) and "no".
 package badgerdb
 
 import (
@@ -31,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,6 +101,9 @@ type Options struct {
 	// MaxPending is how many staged writes may wait for the committer
 	// before writers wait (back-pressure).
 	MaxPending int
+	// WALSegmentSize is the size after which the write-ahead log moves
+	// to a new segment (wal.go); 0 is 64 MiB.
+	WALSegmentSize int64
 	// CacheSize bounds, in bytes, the cache of committed values; 0
 	// disables it.
 	CacheSize int64
@@ -182,8 +193,20 @@ type DB struct {
 	staged     uint64
 	cacheBytes int64 // the cost of mem's clean entries
 
+	// Op numbers reached: logged (written to the log, wal.go), committed
+	// (applied to Badger), synced (on stable storage).
+	logged    atomic.Uint64
 	committed atomic.Uint64
 	synced    atomic.Uint64
+	wal       *wal
+	// applyMu guards the writes the logger has logged and hands to the
+	// applier, and the log segments waiting for a checkpoint.
+	applyMu   sync.Mutex
+	applyQ    []op
+	applyHi   uint64
+	segsDone  []segEnd
+	applyKick chan struct{}
+	roundMu   sync.Mutex // commitRound's, for a store that was not started
 	progMu    sync.Mutex
 	progress  chan struct{} // closed and replaced whenever progress is made
 	failure   atomic.Pointer[error]
@@ -193,6 +216,8 @@ type DB struct {
 	// writeHook, when set (by tests), runs before each Badger write; an
 	// error fails the write as a full disk would.
 	writeHook func([]op) error
+	// applyHook, when set (by tests), runs before each Badger apply.
+	applyHook func()
 	space     spaceState
 	// minFree is the free-space reserve in force (min-free-disk), which
 	// SetMinFreeDisk changes while the store runs.
@@ -219,6 +244,9 @@ func Open(opts Options) (*DB, error) {
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = 100000
 	}
+	if opts.WALSegmentSize <= 0 {
+		opts.WALSegmentSize = walSegmentSize
+	}
 	if opts.SweepKeys <= 0 {
 		opts.SweepKeys = 64
 	}
@@ -244,25 +272,30 @@ func Open(opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open store in %s: %w", opts.Dir, err)
 	}
 	s := &DB{
-		opts:     opts,
-		bdb:      bdb,
-		log:      opts.Logger,
-		now:      opts.Clock,
-		counts:   make([]int, opts.Databases),
-		expiring: make([]int, opts.Databases),
-		base:     make([]int, opts.Databases),
-		baseExp:  make([]int, opts.Databases),
-		counted:  make(chan struct{}),
-		mem:      make(map[string]*entry),
-		dirty:    make(map[string]*entry),
-		progress: make(chan struct{}),
-		kick:     make(chan struct{}, 1),
-		stop:     make(chan struct{}),
+		opts:      opts,
+		bdb:       bdb,
+		log:       opts.Logger,
+		now:       opts.Clock,
+		counts:    make([]int, opts.Databases),
+		expiring:  make([]int, opts.Databases),
+		base:      make([]int, opts.Databases),
+		baseExp:   make([]int, opts.Databases),
+		counted:   make(chan struct{}),
+		mem:       make(map[string]*entry),
+		dirty:     make(map[string]*entry),
+		progress:  make(chan struct{}),
+		kick:      make(chan struct{}, 1),
+		applyKick: make(chan struct{}, 1),
+		stop:      make(chan struct{}),
 	}
 	if s.now == nil {
 		s.now = func() int64 { return time.Now().UnixMilli() }
 	}
 	s.minFree.Store(opts.MinFreeDisk)
+	if err := s.recoverWAL(); err != nil {
+		bdb.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
 	// The snapshot that the keys are counted on: nothing is written
 	// before Open returns, so it is the keyspace at Open.
 	s.countTxn = bdb.NewTransaction(false)
@@ -276,7 +309,8 @@ func badgerOptions(opts Options) badger.Options {
 		WithLogger(badgerLogger{opts.Logger.Sugar()}).
 		WithNumVersionsToKeep(1).
 		WithDetectConflicts(false).
-		WithNumCompactors(2)
+		WithNumCompactors(2).
+		WithValueLogFileSize(64 << 20)
 	if opts.MemTableSize > 0 {
 		bopts = bopts.WithMemTableSize(opts.MemTableSize)
 	}
@@ -292,12 +326,13 @@ func (s *DB) Start() {
 		return
 	}
 	s.started = true
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go func() {
 		defer s.wg.Done()
 		s.countKeys()
 	}()
-	go s.commitLoop()
+	go s.logLoop()
+	go s.applyLoop()
 	if s.opts.Fsync == FsyncEverysec {
 		s.wg.Add(1)
 		go s.syncLoop()
@@ -321,13 +356,22 @@ func (s *DB) Close() error {
 	s.wg.Wait()
 	s.countKeys() // a no-op if done; else it finds the store closing
 	var errs []error
-	if !s.started {
-		// Nothing committed the staged writes: do it now.
-		s.commitRound()
+	// Log and apply what the loops left (everything, unless a write
+	// failed).
+	s.commitRound()
+	if err := s.wal.sync(); err != nil {
+		errs = append(errs, fmt.Errorf("close store: %w", err))
 	}
 	if err := s.bdb.Sync(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: sync: %w", err))
+	} else if s.committed.Load() == s.logged.Load() {
+		// Badger holds and has synced every logged write: the log
+		// segments are not needed any more.
+		if _, err := s.wal.rotate(); err == nil {
+			s.wal.remove(^uint64(0))
+		}
 	}
+	s.wal.close()
 	if err := s.bdb.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: %w", err))
 	}
@@ -383,15 +427,21 @@ func (s *DB) View(fn func(tx store.Tx) error) (store.Ticket, error) {
 	return s.ticketFor(t.readMax), err
 }
 
-// ticketFor is the ticket of op n: nil when it is durable already.
+// ticketFor is the ticket of op n: nil when it is durable already. Under
+// "always" it is done once the op's log record is synced, else once it is
+// written to the log (in the kernel's hands, as Redis's AOF write is before
+// its reply).
 func (s *DB) ticketFor(n uint64) store.Ticket {
 	if n == 0 || s.synced.Load() >= n {
 		return nil
 	}
 	if s.opts.Fsync != FsyncAlways {
-		return store.Done{}
+		if s.logged.Load() >= n {
+			return store.Done{}
+		}
+		return ticket{s: s, n: n, c: &s.logged}
 	}
-	return ticket{s: s, n: n}
+	return ticket{s: s, n: n, c: &s.synced}
 }
 
 // Update runs fn with exclusive access and returns a ticket for its writes.
@@ -436,9 +486,11 @@ func (s *DB) locked(t *tx, fn func(store.Tx) error) error {
 	return fn(t)
 }
 
-func (s *DB) poke() {
+func (s *DB) poke() { kickChan(s.kick) }
+
+func kickChan(c chan struct{}) {
 	select {
-	case s.kick <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
@@ -479,6 +531,10 @@ func (s *DB) announce() {
 
 // waitFor blocks until committed (or synced) reaches n.
 func (s *DB) waitFor(ctx context.Context, n uint64, counter *atomic.Uint64) error {
+	if !s.started && counter.Load() < n && !s.closed.Load() {
+		// No loop runs: log and apply here.
+		s.commitRound()
+	}
 	for {
 		if counter.Load() >= n {
 			return nil
@@ -529,13 +585,31 @@ func (s *DB) drain() error {
 	return s.waitFor(context.Background(), n, &s.committed)
 }
 
+// checkpointAll makes Badger hold, synced, every write staged so far, and
+// deletes the whole log: what FLUSHDB needs before it drops keys behind
+// Badger's back, so that no replay brings them back. Called with mu held.
+func (s *DB) checkpointAll() error {
+	if err := s.drain(); err != nil {
+		return err
+	}
+	seg, err := s.wal.rotate()
+	if err != nil {
+		return err
+	}
+	if err := s.bdb.Sync(); err != nil {
+		return err
+	}
+	return s.wal.remove(seg)
+}
+
 type ticket struct {
 	s *DB
 	n uint64
+	c *atomic.Uint64 // the counter that must reach n
 }
 
 func (t ticket) Wait(ctx context.Context) error {
-	return t.s.waitFor(ctx, t.n, &t.s.synced)
+	return t.s.waitFor(ctx, t.n, t.c)
 }
 
 // stage records a write in memory and in the batch. Called with mu held.
@@ -658,21 +732,107 @@ func (s *DB) cleanLocked(ops []op, hi uint64) {
 	s.evictLocked()
 }
 
-func (s *DB) commitLoop() {
+// segEnd says that log segment seg holds ops up to hi only.
+type segEnd struct {
+	seg uint64
+	hi  uint64
+}
+
+// recoverWAL replays the log left by the last run into Badger, syncs
+// Badger, deletes the replayed segments and opens a new one.
+func (s *DB) recoverWAL() error {
+	dir := filepath.Join(s.opts.Dir, walDirName)
+	replayed := 0
+	segs, err := replayWAL(dir, func(ops []op) error {
+		replayed += len(ops)
+		return s.write(ops)
+	})
+	if err != nil {
+		return err
+	}
+	if len(segs) > 0 {
+		if err := s.bdb.Sync(); err != nil {
+			return fmt.Errorf("sync after log replay: %w", err)
+		}
+		if replayed > 0 {
+			s.log.Info("replayed the write-ahead log", zap.Int("writes", replayed), zap.Int("segments", len(segs)))
+		}
+	}
+	w, err := openWAL(dir, segs, s.opts.WALSegmentSize)
+	if err != nil {
+		return err
+	}
+	s.wal = w
+	if err := w.remove(w.seg - 1); err != nil {
+		s.log.Warn("could not delete replayed log segments", zap.Error(err))
+	}
+	return nil
+}
+
+func (s *DB) logLoop() {
 	defer s.wg.Done()
 	for {
 		select {
 		case <-s.kick:
-			s.commitRound()
+			s.logRound()
 		case <-s.stop:
-			s.commitRound()
+			s.logRound()
 			return
 		}
 	}
 }
 
-// commitRound writes everything staged so far as one Badger batch.
+func (s *DB) applyLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.applyKick:
+			s.applyRound()
+		case <-s.stop:
+			return // Close applies what is left, after the last log round
+		}
+	}
+}
+
+// commitRound logs and applies everything staged so far, in the calling
+// goroutine (a store that was never started, and Close).
 func (s *DB) commitRound() {
+	s.roundMu.Lock()
+	defer s.roundMu.Unlock()
+	s.logRound()
+	s.applyRound()
+}
+
+// retry runs write until it succeeds, in the failure state (writes
+// refused) meanwhile; it gives up only when the store is closing.
+func (s *DB) retry(write func() error) bool {
+	for attempt := 0; ; attempt++ {
+		err := write()
+		if err == nil {
+			if p := s.failure.Load(); p != nil {
+				s.log.Info("store writes again")
+				s.failure.Store(nil)
+			}
+			return true
+		}
+		if attempt == 0 {
+			s.log.Error("store write failed; refusing writes until it succeeds", zap.Error(err))
+		}
+		s.failure.Store(&err)
+		s.announce()
+		select {
+		case <-s.stop:
+			if attempt > 3 {
+				return false
+			}
+		case <-time.After(time.Duration(min(attempt+1, 10)) * 100 * time.Millisecond):
+		}
+	}
+}
+
+// logRound writes everything staged so far to the log as one record
+// (synced under "always"), then hands it to the applier.
+func (s *DB) logRound() {
 	for {
 		s.omu.Lock()
 		ops := s.batch
@@ -682,35 +842,46 @@ func (s *DB) commitRound() {
 		if len(ops) == 0 {
 			return
 		}
-		for attempt := 0; ; attempt++ {
-			err := s.write(ops)
-			if err == nil {
-				if p := s.failure.Load(); p != nil {
-					s.log.Info("store writes again")
-					s.failure.Store(nil)
+		ok := s.retry(func() error {
+			if s.writeHook != nil {
+				if err := s.writeHook(ops); err != nil {
+					return err
 				}
-				break
 			}
-			if attempt == 0 {
-				s.log.Error("store write failed; refusing writes until it succeeds", zap.Error(err))
+			if err := s.checkSpace(ops); err != nil {
+				return err
 			}
-			s.failure.Store(&err)
-			s.announce()
-			select {
-			case <-s.stop:
-				if attempt > 3 {
-					return
-				}
-			case <-time.After(time.Duration(min(attempt+1, 10)) * 100 * time.Millisecond):
+			if err := s.wal.append(ops); err != nil {
+				return err
+			}
+			if s.opts.Fsync == FsyncAlways {
+				return s.wal.sync()
+			}
+			return nil
+		})
+		if !ok {
+			return
+		}
+		var end *segEnd
+		if s.wal.full() {
+			if seg, err := s.wal.rotate(); err == nil {
+				end = &segEnd{seg: seg, hi: hi}
+			} else {
+				s.log.Warn("could not start a new log segment", zap.Error(err))
 			}
 		}
-		s.omu.Lock()
-		s.cleanLocked(ops, hi)
-		s.omu.Unlock()
-		s.committed.Store(hi)
+		s.logged.Store(hi)
 		if s.opts.Fsync == FsyncAlways {
 			s.synced.Store(hi)
 		}
+		s.applyMu.Lock()
+		s.applyQ = append(s.applyQ, ops...)
+		s.applyHi = hi
+		if end != nil {
+			s.segsDone = append(s.segsDone, *end)
+		}
+		s.applyMu.Unlock()
+		kickChan(s.applyKick)
 		s.announce()
 		select {
 		case <-s.kick:
@@ -720,18 +891,61 @@ func (s *DB) commitRound() {
 	}
 }
 
-// write applies ops to Badger in staging order, keeping only the last
-// write of each key. Badger's log is append-only, so a crash loses a
-// suffix of what was written, never a middle part.
-func (s *DB) write(ops []op) error {
-	if s.writeHook != nil {
-		if err := s.writeHook(ops); err != nil {
-			return err
+// applyRound writes to Badger everything logged and not applied yet, as
+// one batch, then makes its entries clean; and deletes the log segments
+// that Badger now holds (after syncing Badger).
+func (s *DB) applyRound() {
+	for {
+		s.applyMu.Lock()
+		ops := s.applyQ
+		s.applyQ = nil
+		hi := s.applyHi
+		var done []segEnd
+		for len(s.segsDone) > 0 && s.segsDone[0].hi <= hi {
+			done = append(done, s.segsDone[0])
+			s.segsDone = s.segsDone[1:]
+		}
+		s.applyMu.Unlock()
+		if len(ops) == 0 {
+			return
+		}
+		if s.applyHook != nil {
+			s.applyHook()
+		}
+		if !s.retry(func() error { return s.write(ops) }) {
+			return
+		}
+		s.omu.Lock()
+		s.cleanLocked(ops, hi)
+		s.omu.Unlock()
+		s.committed.Store(hi)
+		s.announce()
+		if len(done) > 0 {
+			s.checkpoint(done[len(done)-1].seg)
+		}
+		select {
+		case <-s.applyKick:
+		default:
+			return
 		}
 	}
-	if err := s.checkSpace(ops); err != nil {
-		return err
+}
+
+// checkpoint syncs Badger and deletes the log segments up to seg, whose
+// writes it holds.
+func (s *DB) checkpoint(seg uint64) {
+	if err := s.bdb.Sync(); err != nil {
+		s.log.Warn("checkpoint: sync failed; keeping the log", zap.Error(err))
+		return
 	}
+	if err := s.wal.remove(seg); err != nil {
+		s.log.Warn("checkpoint: could not delete log segments", zap.Error(err))
+	}
+}
+
+// write applies ops to Badger in staging order, keeping only the last
+// write of each key.
+func (s *DB) write(ops []op) error {
 	last := make(map[string]int, len(ops))
 	for i := range ops {
 		last[ops[i].key] = i
@@ -753,13 +967,7 @@ func (s *DB) write(ops []op) error {
 			return err
 		}
 	}
-	if err := wb.Flush(); err != nil {
-		return err
-	}
-	if s.opts.Fsync == FsyncAlways {
-		return s.bdb.Sync()
-	}
-	return nil
+	return wb.Flush()
 }
 
 func (s *DB) syncLoop() {
@@ -769,8 +977,8 @@ func (s *DB) syncLoop() {
 	for {
 		select {
 		case <-t.C:
-			c := s.committed.Load()
-			if err := s.bdb.Sync(); err != nil {
+			c := s.logged.Load()
+			if err := s.wal.sync(); err != nil {
 				if s.syncErr.Load() == nil {
 					s.log.Error("fsync failed; refusing writes until it succeeds", zap.Error(err))
 				}

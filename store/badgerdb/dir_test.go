@@ -70,12 +70,25 @@ func firstTable(tb testing.TB, dir string) string {
 func copyDir(tb testing.TB, src string) string {
 	tb.Helper()
 	dst := tb.TempDir()
+	copyTree(tb, src, dst)
+	return dst
+}
+
+func copyTree(tb testing.TB, src, dst string) {
+	tb.Helper()
 	for _, n := range dirNames(tb, src) {
-		if err := copySparse(filepath.Join(src, n), filepath.Join(dst, n)); err != nil {
+		from, to := filepath.Join(src, n), filepath.Join(dst, n)
+		if fi, err := os.Stat(from); err == nil && fi.IsDir() {
+			if err := os.Mkdir(to, 0o755); err != nil {
+				tb.Fatal(err)
+			}
+			copyTree(tb, from, to)
+			continue
+		}
+		if err := copySparse(from, to); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	return dst
 }
 
 // copySparse copies a file, leaving holes where the source reads zeros

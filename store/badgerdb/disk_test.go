@@ -82,19 +82,11 @@ func TestDiskWriteFailure(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the write that meets the failure is staged before it is known: %v", err)
 			}
-			werr := tk.Wait(context.Background())
-			switch fsync {
-			case FsyncAlways:
-				if !errors.Is(werr, store.ErrWrite) {
-					t.Fatalf("ticket of an unpersisted write under always: %v, want ErrWrite", werr)
-				}
-			default:
-				// everysec acknowledges at once: the write is kept in memory
-				// and retried; it must not be lost unless the process dies.
-				if werr != nil {
-					t.Fatalf("everysec ticket: %v", werr)
-				}
-				acked["during"] = "x"
+			// Under both policies a write is acknowledged only once its log
+			// record is written (and, under always, synced): one that
+			// cannot be written is never acknowledged.
+			if werr := tk.Wait(context.Background()); !errors.Is(werr, store.ErrWrite) {
+				t.Fatalf("ticket of an unpersisted write under %s: %v, want ErrWrite", fsync, werr)
 			}
 			// Wait until the committer has met the failure.
 			deadline := time.Now().Add(5 * time.Second)
@@ -195,7 +187,9 @@ func TestDiskFailureBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	failing.Store(true)
-	set(t, s, 0, "b", str("2", 0)) // acknowledged (everysec), not committed
+	if _, err := trySet(s, 0, "b", "2"); err != nil { // staged, not committed
+		t.Fatal(err)
+	}
 	var sink strings.Builder
 	if _, err := s.Backup(&sink); !errors.Is(err, store.ErrWrite) {
 		t.Fatalf("backup while failing: %v", err)

@@ -150,7 +150,7 @@ func (t *tx) Flush(db int) error {
 	if err := t.checkDB(db); err != nil {
 		return err
 	}
-	if err := t.s.drain(); err != nil {
+	if err := t.s.checkpointAll(); err != nil {
 		return err
 	}
 	if err := t.s.bdb.DropPrefix(dbPrefix(spaceKeys, db), dbPrefix(spaceExpiry, db)); err != nil {

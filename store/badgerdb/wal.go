@@ -1,0 +1,313 @@
+package badgerdb
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// The write-ahead log is the store's own append-only log, as Redis's AOF
+// is: each committer round appends one record holding the round's writes
+// with one write(2), and under "always" one fsync, before any of them is
+// acknowledged. Badger gets the writes afterwards, from a second goroutine,
+// so neither its memtable insert nor its syncs (an msync of its memtable
+// log and another of its value log per round) are on the acknowledgement
+// path; and a process that dies after acknowledging a write under
+// "everysec" has it in the kernel, as Redis does.
+//
+// The log is cut into segments. A segment whose writes are all in Badger,
+// and Badger synced, is deleted (a checkpoint). Open replays the segments
+// left, in order, into Badger: a record holds whole values and deletions,
+// so replaying writes that Badger already has changes nothing.
+//
+// Record: u32 payload length, u32 CRC-32C of the payload, payload. Payload:
+// for each write, a flag byte (1 = delete), uvarint key length, key,
+// uvarint value length, value. A record that is cut short or fails its CRC
+// ends its segment: it was never acknowledged (the append failed, or the
+// process died while writing it).
+
+const (
+	walDirName = "wal"
+	walExt     = ".log"
+	// walSegmentSize is the default size after which the log moves to a
+	// new segment, so the old one can be deleted once Badger has it.
+	walSegmentSize = 64 << 20
+	walHeader      = 8
+)
+
+// errBadRecord ends the replay of a segment.
+var errBadRecord = errors.New("wal: damaged or incomplete record")
+
+// wal is the log's open segment. mu serializes appends, syncs and
+// rotations (the committer appends, the syncer and checkpoints sync).
+type wal struct {
+	dir  string
+	max  int64 // segment size
+	mu   sync.Mutex
+	f    *os.File
+	seg  uint64 // number of the open segment
+	size int64  // bytes of the open segment that hold whole records
+	buf  []byte
+}
+
+func segName(n uint64) string { return fmt.Sprintf("%016d%s", n, walExt) }
+
+// walSegments lists the segment numbers in dir, oldest first.
+func walSegments(dir string) ([]uint64, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var segs []uint64
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), walExt)
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseUint(name, 10, 64); err == nil {
+			segs = append(segs, n)
+		}
+	}
+	slices.Sort(segs)
+	return segs, nil
+}
+
+// replayWAL applies every whole record of the segments in dir, in order,
+// with apply, and returns the numbers of the segments it read.
+func replayWAL(dir string, apply func([]op) error) ([]uint64, error) {
+	segs, err := walSegments(dir)
+	if err != nil {
+		return nil, fmt.Errorf("wal: list %s: %w", dir, err)
+	}
+	for _, n := range segs {
+		if err := replaySegment(filepath.Join(dir, segName(n)), apply); err != nil {
+			return nil, err
+		}
+	}
+	return segs, nil
+}
+
+func replaySegment(path string, apply func([]op) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	defer f.Close()
+	rd := bufio.NewReaderSize(f, 1<<20)
+	var hdr [walHeader]byte
+	var payload []byte
+	for {
+		if _, err := io.ReadFull(rd, hdr[:]); err != nil {
+			return nil // the end, or a header cut short
+		}
+		size := binary.LittleEndian.Uint32(hdr[0:4])
+		if size == 0 || size > 1<<31 {
+			return nil
+		}
+		payload = slices.Grow(payload[:0], int(size))[:size]
+		if _, err := io.ReadFull(rd, payload); err != nil {
+			return nil
+		}
+		if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(hdr[4:8]) {
+			return nil
+		}
+		ops, err := decodeRecord(payload)
+		if err != nil {
+			return nil
+		}
+		if err := apply(ops); err != nil {
+			return fmt.Errorf("wal: replay %s: %w", path, err)
+		}
+	}
+}
+
+// decodeRecord parses a record's payload; the ops point into it.
+func decodeRecord(p []byte) ([]op, error) {
+	var ops []op
+	for len(p) > 0 {
+		del := p[0] == 1
+		p = p[1:]
+		k, rest, ok := cutBytes(p)
+		if !ok {
+			return nil, errBadRecord
+		}
+		v, rest, ok := cutBytes(rest)
+		if !ok {
+			return nil, errBadRecord
+		}
+		p = rest
+		o := op{key: string(k), del: del}
+		if !del {
+			o.val = slices.Clone(v)
+		}
+		ops = append(ops, o)
+	}
+	return ops, nil
+}
+
+func cutBytes(p []byte) (b, rest []byte, ok bool) {
+	n, w := binary.Uvarint(p)
+	if w <= 0 || uint64(len(p)-w) < n {
+		return nil, nil, false
+	}
+	return p[w : w+int(n)], p[w+int(n):], true
+}
+
+// openWAL starts a new segment after the ones listed in segs.
+func openWAL(dir string, segs []uint64, max int64) (*wal, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	w := &wal{dir: dir, max: max}
+	next := uint64(1)
+	if len(segs) > 0 {
+		next = segs[len(segs)-1] + 1
+	}
+	if err := w.create(next); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// create opens segment n as the one appended to. Called with mu held (or
+// before the log is shared).
+func (w *wal) create(n uint64) error {
+	f, err := os.OpenFile(filepath.Join(w.dir, segName(n)), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	// The new file's name must survive a crash before the records
+	// written in it are acknowledged.
+	if err := syncDir(w.dir); err != nil {
+		f.Close()
+		return fmt.Errorf("wal: %w", err)
+	}
+	w.f, w.seg, w.size = f, n, 0
+	return nil
+}
+
+// append writes ops as one record. On an error the segment is cut back to
+// its last whole record (or, if that fails, the next append starts a new
+// segment), so a retry never leaves a damaged record before good ones.
+func (w *wal) append(ops []op) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		if err := w.create(w.seg + 1); err != nil {
+			return err
+		}
+	}
+	b := append(w.buf[:0], make([]byte, walHeader)...)
+	for i := range ops {
+		o := &ops[i]
+		flag := byte(0)
+		if o.del {
+			flag = 1
+		}
+		b = append(b, flag)
+		b = binary.AppendUvarint(b, uint64(len(o.key)))
+		b = append(b, o.key...)
+		b = binary.AppendUvarint(b, uint64(len(o.val)))
+		b = append(b, o.val...)
+	}
+	binary.LittleEndian.PutUint32(b[0:4], uint32(len(b)-walHeader))
+	binary.LittleEndian.PutUint32(b[4:8], crc32.Checksum(b[walHeader:], crcTable))
+	if cap(b) <= 4<<20 {
+		w.buf = b
+	}
+	if _, err := w.f.Write(b); err != nil {
+		if terr := w.f.Truncate(w.size); terr != nil {
+			w.f.Close()
+			w.f = nil
+		} else if _, serr := w.f.Seek(w.size, io.SeekStart); serr != nil {
+			w.f.Close()
+			w.f = nil
+		}
+		return fmt.Errorf("wal: write: %w", err)
+	}
+	w.size += int64(len(b))
+	return nil
+}
+
+// sync makes the open segment durable.
+func (w *wal) sync() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return nil
+	}
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("wal: fsync: %w", err)
+	}
+	return nil
+}
+
+// full reports whether the open segment has reached its size.
+func (w *wal) full() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.size >= w.max
+}
+
+// rotate syncs and closes the open segment and starts the next one. It
+// returns the number of the segment it closed.
+func (w *wal) rotate() (uint64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	old := w.seg
+	if w.f != nil {
+		if err := w.f.Sync(); err != nil {
+			return 0, fmt.Errorf("wal: fsync: %w", err)
+		}
+		w.f.Close()
+		w.f = nil
+	}
+	if err := w.create(old + 1); err != nil {
+		return 0, err
+	}
+	return old, nil
+}
+
+// remove deletes the segments up to and including n, which Badger holds
+// and has synced.
+func (w *wal) remove(upTo uint64) error {
+	segs, err := walSegments(w.dir)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	cur := w.seg
+	w.mu.Unlock()
+	for _, n := range segs {
+		if n > upTo || n >= cur {
+			break
+		}
+		if err := os.Remove(filepath.Join(w.dir, segName(n))); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("wal: %w", err)
+		}
+	}
+	return nil
+}
+
+func (w *wal) close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return nil
+	}
+	err := w.f.Close()
+	w.f = nil
+	return err
+}
