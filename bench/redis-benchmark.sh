@@ -1,85 +1,70 @@
 #!/usr/bin/env bash
-# Runs redis-benchmark against oncekv and a real redis-server with the same
-# fsync policy, alternating between them, and prints requests/s, the ratio
-# ours/redis (median of the rounds) and p50/p99 latencies.
+# Benchmarks oncekv against a real redis-server, in one run, and writes
+# BENCHMARKS.md (tables, the exact commands, machine and versions) with
+# SVG charts in bench/:
 #
-# Usage: bench/redis-benchmark.sh [-f everysec|always] [-n requests] [-r rounds] [-o out.md]
-# Needs redis-server and redis-benchmark (apt-get install redis-server redis-tools).
-# Run it by hand: it takes minutes and is not part of go test.
+#   throughput  redis-benchmark -c 50 -n 200000 -r 100000: SET, GET, INCR and
+#               SET -d 256, each with and without -P 16, alternated between
+#               oncekv and redis-server started with the same appendfsync
+#               (everysec, then always; redis: appendonly yes)
+#   once        bench/oncebench: ONCE claim+complete against go-redis + Lua
+#               baselines, waiter wake-up latency up to 1000 waiters
+#   memory      RSS idle and with 1M and 10M keys, GETs over a keyspace larger
+#               than the cache, time to the first GET after a restart
+#
+# The work is done by the Go program bench/harness; this script maps the
+# short options below to its flags and passes anything after -- as is
+# (go run ./bench/harness -h lists them all).
+#
+# Usage: bench/redis-benchmark.sh [-q] [-f everysec,always] [-n requests] [-r rounds]
+#                                 [-t set,get,incr,set-d256] [-k 1000000,10000000]
+#                                 [-s throughput,once,memory] [-o out.md] [-- harness flags]
+#   -q  smoke run: small sizes, well under 2 minutes; the report goes to a
+#       temporary directory unless -o is given
+#
+# Needs redis-server and redis-benchmark 7 (apt-get install -y redis-server
+# redis-tools) and Go. Run it by hand on a quiet machine: the full run takes
+# about 20 minutes on 2 cores (-r 2: about 15) and is not part of go test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-fsync=everysec; n=200000; rounds=2; out=""; tests="set,get,incr"
-while getopts "f:n:r:o:t:" opt; do
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+
+invoked="bench/redis-benchmark.sh${*:+ $*}"
+args=()
+while getopts "qf:n:r:t:k:s:o:h" opt; do
   case $opt in
-    f) fsync=$OPTARG ;; n) n=$OPTARG ;; r) rounds=$OPTARG ;; o) out=$OPTARG ;; t) tests=$OPTARG ;;
-    *) echo "usage: $0 [-f everysec|always] [-n requests] [-r rounds] [-o out.md] [-t set,get,incr]"; exit 2 ;;
+    q) args+=(-smoke) ;;
+    f) args+=(-fsync "$OPTARG") ;;
+    n) args+=(-requests "$OPTARG") ;;
+    r) args+=(-rounds "$OPTARG") ;;
+    t) args+=(-tests "$OPTARG") ;;
+    k) args+=(-mem-keys "$OPTARG") ;;
+    s) args+=(-sections "$OPTARG") ;;
+    o) args+=(-out "$OPTARG") ;;
+    h) usage; exit 0 ;;
+    *) usage >&2; exit 2 ;;
   esac
 done
+shift $((OPTIND - 1))
 
-for b in redis-server redis-benchmark redis-cli; do
-  command -v $b >/dev/null || { echo "$b not found: apt-get install -y redis-server redis-tools"; exit 1; }
+for b in redis-server redis-benchmark go; do
+  command -v "$b" >/dev/null || { echo "$b not found (apt-get install -y redis-server redis-tools; Go from go.dev)" >&2; exit 1; }
 done
 
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
-go build -o "$work/oncekv" .
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_up() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "server on $1 did not start"; exit 1; }
-
-rport=$(free_port); oport=$(free_port)
-mkdir -p "$work/redis" "$work/oncekv-data"
-redis-server --port "$rport" --bind 127.0.0.1 --dir "$work/redis" --save "" \
-  --appendonly yes --appendfsync "$fsync" --daemonize no >"$work/redis.log" 2>&1 &
-"$work/oncekv" --port "$oport" --dir "$work/oncekv-data" --appendfsync "$fsync" --loglevel warning >"$work/oncekv.log" 2>&1 &
-wait_up "$rport"; wait_up "$oport"
-
-# run PORT PIPELINE EXTRA… → csv lines "test,rps,p50,p99"
-run() {
-  local port=$1 p=$2; shift 2
-  redis-benchmark -p "$port" -c 50 -n "$n" -r 100000 -P "$p" "$@" --csv 2>/dev/null |
-    tail -n +2 | tr -d '"' | awk -F, '{print $1","$2","$5","$7}'
-}
-
-results="$work/results.csv"   # server,pipeline,test,round,rps,p50,p99
-for round in $(seq "$rounds"); do
-  for p in 1 16; do
-    for spec in "$tests:" "set:-d 256"; do
-      t=${spec%%:*}; extra=${spec#*:}
-      label=""; [ -n "$extra" ] && label=" $extra"
-      for server in redis oncekv; do
-        port=$rport; [ $server = oncekv ] && port=$oport
-        # shellcheck disable=SC2086
-        run "$port" "$p" -t "$t" $extra | while IFS=, read -r test rps p50 p99; do
-          echo "$server,$p,$test$label,$round,$rps,$p50,$p99"
-        done >>"$results"
-      done
-    done
-  done
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+go build -o "$bin/harness" ./bench/harness
+# The harness runs in the background so that a signal sent to this script
+# (not only Ctrl-C, which reaches the whole process group) is passed on:
+# it then stops its servers and removes its work directory.
+"$bin/harness" -invoked-as "$invoked" ${args[@]+"${args[@]}"} "$@" &
+child=$!
+trap 'kill -TERM "$child" 2>/dev/null || true' INT TERM
+rc=0
+wait "$child" || rc=$?
+while kill -0 "$child" 2>/dev/null; do # wait returned early for a signal
+  rc=0
+  wait "$child" || rc=$?
 done
-
-table=$(python3 - "$results" "$fsync" <<'PY'
-import csv, statistics, sys
-rows = list(csv.reader(open(sys.argv[1])))
-fsync = sys.argv[2]
-cells = {}
-for server, p, test, rnd, rps, p50, p99 in rows:
-    cells.setdefault((test, p), {}).setdefault(server, []).append((float(rps), float(p50), float(p99)))
-print(f"appendfsync {fsync} (redis: appendonly yes), -c 50, median of rounds\n")
-print("| test | -P | oncekv req/s | redis req/s | ratio | oncekv p50/p99 ms | redis p50/p99 ms |")
-print("|---|---|---|---|---|---|---|")
-for (test, p), by in sorted(cells.items(), key=lambda kv: (int(kv[0][1]), kv[0][0])):
-    o, r = by.get("oncekv", []), by.get("redis", [])
-    if not o or not r:
-        continue
-    ratios = [a[0] / b[0] for a, b in zip(o, r)]
-    med = lambda xs, i: statistics.median(x[i] for x in xs)
-    print(f"| {test} | {p} | {med(o,0):,.0f} | {med(r,0):,.0f} | {statistics.median(ratios):.2f}x "
-          f"| {med(o,1):.3f} / {med(o,2):.3f} | {med(r,1):.3f} / {med(r,2):.3f} |")
-PY
-)
-echo "$table"
-if [ -n "$out" ]; then
-  { echo; echo "Command: \`bench/redis-benchmark.sh -f $fsync -n $n -r $rounds\`"; echo; echo "$table"; } >>"$out"
-fi
+exit "$rc"

@@ -1,12 +1,15 @@
 // Command oncebench compares oncekv's ONCE commands with what users build
-// on a real redis-server without them, and prints a markdown table:
+// on a real redis-server without them, and prints a markdown report:
 //
-//   - claim+complete cycles/s on distinct keys from many clients
-//     (ONCE.CLAIM + ONCE.COMPLETE against INCR + SET NX PX + a Lua
-//     compare-and-set, see workload.go for exactly what each side runs);
-//   - how long waiters take to learn the answer after it is completed
-//     (pushed to ONCE.CLAIM … WAIT 0 callers, against GET polling every
-//     10 ms).
+//   - claim+complete cycles/s on distinct keys from 50 clients, ONCE.CLAIM
+//     and ONCE.COMPLETE against the go-redis + Lua baselines (SET NX or a
+//     claim script, then a Lua compare-and-set; see workload.go and
+//     goredis.go for exactly what each side runs), with go-redis on both
+//     sides, and again with a minimal raw RESP client to show the
+//     servers' cost without the client's;
+//   - how long waiters take to learn the answer after it is completed:
+//     pushed to ONCE.CLAIM … WAIT 0 callers, against GET polling every
+//     10 ms (up to 1000 waiters).
 //
 // By default it builds oncekv from the module it is run in and starts it
 // and redis-server on free 127.0.0.1 ports, each in a temporary directory
@@ -14,11 +17,12 @@
 // instead. Both servers and the client share the machine, so the numbers
 // are only as steady as the machine is idle.
 //
-//	go run ./bench/oncebench            # about 1.5 minutes
+//	go run ./bench/oncebench            # about 3 minutes
 //	go run ./bench/oncebench -quick     # a few seconds, to check it runs
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -32,6 +36,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/oncekv/oncekv/bench/internal/benchkit"
 )
 
 type options struct {
@@ -40,21 +46,22 @@ type options struct {
 	redisBin            string
 	fsync               string
 	clients             int
+	clientLibs          []string
 	duration, warmup    time.Duration
 	rounds              int
-	luaClaim            bool
 	waiters             []int
 	wakeSamples         int
 	wakeMinRounds       int
 	poll                time.Duration
 	timeout             time.Duration
 	answerSize          int
-	out                 string
+	wakeReader          string
+	out, jsonOut        string
 }
 
 func main() {
 	o := options{}
-	var waiters string
+	var waiters, libs string
 	var quick bool
 	flag.StringVar(&o.onceAddr, "oncekv", "", "address of a running oncekv to use (default: build and start one)")
 	flag.StringVar(&o.redisAddr, "redis", "", "address of a running redis-server to use (default: start one)")
@@ -62,24 +69,26 @@ func main() {
 	flag.StringVar(&o.repo, "repo", "", "root of the oncekv module to build (default: found from the working directory)")
 	flag.StringVar(&o.redisBin, "redis-server", "redis-server", "redis-server binary to start")
 	flag.StringVar(&o.fsync, "fsync", "everysec", "appendfsync policy of the servers started (always, everysec, no)")
-	flag.IntVar(&o.clients, "clients", 50, "concurrent clients (one connection each) for the cycle benchmark")
+	flag.IntVar(&o.clients, "clients", 50, "concurrent clients (goroutines, one connection each) for the cycle benchmark")
+	flag.StringVar(&libs, "client", "go-redis,raw", "client libraries of the cycle benchmark: go-redis, raw or both")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of one timed cycle round per system")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "untimed cycle run per system before the rounds")
 	flag.IntVar(&o.rounds, "rounds", 3, "timed cycle rounds per system, alternating between systems; the median counts")
-	flag.BoolVar(&o.luaClaim, "lua-claim", true, "also measure the baseline with its claim in one Lua script (2 round trips)")
 	flag.StringVar(&waiters, "waiters", "1,50,1000", "comma-separated waiter counts for the wake-up benchmark")
 	flag.IntVar(&o.wakeSamples, "wake-samples", 500, "wake-up samples wanted per waiter count and system (rounds = samples/waiters)")
 	flag.IntVar(&o.wakeMinRounds, "wake-min-rounds", 10, "wake-up rounds (keys) at least, per waiter count and system")
 	flag.DurationVar(&o.poll, "poll", 10*time.Millisecond, "baseline waiters' GET polling interval")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound on any one wake-up round")
+	flag.StringVar(&o.wakeReader, "wake-reader", defaultWakeReader(), "how the wake-up benchmark reads the waiters' replies: epoll (one goroutine, Linux) or goroutines (one per waiter)")
 	flag.IntVar(&o.answerSize, "answer-size", 32, "bytes in each answer")
 	flag.StringVar(&o.out, "o", "", "also write the markdown to this file")
+	flag.StringVar(&o.jsonOut, "json", "", "also write the headline figures as JSON to this file")
 	flag.BoolVar(&quick, "quick", false, "a short run to check that everything works (overrides sizes)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./bench/oncebench [flags]\n\n"+
 			"Measures claim+complete cycles/s and waiter wake-up latency on oncekv (ONCE.*)\n"+
-			"against the usual SET NX + Lua CAS + GET polling on redis-server, and prints\n"+
-			"a markdown table. Needs redis-server (apt-get install -y redis-server).\n\nFlags:\n")
+			"against the usual go-redis + Lua + GET polling on redis-server, and prints\n"+
+			"a markdown report. Needs redis-server (apt-get install -y redis-server).\n\nFlags:\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -97,6 +106,19 @@ func main() {
 			fatalf("-waiters: %q is not a positive count", f)
 		}
 		o.waiters = append(o.waiters, n)
+	}
+	for f := range strings.SplitSeq(libs, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case clientGoRedis, clientRaw:
+			if !slices.Contains(o.clientLibs, f) {
+				o.clientLibs = append(o.clientLibs, f)
+			}
+		default:
+			fatalf("-client: %q is neither %s nor %s", f, clientGoRedis, clientRaw)
+		}
+	}
+	if o.wakeReader != readerEpoll && o.wakeReader != readerGoroutines {
+		fatalf("-wake-reader: %q is neither %s nor %s", o.wakeReader, readerEpoll, readerGoroutines)
 	}
 	if o.clients < 1 || o.rounds < 1 || o.duration <= 0 || o.answerSize < 1 {
 		fatalf("-clients, -rounds, -duration and -answer-size must be positive")
@@ -133,9 +155,46 @@ func (c *cleanup) run() {
 	}
 }
 
+// startServers starts the servers o does not name, and returns their
+// addresses and how they were started.
+func startServers(o options, tmp string, cl *cleanup) (onceAddr, redisAddr, onceNote, redisNote string, err error) {
+	onceAddr, redisAddr = o.onceAddr, o.redisAddr
+	onceNote, redisNote = "external", "external"
+	if redisAddr == "" {
+		p, err := benchkit.StartRedis(o.redisBin, filepath.Join(tmp, "redis"), o.fsync)
+		if err != nil {
+			return "", "", "", "", fmt.Errorf("%w (is redis-server installed? apt-get install -y redis-server)", err)
+		}
+		cl.add(p.Stop)
+		redisAddr, redisNote = p.Addr, "started here: `"+p.CommandLine()+"`"
+	}
+	if onceAddr == "" {
+		bin := o.onceBin
+		if bin == "" {
+			repo := o.repo
+			if repo == "" {
+				if repo, err = benchkit.FindRepo(); err != nil {
+					return "", "", "", "", fmt.Errorf("%w: give -repo, -oncekv-bin or -oncekv", err)
+				}
+			}
+			fmt.Fprintf(os.Stderr, "oncebench: building oncekv in %s\n", repo)
+			if bin, err = benchkit.BuildOncekv(repo, filepath.Join(tmp, "bin")); err != nil {
+				return "", "", "", "", err
+			}
+		}
+		p, err := benchkit.StartOncekv(bin, filepath.Join(tmp, "oncekv"), o.fsync)
+		if err != nil {
+			return "", "", "", "", err
+		}
+		cl.add(p.Stop)
+		onceAddr, onceNote = p.Addr, "started here: `"+p.CommandLine()+"`"
+	}
+	return onceAddr, redisAddr, onceNote, redisNote, nil
+}
+
 func run(o options) error {
 	maxW := slices.Max(o.waiters)
-	if err := raiseNofile(uint64(2*maxW + 2*o.clients + 256)); err != nil {
+	if err := benchkit.RaiseNofile(uint64(2*maxW + 8*o.clients + 256)); err != nil {
 		fmt.Fprintf(os.Stderr, "oncebench: raising the open-file limit: %v\n", err)
 	}
 	var cl cleanup
@@ -154,76 +213,67 @@ func run(o options) error {
 		return err
 	}
 	cl.add(func() { os.RemoveAll(tmp) })
-
-	onceAddr, redisAddr := o.onceAddr, o.redisAddr
-	onceNote, redisNote := "external", "external"
-	if redisAddr == "" {
-		dir := filepath.Join(tmp, "redis")
-		p, err := startRedis(o.redisBin, dir, o.fsync)
-		if err != nil {
-			return fmt.Errorf("%w (is redis-server installed? apt-get install -y redis-server)", err)
-		}
-		cl.add(p.stop)
-		redisAddr, redisNote = p.addr, "started here, appendonly yes, appendfsync "+o.fsync+", save \"\""
-	}
-	if onceAddr == "" {
-		bin := o.onceBin
-		if bin == "" {
-			repo := o.repo
-			if repo == "" {
-				if repo, err = findRepo(); err != nil {
-					return err
-				}
-			}
-			fmt.Fprintf(os.Stderr, "oncebench: building oncekv in %s\n", repo)
-			if bin, err = buildOncekv(repo, filepath.Join(tmp, "bin")); err != nil {
-				return err
-			}
-		}
-		p, err := startOncekv(bin, filepath.Join(tmp, "oncekv"), o.fsync)
-		if err != nil {
-			return err
-		}
-		cl.add(p.stop)
-		onceAddr, onceNote = p.addr, "started here, appendfsync "+o.fsync
+	onceAddr, redisAddr, onceNote, redisNote, err := startServers(o, tmp, &cl)
+	if err != nil {
+		return err
 	}
 
 	rc, err := dial(redisAddr)
 	if err != nil {
 		return err
 	}
-	defer rc.close()
+	defer rc.Close()
 	sc, err := loadScripts(rc)
 	if err != nil {
 		return err
 	}
 	prefix := fmt.Sprintf("oncebench:%d:%d:", os.Getpid(), time.Now().UnixNano())
 	answer := strings.Repeat("a", o.answerSize)
-	systems := []system{newOnceSystem(onceAddr, prefix), newBaseSystem(redisAddr, prefix, sc)}
-	if o.luaClaim {
-		systems = append(systems, newLuaClaimSystem(redisAddr, prefix+"lua:", sc))
+	var systems []system
+	for _, lib := range o.clientLibs {
+		p := func() string { return prefix + "s" + strconv.Itoa(len(systems)) + ":" }
+		switch lib {
+		case clientGoRedis:
+			systems = append(systems, newGoOnceSystem(onceAddr, p()))
+			systems = append(systems, newGoKVSystem(onceAddr, p()))
+			systems = append(systems, newGoLuaClaimSystem(redisAddr, p()))
+			systems = append(systems, newGoSetNXSystem(redisAddr, p()))
+			systems = append(systems, newGoIncrSystem(redisAddr, p()))
+		case clientRaw:
+			systems = append(systems, newOnceSystem(onceAddr, p()))
+			systems = append(systems, newLuaClaimSystem(redisAddr, p(), sc))
+			systems = append(systems, newBaseSystem(redisAddr, p(), sc))
+		}
 	}
 
 	load0 := loadavg()
 	start := time.Now()
 
-	// Cycles: a warm-up per system, then rounds alternating between them.
-	results := make([][]cycleResult, len(systems))
-	for _, s := range systems {
+	// Cycles: every system's workers opened (connections dialled) and
+	// warmed up, then rounds alternating between the systems.
+	workers := make([][]cycleFunc, len(systems))
+	for i, s := range systems {
+		fns, closeFn, err := s.open(o.clients)
+		if err != nil {
+			return fmt.Errorf("%s (%s): %w", s.name, s.client, err)
+		}
+		cl.add(closeFn)
+		workers[i] = fns
 		if o.warmup > 0 {
-			if _, err := runCycles(s, o.clients, o.warmup, "warm", answer); err != nil {
-				return fmt.Errorf("%s: %w", s.name, err)
+			if _, err := runCycles(fns, s.prefix, o.warmup, "warm", answer); err != nil {
+				return fmt.Errorf("%s (%s): %w", s.name, s.client, err)
 			}
 		}
 	}
+	results := make([][]cycleResult, len(systems))
 	for r := range o.rounds {
 		for i, s := range systems {
-			res, err := runCycles(s, o.clients, o.duration, "r"+strconv.Itoa(r), answer)
+			res, err := runCycles(workers[i], s.prefix, o.duration, "r"+strconv.Itoa(r), answer)
 			if err != nil {
-				return fmt.Errorf("%s: %w", s.name, err)
+				return fmt.Errorf("%s (%s): %w", s.name, s.client, err)
 			}
 			results[i] = append(results[i], res)
-			fmt.Fprintf(os.Stderr, "oncebench: cycles round %d %-60s %8.0f/s\n", r+1, s.name, res.rate())
+			fmt.Fprintf(os.Stderr, "oncebench: cycles round %d %-8s %-50s %8.0f/s\n", r+1, s.client, s.name, res.rate())
 		}
 	}
 
@@ -234,16 +284,26 @@ func run(o options) error {
 	}
 	elapsed := time.Since(start)
 
+	sum := summarize(o, systems, results, wakes)
 	var b strings.Builder
-	report(&b, o, systems, results, wakes, reportInfo{
+	report(&b, o, systems, results, wakes, sum, reportInfo{
 		onceAddr: onceAddr, redisAddr: redisAddr, onceNote: onceNote, redisNote: redisNote,
-		onceVersion:  infoField(onceAddr, "oncekv_version"),
-		redisVersion: infoField(redisAddr, "redis_version"),
+		onceVersion:  benchkit.InfoField(onceAddr, "server", "oncekv_version"),
+		redisVersion: benchkit.InfoField(redisAddr, "server", "redis_version"),
 		load0:        load0, load1: loadavg(), elapsed: elapsed,
 	})
 	fmt.Print(b.String())
 	if o.out != "" {
 		if err := os.WriteFile(o.out, []byte(b.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	if o.jsonOut != "" {
+		j, err := json.MarshalIndent(sum, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.jsonOut, append(j, '\n'), 0o644); err != nil {
 			return err
 		}
 	}
@@ -263,12 +323,12 @@ func measureWakeups(o options, onceAddr, redisAddr string, sc scripts, prefix, a
 	if err != nil {
 		return nil, err
 	}
-	defer onceRun.close()
+	defer onceRun.Close()
 	redisRun, err := dial(redisAddr)
 	if err != nil {
 		return nil, err
 	}
-	defer redisRun.close()
+	defer redisRun.Close()
 	onceWs, err := dialN(onceAddr, maxW)
 	if err != nil {
 		return nil, fmt.Errorf("oncekv: %d waiter connections: %w", maxW, err)
@@ -286,7 +346,7 @@ func measureWakeups(o options, onceAddr, redisAddr string, sc scripts, prefix, a
 		w := wakeResult{waiters: n, rounds: rounds}
 		for r := range rounds {
 			key := prefix + "wake:" + strconv.Itoa(n) + ":" + strconv.Itoa(r)
-			lat, err := onceWakeRound(onceRun, onceWs[:n], key, answer, o.timeout)
+			lat, err := onceWakeRound(onceRun, onceWs[:n], key, answer, o.timeout, o.wakeReader)
 			if err != nil {
 				return nil, fmt.Errorf("oncekv wake-up, %d waiters: %w", n, err)
 			}
@@ -297,11 +357,94 @@ func measureWakeups(o options, onceAddr, redisAddr string, sc scripts, prefix, a
 			}
 			w.redis = append(w.redis, lat...)
 		}
-		fmt.Fprintf(os.Stderr, "oncebench: wake-up %4d waiters: oncekv p50 %s, polling p50 %s\n",
-			n, fmtDur(percentile(w.once, 0.5)), fmtDur(percentile(w.redis, 0.5)))
+		fmt.Fprintf(os.Stderr, "oncebench: wake-up %4d waiters: oncekv p50 %s p99 %s, polling p50 %s\n",
+			n, fmtDur(percentile(w.once, 0.5)), fmtDur(percentile(w.once, 0.99)), fmtDur(percentile(w.redis, 0.5)))
 		out = append(out, w)
 	}
 	return out, nil
+}
+
+// summary holds the headline figures, written with -json for the
+// harness that puts them in BENCHMARKS.md.
+type summary struct {
+	Clients int          `json:"clients"`
+	Cycles  []cycleRow   `json:"cycles"`
+	Ratios  []ratioRow   `json:"ratios"` // per client library
+	Wakeups []wakeRowSum `json:"wakeups"`
+}
+
+type cycleRow struct {
+	Client   string  `json:"client"`
+	System   string  `json:"system"`
+	Oncekv   bool    `json:"oncekv"`
+	RTTs     int     `json:"rtts"`
+	Median   float64 `json:"cycles_per_s"`
+	P50Micro float64 `json:"p50_us"`
+	P99Micro float64 `json:"p99_us"`
+}
+
+// ratioRow compares, for one client library, the plain ONCE.CLAIM +
+// ONCE.COMPLETE system with the fastest baseline.
+type ratioRow struct {
+	Client       string  `json:"client"`
+	Oncekv       float64 `json:"oncekv_cycles_per_s"`
+	BestBaseline string  `json:"best_baseline"`
+	Baseline     float64 `json:"baseline_cycles_per_s"`
+	Ratio        float64 `json:"ratio"`
+}
+
+type wakeRowSum struct {
+	Waiters    int     `json:"waiters"`
+	Samples    int     `json:"samples"`
+	OnceP50us  float64 `json:"oncekv_p50_us"`
+	OnceP99us  float64 `json:"oncekv_p99_us"`
+	PollP50us  float64 `json:"poll_p50_us"`
+	PollP99us  float64 `json:"poll_p99_us"`
+	PollPeriod string  `json:"poll_period"`
+	Reader     string  `json:"reader"`
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+func summarize(o options, systems []system, results [][]cycleResult, wakes []wakeResult) summary {
+	sum := summary{Clients: o.clients}
+	for i, s := range systems {
+		var rates []float64
+		var lat []time.Duration
+		for _, r := range results[i] {
+			rates = append(rates, r.rate())
+			lat = append(lat, r.lat...)
+		}
+		sum.Cycles = append(sum.Cycles, cycleRow{
+			Client: s.client, System: s.name, Oncekv: s.oncekv, RTTs: s.rtts, Median: median(rates),
+			P50Micro: us(percentile(lat, 0.5)), P99Micro: us(percentile(lat, 0.99)),
+		})
+	}
+	for _, lib := range o.clientLibs {
+		r := ratioRow{Client: lib}
+		for i, c := range sum.Cycles {
+			switch {
+			case c.Client != lib:
+			case c.Oncekv && !systems[i].extra:
+				r.Oncekv = c.Median // plain ONCE.* commands
+			case !c.Oncekv && c.Median > r.Baseline:
+				r.Baseline, r.BestBaseline = c.Median, c.System
+			}
+		}
+		if r.Baseline > 0 {
+			r.Ratio = r.Oncekv / r.Baseline
+		}
+		sum.Ratios = append(sum.Ratios, r)
+	}
+	for _, w := range wakes {
+		sum.Wakeups = append(sum.Wakeups, wakeRowSum{
+			Waiters: w.waiters, Samples: len(w.once),
+			OnceP50us: us(percentile(w.once, 0.5)), OnceP99us: us(percentile(w.once, 0.99)),
+			PollP50us: us(percentile(w.redis, 0.5)), PollP99us: us(percentile(w.redis, 0.99)),
+			PollPeriod: o.poll.String(), Reader: o.wakeReader,
+		})
+	}
+	return sum
 }
 
 type reportInfo struct {
@@ -312,6 +455,9 @@ type reportInfo struct {
 }
 
 func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	if len(s)%2 == 1 {
@@ -320,62 +466,83 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-func report(w io.Writer, o options, systems []system, results [][]cycleResult, wakes []wakeResult, in reportInfo) {
+func report(w io.Writer, o options, systems []system, results [][]cycleResult, wakes []wakeResult, sum summary, in reportInfo) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	host, _ := os.Hostname()
-	p("## ONCE benchmark: oncekv %s vs redis-server %s\n\n", in.onceVersion, in.redisVersion)
-	p("- oncekv %s (%s); redis-server %s (%s)\n", in.onceAddr, in.onceNote, in.redisAddr, in.redisNote)
-	p("- client: this process, one connection per client, RESP2, loopback; %d CPUs, GOMAXPROCS %d, %s/%s, host %s\n",
+	p("### Setup\n\n")
+	p("- oncekv %s at %s, %s\n- redis-server %s at %s, %s\n", in.onceVersion, in.onceAddr, in.onceNote, in.redisVersion, in.redisAddr, in.redisNote)
+	p("- client: this process, loopback; %d CPUs, GOMAXPROCS %d, %s/%s, host %s\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, host)
 	p("- load average before %s, after %s; run took %s. Servers and client share the CPUs:\n"+
 		"  other load on the machine moves these numbers, so compare rows of one run.\n\n", in.load0, in.load1, in.elapsed.Round(time.Second))
 
 	p("### Claim+complete cycles/s, distinct keys, %d clients\n\n", o.clients)
-	p("%d rounds of %s per system, alternating (after %s warm-up each); median round; latency over all cycles of all rounds.\n\n",
-		o.rounds, o.duration, o.warmup)
-	p("| system | round trips/cycle | cycles/s (median) | min–max of rounds | cycle p50 | cycle p99 |\n")
-	p("|---|---:|---:|---:|---:|---:|\n")
-	medians := make([]float64, len(systems))
+	p("Each cycle claims a fresh key and completes it. %d rounds of %s per system, alternating "+
+		"between all systems (after a %s warm-up each); median of the rounds; latency over all cycles of all rounds. "+
+		"go-redis: %d goroutines share one `*redis.Client` with a pool of %d connections (v9 defaults otherwise, RESP3); "+
+		"raw: one connection per goroutine with a minimal RESP2 client, to show the servers' cost without go-redis's.\n\n",
+		o.rounds, o.duration, o.warmup, o.clients, o.clients)
+	p("| client | system | round trips | cycles/s (median) | min–max of rounds | cycle p50 | cycle p99 |\n")
+	p("|---|---|---:|---:|---:|---:|---:|\n")
 	for i, s := range systems {
 		var rates []float64
-		var lat []time.Duration
 		for _, r := range results[i] {
 			rates = append(rates, r.rate())
-			lat = append(lat, r.lat...)
 		}
-		medians[i] = median(rates)
-		p("| %s | %d | %.0f | %.0f–%.0f | %s | %s |\n", s.name, s.rtts, medians[i],
-			slices.Min(rates), slices.Max(rates), fmtDur(percentile(lat, 0.5)), fmtDur(percentile(lat, 0.99)))
-	}
-	p("\n**Ratio oncekv / redis baseline (cycles/s): %.2f×**", medians[0]/medians[1])
-	if len(systems) > 2 {
-		p(" (oncekv / one-script-claim variant: %.2f×)", medians[0]/medians[2])
-	}
-	p("\n\n")
-
-	p("### Waiter wake-up latency after COMPLETE\n\n")
-	p("Latency = arrival of a waiter's answer − the moment just before the completing command was written.\n")
-	p("oncekv: N connections blocked in `ONCE.CLAIM k WAIT 0` (all N confirmed waiting with ONCE.STATUS), runner sends `ONCE.COMPLETE`.\n")
-	p("redis: N connections polling `GET k` with a %s sleep between polls (random start phase; once all have seen the key running, the runner waits a random fraction of the interval and sends the EVALSHA CAS).\n", o.poll)
-	p("Each round is a fresh key; rounds alternate between the two servers.\n\n")
-	p("| waiters | rounds | samples each | oncekv p50 | oncekv p99 | redis GET poll p50 | redis GET poll p99 |\n")
-	p("|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, wk := range wakes {
-		p("| %d | %d | %d | %s | %s | %s | %s |\n", wk.waiters, wk.rounds, len(wk.once),
-			fmtDur(percentile(wk.once, 0.5)), fmtDur(percentile(wk.once, 0.99)),
-			fmtDur(percentile(wk.redis, 0.5)), fmtDur(percentile(wk.redis, 0.99)))
-	}
-	p("\nWhat each side runs (answer: %d bytes):\n\n", o.answerSize)
-	p("- oncekv cycle: `ONCE.CLAIM k LEASE 30000` → `[\"claimed\", tok]`; `ONCE.COMPLETE k tok <answer> KEEP 60000` → `+OK`.\n")
-	p("- redis baseline cycle: `INCR <fence>` → tok (one counter, so tokens only grow: fencing as in ONCE); " +
-		"`SET k running:<tok> NX PX 30000` → `OK`; `EVALSHA <cas> 1 k tok <answer> 60000`, where the script, " +
-		"if `GET k` is still `running:<tok>`, does `SET k done:<answer> PX 60000` and returns 1, else changes nothing and returns 0 (stale).\n")
-	if len(systems) > 2 {
-		p("- one-script-claim variant (extra row): `EVALSHA <claim> 2 k <fence> 30000` does the GET, INCR and SET … PX in one call " +
-			"and answers like ONCE.CLAIM; then the same CAS script.\n")
+		c := sum.Cycles[i]
+		p("| %s | %s | %d | %.0f | %.0f–%.0f | %s | %s |\n", s.client, s.name, s.rtts, c.Median,
+			slices.Min(rates), slices.Max(rates), fmtUs(c.P50Micro), fmtUs(c.P99Micro))
 	}
 	p("\n")
+	for _, r := range sum.Ratios {
+		p("- **%s: oncekv / fastest baseline = %.2f×** (%.0f vs %.0f cycles/s, baseline: %s)\n",
+			r.Client, r.Ratio, r.Oncekv, r.Baseline, r.BestBaseline)
+	}
+	p("\n")
+
+	p("### Waiter wake-up latency after COMPLETE\n\n")
+	p("Latency = arrival of a waiter's answer − the moment just before the completing command was written. "+
+		"Raw RESP client on both sides, one connection per waiter. oncekv's waiters are read by %s, so that the figure is the server's delivery time rather than the client's cost of waking a thousand goroutines.\n"+
+		"oncekv: N connections blocked in `ONCE.CLAIM k WAIT 0` (all N confirmed waiting with ONCE.STATUS), runner sends `ONCE.COMPLETE`.\n"+
+		"redis: N connections polling `GET k` with a %s sleep between polls (random start phase; once all have seen the key running, "+
+		"the runner waits a random fraction of the interval and sends the EVALSHA CAS).\n"+
+		"Each round is a fresh key; rounds alternate between the two servers.\n\n", wakeReaderText(o.wakeReader), o.poll)
+	p("| waiters | rounds | samples each | oncekv p50 | oncekv p99 | redis GET poll p50 | redis GET poll p99 |\n")
+	p("|---:|---:|---:|---:|---:|---:|---:|\n")
+	for i, wk := range wakes {
+		s := sum.Wakeups[i]
+		p("| %d | %d | %d | %s | %s | %s | %s |\n", wk.waiters, wk.rounds, s.Samples,
+			fmtUs(s.OnceP50us), fmtUs(s.OnceP99us), fmtUs(s.PollP50us), fmtUs(s.PollP99us))
+	}
+	p("\nWhat each system runs (answer: %d bytes; lease 30 s, keep 60 s):\n\n", o.answerSize)
+	p("- oncekv: `ONCE.CLAIM k LEASE 30000` → `[\"claimed\", tok]`; `ONCE.COMPLETE k tok <answer> KEEP 60000` → `+OK`.\n")
+	p("- oncekv via kv.Once.Run: `kv.OpenOnce[string](kv.New(rdb), name, kv.Keep(60s), kv.Lease(30s)).Run(ctx, key, fn)`, " +
+		"fn returning the answer at once: `ONCE.CLAIM name:k … WAIT …` then `ONCE.COMPLETE`, JSON-encoded answer.\n")
+	p("- redis: EVALSHA claim + EVALSHA CAS: a claim script (`GET k`; if absent `INCR <fence>` and `SET k running:<tok> PX 30000`; " +
+		"answers like ONCE.CLAIM), then the CAS script: if `GET k` is still `running:<tok>`, `SET k done:<answer> PX 60000` and return 1, " +
+		"else change nothing and return 0 (stale). Same answers and fencing as ONCE, two round trips.\n")
+	p("- redis: SET NX PX (random token) + EVALSHA CAS: `SET k running:<random> NX PX 30000`, then the CAS script. " +
+		"The usual recipe; tokens do not grow, so no fencing.\n")
+	p("- redis: INCR + SET NX PX + EVALSHA CAS: `INCR <fence>` → tok (one counter, so tokens only grow: fencing as in ONCE); " +
+		"`SET k running:<tok> NX PX 30000`; the CAS script. Three round trips.\n")
+	p("\nThe go-redis baselines use `redis.NewScript(…).Run` (EVALSHA, EVAL on NOSCRIPT).\n\n")
 }
+
+func wakeReaderText(r string) string {
+	if r == readerEpoll {
+		return "one goroutine on one epoll (arrival = when epoll_wait reported the connection readable)"
+	}
+	return "a goroutine each, blocked in a read (arrival = when that goroutine got the reply; the scheduler's delay counts)"
+}
+
+func defaultWakeReader() string {
+	if runtime.GOOS == "linux" {
+		return readerEpoll
+	}
+	return readerGoroutines
+}
+
+func fmtUs(v float64) string { return fmtDur(time.Duration(v * float64(time.Microsecond))) }
 
 func fmtDur(d time.Duration) string {
 	switch {

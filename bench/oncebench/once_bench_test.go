@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oncekv/oncekv/bench/internal/benchkit"
 	"github.com/oncekv/oncekv/internal/testserver"
 )
 
@@ -38,7 +39,7 @@ func mustDial(tb testing.TB, addr string) *conn {
 	if err != nil {
 		tb.Fatalf("dial %s: %v", addr, err)
 	}
-	tb.Cleanup(func() { _ = c.close() })
+	tb.Cleanup(func() { _ = c.Close() })
 	return c
 }
 
@@ -105,11 +106,11 @@ func BenchmarkReplay(b *testing.B) {
 	b.ReportAllocs()
 	runParallel(b, addr, func(c *conn, _ int, pb *testing.PB) error {
 		for pb.Next() {
-			r, err := c.do("ONCE.CLAIM", key, "LEASE", leaseMs)
+			r, err := c.Do("ONCE.CLAIM", key, "LEASE", leaseMs)
 			if err != nil {
 				return err
 			}
-			if a, ok := r.pair("done"); !ok || a.str != answer {
+			if a, ok := r.Pair("done"); !ok || a.Str != answer {
 				return fmt.Errorf("ONCE.CLAIM %s: %v, want [done, answer]", key, r)
 			}
 		}
@@ -123,7 +124,7 @@ func BenchmarkReplay(b *testing.B) {
 // rounds.
 func BenchmarkWakeup(b *testing.B) {
 	addr := startOnce(b)
-	if err := raiseNofile(4096); err != nil {
+	if err := benchkit.RaiseNofile(4096); err != nil {
 		b.Logf("raise open-file limit: %v", err)
 	}
 	answer := strings.Repeat("a", 32)
@@ -135,7 +136,7 @@ func BenchmarkWakeup(b *testing.B) {
 			var lat []time.Duration
 			r := 0
 			for b.Loop() {
-				l, err := onceWakeRound(run, ws, prefix+strconv.Itoa(r), answer, 30*time.Second)
+				l, err := onceWakeRound(run, ws, prefix+strconv.Itoa(r), answer, 30*time.Second, defaultWakeReader())
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -156,22 +157,22 @@ func TestBaselineScript(t *testing.T) {
 	if err != nil {
 		t.Fatalf("redis-server not found (%v): the baseline runs on a real Redis 7; install it with `apt-get install -y redis-server` (or run ./test.sh, which does)", err)
 	}
-	rs, err := startRedis(bin, t.TempDir(), "everysec")
+	rs, err := benchkit.StartRedis(bin, t.TempDir(), "everysec")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(rs.stop)
+	t.Cleanup(rs.Stop)
 	onceAddr := startOnce(t)
 	answer := "the answer"
 
-	rc := mustDial(t, rs.addr)
+	rc := mustDial(t, rs.Addr)
 	sc, err := loadScripts(rc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	do := func(c *conn, args ...string) reply {
 		t.Helper()
-		r, err := c.do(args...)
+		r, err := c.Do(args...)
 		if err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}
@@ -193,16 +194,16 @@ func TestBaselineScript(t *testing.T) {
 		if ok, err := baseComplete(rc, sc, key, stale, "wrong"); err != nil || ok {
 			t.Fatalf("complete with an older token: %v, %v; want stale", ok, err)
 		}
-		if r := do(rc, "GET", key); r.str != runningPrefix+tok {
+		if r := do(rc, "GET", key); r.Str != runningPrefix+tok {
 			t.Fatalf("after a stale complete: GET %v, want %q", r, runningPrefix+tok)
 		}
 		if ok, err := baseComplete(rc, sc, key, tok, answer); err != nil || !ok {
 			t.Fatalf("complete: %v, %v; want ok", ok, err)
 		}
-		if r := do(rc, "GET", key); r.str != donePrefix+answer {
+		if r := do(rc, "GET", key); r.Str != donePrefix+answer {
 			t.Fatalf("after complete: GET %v, want %q", r, donePrefix+answer)
 		}
-		if r := do(rc, "PTTL", key); r.n <= 30000 || r.n > 60000 {
+		if r := do(rc, "PTTL", key); r.N <= 30000 || r.N > 60000 {
 			t.Fatalf("after complete: PTTL %v, want the keep (30000, 60000]", r)
 		}
 		if ok, err := baseComplete(rc, sc, key, tok, "again"); err != nil || ok {
@@ -227,7 +228,7 @@ func TestBaselineScript(t *testing.T) {
 		}
 		// EVALSHA falls back to EVAL when the script cache is flushed.
 		do(rc, "SCRIPT", "FLUSH")
-		if err := newBaseSystem(rs.addr, "t:flushed:", sc).cycle(rc, "t:flushed:k", answer); err != nil {
+		if err := baseCycle(rc, sc, fence, "t:flushed:k", answer); err != nil {
 			t.Fatalf("cycle after SCRIPT FLUSH: %v", err)
 		}
 	})
@@ -235,19 +236,19 @@ func TestBaselineScript(t *testing.T) {
 	t.Run("redis one-script claim", func(t *testing.T) {
 		key := "t:lua"
 		r, err := luaClaim(rc, sc, fence, key)
-		tok, ok := r.pair("claimed")
-		if err != nil || !ok || tok.kind != ':' {
+		tok, ok := r.Pair("claimed")
+		if err != nil || !ok || tok.Kind != ':' {
 			t.Fatalf("claim: %v, %v; want [claimed, token]", r, err)
 		}
 		r, _ = luaClaim(rc, sc, fence, key)
-		if ms, ok := r.pair("running"); !ok || ms.n <= 0 || ms.n > 30000 {
+		if ms, ok := r.Pair("running"); !ok || ms.N <= 0 || ms.N > 30000 {
 			t.Fatalf("claim of a running key: %v, want [running, ms-left]", r)
 		}
-		if ok, err := baseComplete(rc, sc, key, strconv.FormatInt(tok.n, 10), answer); err != nil || !ok {
+		if ok, err := baseComplete(rc, sc, key, strconv.FormatInt(tok.N, 10), answer); err != nil || !ok {
 			t.Fatalf("complete: %v, %v", ok, err)
 		}
 		r, _ = luaClaim(rc, sc, fence, key)
-		if a, ok := r.pair("done"); !ok || a.str != answer {
+		if a, ok := r.Pair("done"); !ok || a.Str != answer {
 			t.Fatalf("claim of a done key: %v, want [done, %q]", r, answer)
 		}
 	})
@@ -259,40 +260,78 @@ func TestBaselineScript(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := do(oc, "ONCE.CLAIM", key); r.arr == nil || r.arr[0].str != "running" {
+		if r := do(oc, "ONCE.CLAIM", key); r.Arr == nil || r.Arr[0].Str != "running" {
 			t.Fatalf("claim of a running key: %v, want [running, ms]", r)
 		}
 		if err := onceComplete(oc, key, tok, answer); err != nil {
 			t.Fatal(err)
 		}
-		if r := do(oc, "ONCE.CLAIM", key, "LEASE", leaseMs); r.arr == nil || r.arr[0].str != "done" || r.arr[1].str != answer {
+		if r := do(oc, "ONCE.CLAIM", key, "LEASE", leaseMs); r.Arr == nil || r.Arr[0].Str != "done" || r.Arr[1].Str != answer {
 			t.Fatalf("claim of a done key: %v, want [done, %q]", r, answer)
 		}
-		if r := do(oc, "ONCE.COMPLETE", key, tok, "again"); !r.isErr() || !strings.HasPrefix(r.str, "STALE") {
+		if r := do(oc, "ONCE.COMPLETE", key, tok, "again"); !r.IsErr() || !strings.HasPrefix(r.Str, "STALE") {
 			t.Fatalf("second complete: %v, want -STALE", r)
 		}
-		if r := do(oc, "PTTL", key); r.n <= 30000 || r.n > 60000 {
+		if r := do(oc, "PTTL", key); r.N <= 30000 || r.N > 60000 {
 			t.Fatalf("PTTL %v, want the keep (30000, 60000]", r)
 		}
 	})
 
 	t.Run("measurements", func(t *testing.T) {
 		prefix := "t:m:"
-		for _, s := range []system{newOnceSystem(onceAddr, prefix), newBaseSystem(rs.addr, prefix, sc), newLuaClaimSystem(rs.addr, prefix+"lua:", sc)} {
-			res, err := runCycles(s, 4, 100*time.Millisecond, "r", answer)
+		systems := []system{
+			newOnceSystem(onceAddr, prefix+"raw-once:"), newBaseSystem(rs.Addr, prefix+"raw-base:", sc),
+			newLuaClaimSystem(rs.Addr, prefix+"raw-lua:", sc),
+			newGoOnceSystem(onceAddr, prefix+"go-once:"), newGoKVSystem(onceAddr, prefix+"go-kv:"),
+			newGoLuaClaimSystem(rs.Addr, prefix+"go-lua:"), newGoSetNXSystem(rs.Addr, prefix+"go-setnx:"),
+			newGoIncrSystem(rs.Addr, prefix+"go-incr:"),
+		}
+		oc := mustDial(t, onceAddr)
+		for _, s := range systems {
+			fns, closeFn, err := s.open(4)
 			if err != nil {
-				t.Fatalf("%s: %v", s.name, err)
+				t.Fatalf("%s: open: %v", s.name, err)
+			}
+			res, err := runCycles(fns, s.prefix, 100*time.Millisecond, "r", answer)
+			closeFn()
+			if err != nil {
+				t.Fatalf("%s (%s): %v", s.name, s.client, err)
 			}
 			if res.cycles == 0 || len(res.lat) != int(res.cycles) {
-				t.Fatalf("%s: %d cycles, %d latencies", s.name, res.cycles, len(res.lat))
+				t.Fatalf("%s (%s): %d cycles, %d latencies", s.name, s.client, res.cycles, len(res.lat))
+			}
+			// The first key of worker 0 was claimed and completed.
+			key := s.prefix + "r:0:0"
+			switch {
+			case s.extra: // kv: the key is the Once's name + ":" + key, the answer JSON
+				key = prefix + "go-kv:kv:r:0:0"
+				if r := do(oc, "ONCE.CLAIM", key); r.Arr == nil || r.Arr[0].Str != "done" || r.Arr[1].Str != `"`+answer+`"` {
+					t.Fatalf("%s: ONCE.CLAIM %s: %v, want [done, JSON answer]", s.name, key, r)
+				}
+			case s.oncekv:
+				if r := do(oc, "ONCE.CLAIM", key); r.Arr == nil || r.Arr[0].Str != "done" || r.Arr[1].Str != answer {
+					t.Fatalf("%s: ONCE.CLAIM %s: %v, want [done, answer]", s.name, key, r)
+				}
+			default:
+				if r := do(rc, "GET", key); r.Str != donePrefix+answer {
+					t.Fatalf("%s: GET %s: %v, want %q", s.name, key, r, donePrefix+answer)
+				}
 			}
 		}
 		const n = 5
-		lat, err := onceWakeRound(mustDial(t, onceAddr), mustDialN(t, onceAddr, n), prefix+"wake", answer, 10*time.Second)
-		if err != nil || len(lat) != n {
-			t.Fatalf("oncekv wake-up round: %d latencies, %v", len(lat), err)
+		ws := mustDialN(t, onceAddr, n)
+		for r, reader := range []string{readerGoroutines, defaultWakeReader(), readerGoroutines} {
+			lat, err := onceWakeRound(oc, ws, prefix+"wake:"+strconv.Itoa(r), answer, 10*time.Second, reader)
+			if err != nil || len(lat) != n {
+				t.Fatalf("oncekv wake-up round %d, %s: %d latencies, %v", r, reader, len(lat), err)
+			}
+			for _, l := range lat {
+				if l <= 0 || l > 5*time.Second {
+					t.Fatalf("oncekv wake-up round %d, %s: latencies %v", r, reader, lat)
+				}
+			}
 		}
-		lat, err = pollWakeRound(mustDial(t, rs.addr), mustDialN(t, rs.addr, n), sc, fence, prefix+"wake", answer, 2*time.Millisecond, 10*time.Second)
+		lat, err := pollWakeRound(mustDial(t, rs.Addr), mustDialN(t, rs.Addr, n), sc, fence, prefix+"wake", answer, 2*time.Millisecond, 10*time.Second)
 		if err != nil || len(lat) != n {
 			t.Fatalf("polling wake-up round: %d latencies, %v", len(lat), err)
 		}

@@ -1,15 +1,16 @@
-package main
+package benchkit
 
 import "syscall"
 
-// childAttr makes a server started by the benchmark die with it.
-func childAttr() *syscall.SysProcAttr {
+// ChildAttr makes a process started by the benchmark (give it to
+// exec.Cmd.SysProcAttr) die with it.
+func ChildAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
-// raiseNofile raises the soft limit on open files to at least n, if the
+// RaiseNofile raises the soft limit on open files to at least n, if the
 // hard limit allows (a thousand waiters need a thousand connections).
-func raiseNofile(n uint64) error {
+func RaiseNofile(n uint64) error {
 	var l syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
 		return err

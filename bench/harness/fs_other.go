@@ -1,0 +1,6 @@
+//go:build !linux
+
+package main
+
+// fsType is not known outside Linux.
+func fsType(string) string { return "?" }

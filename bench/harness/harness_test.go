@@ -1,0 +1,299 @@
+package main
+
+// Tests of the harness's parts: parsing redis-benchmark's output, the
+// cells, the keys and values, loading and checking them on a real
+// redis-server, the first-GET probe of a restart, the report file and
+// the chart. The harness itself is run by hand (bench/redis-benchmark.sh -q).
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
+	"math"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncekv/oncekv/bench/internal/benchkit"
+)
+
+func TestParseBenchCSV(t *testing.T) {
+	out := []byte(`"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+"SET","50000.00","0.786","0.008","0.583","1.975","2.807","3.047"
+"GET","125000.50","0.300","0.008","0.255","0.500","0.911","1.047"
+`)
+	rows, err := parseBenchCSV(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []benchRow{
+		{"SET", sample{RPS: 50000, P50: 0.583, P99: 2.807}},
+		{"GET", sample{RPS: 125000.5, P50: 0.255, P99: 0.911}},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("rows %v, want %v", rows, want)
+	}
+	for i := range want {
+		if rows[i] != want[i] {
+			t.Errorf("row %d: %+v, want %+v", i, rows[i], want[i])
+		}
+	}
+	for name, bad := range map[string]string{
+		"empty":        "",
+		"no p99":       "\"test\",\"rps\",\"p50_latency_ms\"\n\"SET\",\"1\",\"2\"\n",
+		"not a number": "\"test\",\"rps\",\"p50_latency_ms\",\"p99_latency_ms\"\n\"SET\",\"x\",\"2\",\"3\"\n",
+		"short line":   "\"test\",\"rps\",\"p50_latency_ms\",\"p99_latency_ms\"\n\"SET\",\"1\"\n",
+	} {
+		if _, err := parseBenchCSV([]byte(bad)); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+func TestParseCells(t *testing.T) {
+	cells, err := parseCells("set,get,incr,set-d256", []int{1, 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range cells {
+		names = append(names, c.name())
+	}
+	want := "SET|GET|INCR|SET -d 256|SET -P 16|GET -P 16|INCR -P 16|SET -d 256 -P 16"
+	if got := strings.Join(names, "|"); got != want {
+		t.Fatalf("cells %s, want %s", got, want)
+	}
+	h := &harness{clients: 50}
+	args := strings.Join(h.benchArgs("7000", cells[7], 200000, 100000), " ")
+	if want := "-h 127.0.0.1 -p 7000 -c 50 -n 200000 -r 100000 -t set -d 256 -P 16 --csv"; args != want {
+		t.Fatalf("args %q, want %q", args, want)
+	}
+	for _, bad := range []string{"", "set-dx", "se t", "set-d0", "a-b-d3"} {
+		if _, err := parseCells(bad, []int{1}); err == nil {
+			t.Errorf("parseCells(%q): no error", bad)
+		}
+	}
+}
+
+func TestCellRatioIsTheMedianOfRoundRatios(t *testing.T) {
+	r := cellResult{
+		Ours:  []sample{{RPS: 100}, {RPS: 300}, {RPS: 90}},
+		Redis: []sample{{RPS: 100}, {RPS: 100}, {RPS: 100}},
+	}
+	if got := r.ratio(); got != 1 {
+		t.Fatalf("ratio %v, want 1 (median of 1, 3, 0.9)", got)
+	}
+	r.Ours, r.Redis = r.Ours[:2], r.Redis[:2]
+	if got := r.ratio(); got != 2 {
+		t.Fatalf("ratio %v, want 2 (median of 1 and 3)", got)
+	}
+}
+
+func TestKeysAndValues(t *testing.T) {
+	if got := keyName(0); got != "key:000000000000" {
+		t.Fatalf("key 0: %q", got)
+	}
+	if got := keyName(9_999_999); got != "key:000009999999" || len(got) != 16 {
+		t.Fatalf("key 9999999: %q", got)
+	}
+	seen := map[string]bool{}
+	for i := range int64(1000) {
+		v := valueOf(i, 100)
+		if len(v) != 100 || strings.Trim(v, valueAlphabet) != "" {
+			t.Fatalf("value %d: %q", i, v)
+		}
+		if v != valueOf(i, 100) {
+			t.Fatalf("value %d differs between calls", i)
+		}
+		if seen[v] {
+			t.Fatalf("value %d repeats an earlier one", i)
+		}
+		seen[v] = true
+	}
+	want := "*3\r\n$3\r\nSET\r\n$16\r\nkey:000000000042\r\n$7\r\n" + valueOf(42, 7) + "\r\n"
+	if got := string(appendSet(nil, 42, 7)); got != want {
+		t.Fatalf("SET command %q, want %q", got, want)
+	}
+	if checkKeyRange(1_000_000_000_000) == nil {
+		t.Fatal("a key count past 12 digits accepted")
+	}
+}
+
+func startRedis(tb testing.TB, dir string) *benchkit.Proc {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		tb.Fatalf("redis-server not found (%v): install it with `apt-get install -y redis-server` (./test.sh does)", err)
+	}
+	p, err := benchkit.StartRedis(bin, dir, "everysec")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(p.Stop)
+	return p
+}
+
+// TestLoadVerifyAndFirstGet loads keys into a real redis-server, checks
+// them, restarts it and probes it as the restart measurement does.
+func TestLoadVerifyAndFirstGet(t *testing.T) {
+	dir := t.TempDir()
+	p := startRedis(t, dir)
+	const n = 5000
+	st, err := load(p.Addr, 0, 3000, 100, 3, "redis", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.keys != 3000 || st.elapsed <= 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if _, err := load(p.Addr, 3000, n, 100, 2, "redis", io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if got := dbsize(p.Addr); got != n {
+		t.Fatalf("DBSIZE %d, want %d", got, n)
+	}
+	if err := verify(p.Addr, n, 100, 300); err != nil {
+		t.Fatal(err)
+	}
+	c, err := benchkit.Dial(p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Do("SET", keyName(0), "changed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := verify(p.Addr, n, 100, 5); err == nil {
+		t.Fatal("verify accepted a changed value")
+	}
+	if _, err := c.Do("SET", keyName(0), valueOf(0, 100)); err != nil {
+		t.Fatal(err)
+	}
+	if got := configGet(p.Addr, "appendfsync"); got != "everysec" {
+		t.Fatalf("CONFIG GET appendfsync: %q", got)
+	}
+	if err := waitAOFRewrite(p.Addr, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	p.Stop()
+	port, err := benchkit.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, _ := exec.LookPath("redis-server")
+	p2, err := benchkit.Spawn("redis-server", bin, dir, port, benchkit.RedisArgs(port, dir, "everysec"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p2.Stop)
+	var sr startResult
+	if err := firstGet(p2, keyName(n/2), valueOf(n/2, 100), 30*time.Second, &sr); err != nil {
+		t.Fatal(err)
+	}
+	if sr.Listen <= 0 || sr.FirstReply < sr.Listen || sr.FirstGet < sr.FirstReply {
+		t.Fatalf("restart times %+v: want 0 < accept ≤ first reply ≤ first GET", sr)
+	}
+	if err := verify(p2.Addr, n, 100, 100); err != nil {
+		t.Fatalf("after the restart: %v", err)
+	}
+	files := strings.Join(listDir(filepath.Join(dir, "appendonlydir")), ", ")
+	if !strings.Contains(files, ".incr.aof") {
+		t.Fatalf("appendonlydir: %s", files)
+	}
+	// A wrong expected value is an error, not a wait.
+	var sr2 startResult
+	if err := firstGet(p2, keyName(1), "not the value", 5*time.Second, &sr2); err == nil {
+		t.Fatal("firstGet accepted a different value")
+	}
+	m, err := benchkit.ReadMem(p2.PID())
+	if err != nil || m.RSS <= 0 || m.HWM < m.RSS {
+		t.Fatalf("ReadMem: %+v, %v", m, err)
+	}
+}
+
+func TestMergeDoc(t *testing.T) {
+	yes, no := met(true), met(false)
+	tp := "## T\n\nfirst\n" + targetComments([]target{{Section: "throughput", Name: "t1", Measured: "1.2×", Met: yes}})
+	mem := "## M\n" + targetComments([]target{{Section: "memory", Name: "m1", Measured: "3 MiB", Met: no}, {Section: "memory", Name: "idle", Measured: "1 MiB"}})
+	doc := mergeDoc("", map[string]string{"throughput": tp, "memory": mem})
+	for _, want := range []string{"| t1 | 1.2× | **yes** |", "| m1 | 3 MiB | no |", "| idle | 1 MiB | (reported) |", "first\n"} {
+		if !strings.Contains(doc, want) {
+			t.Fatalf("doc lacks %q:\n%s", want, doc)
+		}
+	}
+	if strings.Index(doc, "begin:summary") > strings.Index(doc, "begin:throughput") ||
+		strings.Index(doc, "begin:throughput") > strings.Index(doc, "begin:memory") {
+		t.Fatalf("sections out of order:\n%s", doc)
+	}
+	// Measuring the throughput again replaces it and keeps the memory section.
+	tp2 := "## T\n\nsecond\n" + targetComments([]target{{Section: "throughput", Name: "t1", Measured: "0.5×", Met: no}})
+	doc2 := mergeDoc(doc, map[string]string{"throughput": tp2})
+	if strings.Contains(doc2, "first\n") || !strings.Contains(doc2, "second\n") || !strings.Contains(doc2, "## M\n") {
+		t.Fatalf("after a second run:\n%s", doc2)
+	}
+	if strings.Contains(doc2, "| t1 | 1.2×") || !strings.Contains(doc2, "| t1 | 0.5× | no |") {
+		t.Fatalf("summary not rebuilt:\n%s", doc2)
+	}
+	if again := mergeDoc(doc2, nil); again != doc2 {
+		t.Fatalf("merging nothing changed the file:\n%s\nvs\n%s", again, doc2)
+	}
+	if got := stripComments("a\n<!-- x -->\nb\n"); got != "a\nb\n\n" {
+		t.Fatalf("stripComments: %q", got)
+	}
+}
+
+func TestChartIsWellFormedSVG(t *testing.T) {
+	c := barChart{
+		Title: "a <title> & more", Groups: []string{"everysec", "always"}, Series: []string{"SET", "GET", "INCR"},
+		Values: [][]float64{{0.5, 1.25, math.NaN()}, {2, 0.75, 1}}, Format: ratio, RefLine: 1, RefLabel: "1.0×",
+	}
+	svg := c.svg()
+	d := xml.NewDecoder(strings.NewReader(svg))
+	rects, titles := 0, 0
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed XML: %v\n%s", err, svg)
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			switch se.Name.Local {
+			case "rect":
+				rects++
+			case "title":
+				titles++
+			}
+		}
+	}
+	// 5 bars (one NaN), 3 legend swatches, the background.
+	if rects != 5+3+1 || titles != 5 {
+		t.Fatalf("%d rects and %d titles, want 9 and 5:\n%s", rects, titles, svg)
+	}
+	for _, want := range []string{"2.00×", "1.25×", "stroke-dasharray", "a &lt;title&gt; &amp; more"} {
+		if !bytes.Contains([]byte(svg), []byte(want)) {
+			t.Fatalf("svg lacks %q", want)
+		}
+	}
+}
+
+func TestFormats(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{thousands(1234567.4), "1,234,567"}, {thousands(999), "999"}, {thousands(-1000), "-1,000"},
+		{count(1_000_000), "1M"}, {count(10_000_000), "10M"}, {count(20_000), "20k"}, {count(1_500_000), "1.5M"}, {count(999), "999"},
+		{mib(3 << 20), "3.0 MiB"}, {mib(1500 << 20), "1,500 MiB"}, {mib(2048), "2 KiB"},
+		{ms(81800 * time.Microsecond), "81.8 ms"}, {ms(2500 * time.Millisecond), "2.50 s"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+	if s := niceStep(0.23); s != 0.25 {
+		t.Errorf("niceStep(0.23) = %v", s)
+	}
+}
