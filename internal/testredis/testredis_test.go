@@ -1,0 +1,104 @@
+package testredis
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestStandalone: the server answers, Kill stops it, Restart brings it
+// back on the same address (with the data, when appendonly is on).
+func TestStandalone(t *testing.T) {
+	ctx := context.Background()
+	s := Standalone(t, "--appendonly", "yes", "--appendfsync", "always")
+	c := s.Client()
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("SET: %v", err)
+	}
+	s.Pause()
+	if err := ping(s.Addr()); err == nil {
+		t.Fatal("PING answered while paused")
+	}
+	s.Resume()
+	if err := ping(s.Addr()); err != nil {
+		t.Fatalf("PING after Resume: %v", err)
+	}
+	s.Kill()
+	if s.Alive() {
+		t.Fatal("alive after Kill")
+	}
+	if err := ping(s.Addr()); err == nil {
+		t.Fatal("PING answered after Kill")
+	}
+	s.Restart()
+	got, err := s.Client().Get(ctx, "k").Result()
+	if err != nil || got != "v" {
+		t.Fatalf("GET after Restart = %q, %v; want v", got, err)
+	}
+	if s.Log() == "" {
+		t.Fatal("no log captured")
+	}
+}
+
+// TestCluster: a 3-master cluster with one replica each is healthy and
+// serves keys on every master; killing a master hands its slots to its
+// replica.
+func TestCluster(t *testing.T) {
+	ctx := context.Background()
+	cl := StartCluster(t, 3, 1)
+	if n := len(cl.Addrs()); n != 6 {
+		t.Fatalf("%d nodes, want 6", n)
+	}
+	masters := cl.Masters()
+	if len(masters) != 3 || len(cl.Replicas()) != 3 {
+		t.Fatalf("masters %v replicas %v, want 3 and 3", masters, cl.Replicas())
+	}
+	cc := cl.Client()
+	used := map[string]bool{}
+	for i := 0; len(used) < 3 && i < 1000; i++ {
+		k := "key" + string(rune('a'+i%26)) + time.Duration(i).String()
+		if err := cc.Set(ctx, k, "v", 0).Err(); err != nil {
+			t.Fatalf("SET %s: %v", k, err)
+		}
+		used[cl.MasterForKey(k)] = true
+	}
+	if len(used) != 3 {
+		t.Fatalf("keys landed on %d masters, want 3", len(used))
+	}
+
+	victim := cl.MasterForKey("foo")
+	if r := cl.ReplicasOf(victim); len(r) != 1 || slices.Contains(masters, r[0]) {
+		t.Fatalf("ReplicasOf(%s) = %v", victim, r)
+	}
+	if err := cc.Set(ctx, "foo", "bar", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cc.Wait(ctx, 1, time.Second).Err(); err != nil {
+		t.Logf("WAIT: %v", err) // routed to some node; not what is tested here
+	}
+	start := time.Now()
+	cl.KillNode(victim)
+	if err := cl.WaitFailover(victim, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("failover took %v", time.Since(start).Round(time.Millisecond))
+	now := cl.MasterForKey("foo")
+	if now == victim || slices.Contains(masters, now) {
+		t.Fatalf("foo served by %s after failover; old masters %v", now, masters)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := cc.Get(ctx, "foo").Result()
+		if err == nil {
+			if got != "bar" {
+				t.Fatalf("GET foo = %q after failover", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET foo after failover: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

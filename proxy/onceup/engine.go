@@ -1,0 +1,1048 @@
+// Package onceup runs the ONCE commands (CLAIM, COMPLETE, ABORT, EXTEND,
+// WAIT, STATUS) over an upstream Redis, Valkey or Redis Cluster, for
+// oncekv's proxy mode: any number of stateless oncekv instances share one
+// upstream, and together keep every promise of KV-8…KV-15, with the
+// differences listed below.
+//
+// # How
+//
+//   - Records. A key's record is a Redis hash stored at the user key itself
+//     (fields s state, t token, f fingerprint, a answer, q claiming request),
+//     so DEL, EXISTS, TTL, PTTL, EXPIRE, RENAME… forwarded by the proxy act
+//     on it as on any key. Its expiry is the lease deadline of a running
+//     record and the keep deadline of a done one: the upstream frees the key
+//     by itself at a lapse or when the keep ends (KV-14).
+//   - Transitions. Every state change is one Lua script (EVALSHA, EVAL on
+//     NOSCRIPT) on the key's hash slot, using the upstream's clock (TIME),
+//     so it is atomic however many instances race (KV-9, KV-13). COMPLETE
+//     and ABORT are idempotent under retries of the same request (same
+//     token, same answer or message), and so is CLAIM (the record keeps the
+//     claiming request's id): a retry after a lost reply does not turn into
+//     -STALE or an orphaned claim.
+//   - Tokens. Each slot has a counter key, oncekv:tok:{tag}, where tag is a
+//     precomputed string that hashes to that slot (see Tag): claims draw
+//     from the counter of their key's slot, which outlives records, so a
+//     key's tokens grow even across its record's expiry. A token is never
+//     below 1024 × the upstream's clock in ms, so that tokens keep growing
+//     even when a failover loses the counter's last increments (the new
+//     master issues tokens from its own clock, which is later than any lost
+//     one unless its clock lags the old master's by more than the failover
+//     took). Tokens are therefore large (about 1.8e15 in 2026, below 2^53
+//     until the year 2248, so exact in JavaScript numbers too).
+//   - Wake-ups (KV-10). COMPLETE and ABORT announce the outcome on the
+//     slot's sharded pub/sub channel, oncekv:ev:{tag} (SPUBLISH in the
+//     script). Each instance subscribes (SSUBSCRIBE) to the channel of a
+//     slot while it has local waiters on keys of that slot, over one
+//     connection per upstream master, and hands each announcement to the
+//     local waiters of its key: one event, no polling. After subscribing
+//     (and after every reconnection), each waiting key is checked once, to
+//     close the race between reading the state and subscribing; a short-
+//     lived outcome record (oncekv:end:{tag}<key>, kept Config.OutcomeTTL)
+//     lets a waiter that missed an announcement still get the outcome of
+//     the run it waited for, even with KEEP 0.
+//   - Lapses (KV-13). A waiting key has a timer at its lease deadline; it
+//     runs the takeover script for the instance's oldest claim waiter: if
+//     the lease has lapsed, that waiter gets the claim with a new token,
+//     keeping the record's fingerprint (or taking the waiter's when the
+//     record had none). Waiters on several instances race with their
+//     scripts; the upstream runs them one at a time, so exactly one wins and
+//     the others see the new run and wait for it.
+//
+// # What differs from the embedded engine
+//
+//   - Handover order: oldest first among the claim waiters of one
+//     instance; across instances, the first instance whose timer fires
+//     after the lapse wins (about the same moment on every instance: the
+//     timers are set from the upstream's PTTL). And a fresh CLAIM arriving
+//     through any instance just after the lapse, before any waiter's
+//     takeover, gets the claim instead (the waiters then wait for its run).
+//     Exactly one caller gets the claim in every case.
+//   - ONCE.WAIT at a lapse answers ["free", ""] when the key is still free
+//     50 ms after the deadline: a claim waiter of another instance that
+//     takes it over later than that is not waited for.
+//   - A run of another request (another fingerprint) that claimed the key
+//     in that window ends its waiters' wait with -MISMATCH for claim
+//     waiters whose fingerprint differs, where the embedded engine would
+//     have handed them the old request's claim.
+//   - DEL, UNLINK or FLUSHALL of a running record through the proxy is
+//     noticed by waiters at the lease deadline, unless the proxy calls
+//     Touched, which tells every instance's waiters to look at once.
+//     EXPIRE and PERSIST on a running record change its lease (the embedded
+//     server refuses); with no expiry, waiters re-check every DefaultLease.
+//   - TYPE answers hash, not once; HGETALL shows the fields; HSET can
+//     corrupt a record (the scripts then answer WRONGTYPE or treat it as
+//     the state its fields say). A hash without the s field is another
+//     type (WRONGTYPE).
+//   - ONCE.STATUS's waiters counts this instance's waiters only.
+//   - The upstream holds, besides the records: one token counter per slot
+//     that ever had a claim (oncekv:tok:{tag}, up to 16384 small keys, never
+//     expiring) and the short-lived outcome records (oncekv:end:{tag}…).
+//     They show in SCAN, KEYS and DBSIZE.
+//   - Durability is the upstream's (KV-6/KV-16 as its persistence is set).
+//     A failover can lose the last writes replicated asynchronously: a
+//     claim (then a second runner can start), or a kept answer (the key
+//     runs again). Config.WaitReplicas makes every claim, completion and
+//     abort wait (WAIT n timeout, on the master's connection that made the
+//     write) until n replicas have it before anyone is told, and then
+//     announces it: a caller or waiter is told only what n replicas
+//     acknowledged, so a failover to one of them loses nothing it was told.
+//     It narrows, not closes, the window: WAIT gives up at WaitTimeout (the
+//     reply goes out anyway, counted in Stats.ReplicaShort), and Redis may
+//     still promote a replica that had not acknowledged. Its cost: a write
+//     waits for a replica's acknowledgement (a round trip), and while a
+//     master has fewer replicas than WaitReplicas (just after a failover,
+//     before the old master comes back as a replica) every ONCE call on
+//     its slots waits WaitTimeout. TestFailover measures it.
+//   - Tokens come from the upstream's clock (see Tokens above), so after a
+//     failover they still grow unless the new master's clock lags the old
+//     one's by more than the failover took.
+package onceup
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+// Config configures the engine.
+type Config struct {
+	// DefaultLease is the lease of a claim that names none (30 s).
+	DefaultLease time.Duration
+	// WaitReplicas, when above 0, makes claims, completions and aborts
+	// wait until that many replicas acknowledged them (WAIT), for at most
+	// WaitTimeout, before the reply and the announcement.
+	WaitReplicas int
+	// WaitTimeout bounds each WAIT (default 1 s).
+	WaitTimeout time.Duration
+	// Timeout bounds each call to the upstream (default 5 s).
+	Timeout time.Duration
+	// OutcomeTTL is how long the outcome of a run that leaves no record
+	// to read (KEEP 0, a shorter KEEP, ABORT) is kept for waiters that
+	// missed its announcement (default 10 s; negative: not kept).
+	OutcomeTTL time.Duration
+	Logger     *zap.Logger
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{DefaultLease: 30 * time.Second, WaitTimeout: time.Second, Timeout: 5 * time.Second,
+		OutcomeTTL: 10 * time.Second, Logger: zap.NewNop()}
+}
+
+// Stats count what the engine did.
+type Stats struct {
+	Claims, Completes, Aborts, Replays, Waits, Wakeups atomic.Int64
+	Handoffs, StaleRejects, Mismatches                 atomic.Int64
+	// Events is the number of announcements received; Subscribes the
+	// number of slot subscriptions confirmed (first ones and renewals).
+	Events, Subscribes atomic.Int64
+	// ReplicaShort counts WAITs that ended with fewer replicas than
+	// WaitReplicas; UpstreamErrors the calls that failed.
+	ReplicaShort, UpstreamErrors atomic.Int64
+	waiting                      atomic.Int64
+}
+
+// waitGrace is how long after a lease deadline WAIT-only waiters look:
+// claim waiters of other instances take over in the meantime.
+const waitGrace = 50 * time.Millisecond
+
+// Engine runs the ONCE commands against an upstream.
+type Engine struct {
+	c     redis.UniversalClient
+	cc    *redis.ClusterClient // nil for a standalone upstream
+	db    int                  // the client's database: its channels are its own
+	cfg   Config
+	log   *zap.Logger
+	id    string // this instance, in request ids
+	seq   atomic.Uint64
+	Stats Stats
+
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	// mu guards the waiters, the subscriptions and the node connections'
+	// shared fields. No network I/O happens under it.
+	mu        sync.Mutex
+	keys      map[string]*keyState
+	slots     map[int]*slotSub
+	nodes     map[string]*nodeConn
+	toRoute   map[int]bool
+	routeWake chan struct{}
+	// routeRetry: a slot failed at its node; route again after a pause.
+	routeRetry bool
+	started    bool
+	closed     bool
+}
+
+// result is the outcome of a call or a wait.
+type result struct {
+	state  string // claimed, done, running, failed, free
+	answer []byte
+	token  uint64
+	msLeft int64
+	err    error
+}
+
+// waiter is a blocked CLAIM … WAIT or ONCE.WAIT caller.
+type waiter struct {
+	claim bool
+	lease int64
+	fp    []byte
+	hasFP bool
+	reqID string
+	ks    *keyState
+	ch    chan result
+	gone  bool // delivered or withdrawn (under mu)
+}
+
+// keyState is a key with local waiters.
+type keyState struct {
+	key      string
+	slot     int
+	waiters  []*waiter // oldest first
+	awaited  uint64    // the newest token seen running
+	recFP    []byte    // that run's fingerprint
+	recHasFP bool
+	timer    *time.Timer
+	checking bool // a check runs
+	again    bool // another check was asked for meanwhile
+	fails    int
+	dropped  bool
+}
+
+// New returns an engine over c: a *redis.Client (standalone Redis or
+// Valkey, or a Sentinel failover client) or a *redis.ClusterClient. It
+// starts nothing: call Start.
+func New(c redis.UniversalClient, cfg Config) *Engine {
+	d := DefaultConfig()
+	if cfg.DefaultLease <= 0 {
+		cfg.DefaultLease = d.DefaultLease
+	}
+	if cfg.WaitTimeout <= 0 {
+		cfg.WaitTimeout = d.WaitTimeout
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = d.Timeout
+	}
+	if cfg.OutcomeTTL == 0 {
+		cfg.OutcomeTTL = d.OutcomeTTL
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &Engine{c: c, cfg: cfg, log: cfg.Logger, id: hex.EncodeToString(b[:]), ctx: ctx, stop: cancel,
+		keys: make(map[string]*keyState), slots: make(map[int]*slotSub), nodes: make(map[string]*nodeConn),
+		toRoute: make(map[int]bool), routeWake: make(chan struct{}, 1)}
+	e.cc, _ = c.(*redis.ClusterClient)
+	if sc, ok := c.(*redis.Client); ok {
+		e.db = sc.Options().DB
+	}
+	return e
+}
+
+// Start starts the goroutine that manages the subscriptions. It fails for
+// a client type it cannot subscribe through.
+func (e *Engine) Start() error {
+	switch e.c.(type) {
+	case *redis.Client, *redis.ClusterClient:
+	default:
+		return fmt.Errorf("onceup: unsupported upstream client %T (want *redis.Client or *redis.ClusterClient)", e.c)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.started || e.closed {
+		return errors.New("onceup: already started or closed")
+	}
+	e.started = true
+	e.wg.Add(1)
+	go e.router()
+	return nil
+}
+
+// Close answers every waiter with ErrShutdown, closes the subscriptions
+// and waits for the engine's goroutines. It does not close the client.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	for _, ks := range e.keys {
+		e.wakeAllLocked(ks, result{err: ErrShutdown})
+	}
+	var nodes []*nodeConn
+	for _, n := range e.nodes {
+		nodes = append(nodes, n)
+	}
+	e.mu.Unlock()
+	e.stop()
+	for _, n := range nodes {
+		n.close()
+	}
+	e.wg.Wait()
+	return nil
+}
+
+// Waiting is the number of blocked callers on this instance.
+func (e *Engine) Waiting() int64 { return e.Stats.waiting.Load() }
+
+func (e *Engine) reqID() string {
+	return e.id + ":" + strconv.FormatUint(e.seq.Add(1), 36)
+}
+
+func (e *Engine) leaseMs(ms int64) int64 {
+	if ms > 0 {
+		return ms
+	}
+	return e.cfg.DefaultLease.Milliseconds()
+}
+
+func b01(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// run runs a script on key's slot. With WaitReplicas set and repl
+// non-nil, it runs it on the key's master, followed by WAIT when repl says
+// the script wrote.
+func (e *Engine) run(ctx context.Context, s *redis.Script, key []byte, slot int, repl func([]any) bool, args ...any) ([]any, error) {
+	keys := []string{string(key), TokenKey(slot), OutcomeKey(slot, key)}
+	var v any
+	var err error
+	if repl != nil && e.cfg.WaitReplicas > 0 {
+		v, err = e.runWait(ctx, s, key, keys, args, repl)
+	} else {
+		v, err = s.Run(ctx, e.c, keys, args...).Result()
+	}
+	if err != nil {
+		e.upstreamError(err)
+		return nil, err
+	}
+	arr, ok := v.([]any)
+	if !ok || len(arr) == 0 {
+		return nil, errReply
+	}
+	return arr, nil
+}
+
+// upstreamError counts a failed call; after a network error it asks the
+// cluster client to reload its slot map (go-redis does so by itself only
+// on MOVED/ASK, so it would go on dialing a master that died).
+func (e *Engine) upstreamError(err error) {
+	e.Stats.UpstreamErrors.Add(1)
+	var re redis.Error
+	if e.cc != nil && (!errors.As(err, &re) || isRedirect(err)) {
+		e.cc.ReloadState(context.Background())
+	}
+}
+
+func isRedirect(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "MOVED ") || strings.HasPrefix(s, "ASK ") ||
+		strings.HasPrefix(s, "CLUSTERDOWN") || strings.HasPrefix(s, "READONLY")
+}
+
+// master returns the client of the master serving key.
+func (e *Engine) master(ctx context.Context, key string) (*redis.Client, error) {
+	if e.cc != nil {
+		return e.cc.MasterForKey(ctx, key)
+	}
+	if c, ok := e.c.(*redis.Client); ok {
+		return c, nil
+	}
+	return nil, fmt.Errorf("onceup: unsupported upstream client %T", e.c)
+}
+
+// runWait runs a script followed by WAIT on one connection to the key's
+// master, so that WAIT covers the script's writes; wrote tells from the
+// script's reply whether it wrote (for Stats.ReplicaShort).
+func (e *Engine) runWait(ctx context.Context, s *redis.Script, key []byte, keys []string, args []any, wrote func([]any) bool) (any, error) {
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
+			}
+		}
+		var node *redis.Client
+		if node, err = e.master(ctx, string(key)); err != nil {
+			continue
+		}
+		var v any
+		v, err = e.runOn(ctx, node, s, keys, args, wrote)
+		if err != nil && isRedirect(err) {
+			if e.cc != nil {
+				e.cc.ReloadState(ctx)
+			}
+			continue
+		}
+		return v, err
+	}
+	return nil, err
+}
+
+// runOn runs the script and WAIT in one pipeline on node (one
+// connection). WAIT after a script that wrote nothing returns at once
+// while the replicas are in sync (the connection's last write is already
+// acknowledged); only writes wait for them. (A sticky Client.Conn would
+// let WAIT follow only writes, but go-redis v9.23 races on the options a
+// Conn shares with its client.)
+func (e *Engine) runOn(ctx context.Context, node *redis.Client, s *redis.Script, keys []string, args []any, wrote func([]any) bool) (any, error) {
+	for loaded := false; ; loaded = true {
+		pipe := node.Pipeline()
+		ev := pipe.EvalSha(ctx, s.Hash(), keys, args...)
+		w := pipe.Do(ctx, "wait", e.cfg.WaitReplicas, e.cfg.WaitTimeout.Milliseconds())
+		_, _ = pipe.Exec(ctx)
+		v, err := ev.Result()
+		if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") && !loaded {
+			if err := s.Load(ctx, node).Err(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if arr, ok := v.([]any); ok && wrote(arr) {
+			if n, err := w.Int64(); err != nil || n < int64(e.cfg.WaitReplicas) {
+				e.Stats.ReplicaShort.Add(1)
+			}
+		}
+		return v, nil
+	}
+}
+
+// claimed and acked say whether a script's reply means it wrote.
+func claimed(a []any) bool { return str(a, 0) == "claimed" }
+func acked(a []any) bool   { return str(a, 0) == "ok" }
+
+// publish sends an announcement a script returned instead of publishing
+// (WaitReplicas: after WAIT). A failure only delays the waiters until
+// their next check.
+func (e *Engine) publish(ctx context.Context, slot int, ev string) {
+	if err := e.c.SPublish(ctx, Channel(slot, e.db), ev).Err(); err != nil {
+		e.upstreamError(err)
+		e.log.Warn("onceup: announce", zap.Error(err))
+	}
+}
+
+// Reply parsing helpers: script replies are arrays of strings and
+// integers.
+
+func str(a []any, i int) string {
+	if i < len(a) {
+		switch v := a[i].(type) {
+		case string:
+			return v
+		case int64:
+			return strconv.FormatInt(v, 10)
+		}
+	}
+	return ""
+}
+
+func num(a []any, i int) int64 {
+	if i < len(a) {
+		switch v := a[i].(type) {
+		case int64:
+			return v
+		case string:
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func tok(a []any, i int) uint64 {
+	n, _ := strconv.ParseUint(str(a, i), 10, 64)
+	return n
+}
+
+// claimArgs are ONCE.CLAIM's options.
+type claimArgs struct {
+	lease int64 // 0: the default
+	wait  bool
+	fp    []byte
+	hasFP bool
+}
+
+// claim runs ONCE.CLAIM; with wait, a running key returns a waiter.
+func (e *Engine) claim(ctx context.Context, key []byte, a claimArgs) (result, *waiter, error) {
+	slot := Slot(key)
+	id := e.reqID()
+	rep, err := e.run(ctx, claimScript, key, slot, claimed, "c", e.leaseMs(a.lease), b01(a.hasFP), a.fp, "0", "", "", id)
+	if err != nil {
+		return result{}, nil, err
+	}
+	switch str(rep, 0) {
+	case "claimed":
+		e.Stats.Claims.Add(1)
+		return result{state: "claimed", token: tok(rep, 1)}, nil, nil
+	case "done":
+		e.Stats.Replays.Add(1)
+		return result{state: "done", answer: []byte(str(rep, 1))}, nil, nil
+	case "mismatch":
+		e.Stats.Mismatches.Add(1)
+		return result{}, nil, ErrMismatch
+	case "wrongtype":
+		return result{}, nil, ErrWrongType
+	case "running":
+		if !a.wait {
+			return result{state: "running", msLeft: num(rep, 1)}, nil, nil
+		}
+		w := &waiter{claim: true, lease: a.lease, fp: a.fp, hasFP: a.hasFP, reqID: id, ch: make(chan result, 1)}
+		e.addWaiter(string(key), slot, w, rep)
+		return result{}, w, nil
+	}
+	return result{}, nil, errReply
+}
+
+// wait runs ONCE.WAIT; with block, a running key returns a waiter.
+func (e *Engine) wait(ctx context.Context, key []byte, block bool) (result, *waiter, error) {
+	slot := Slot(key)
+	rep, err := e.run(ctx, claimScript, key, slot, nil, "w", e.leaseMs(0), "0", "", "0", "", "", "")
+	if err != nil {
+		return result{}, nil, err
+	}
+	switch str(rep, 0) {
+	case "free":
+		return result{state: "free"}, nil, nil
+	case "done":
+		e.Stats.Replays.Add(1)
+		return result{state: "done", answer: []byte(str(rep, 1))}, nil, nil
+	case "wrongtype":
+		return result{}, nil, ErrWrongType
+	case "running":
+		if !block {
+			return result{state: "running", msLeft: num(rep, 1)}, nil, nil
+		}
+		w := &waiter{ch: make(chan result, 1)}
+		e.addWaiter(string(key), slot, w, rep)
+		return result{}, w, nil
+	}
+	return result{}, nil, errReply
+}
+
+// complete runs ONCE.COMPLETE; keep < 0 keeps the answer until deleted.
+func (e *Engine) complete(ctx context.Context, key []byte, token uint64, answer []byte, keep int64) error {
+	slot := Slot(key)
+	pub := e.cfg.WaitReplicas <= 0
+	rep, err := e.run(ctx, completeScript, key, slot, acked, strconv.FormatUint(token, 10), answer, keep,
+		b01(pub), e.cfg.OutcomeTTL.Milliseconds(), Channel(slot, e.db))
+	if err != nil {
+		return err
+	}
+	return e.okReply(ctx, slot, rep, &e.Stats.Completes)
+}
+
+// abort runs ONCE.ABORT.
+func (e *Engine) abort(ctx context.Context, key []byte, token uint64, msg []byte) error {
+	slot := Slot(key)
+	pub := e.cfg.WaitReplicas <= 0
+	rep, err := e.run(ctx, abortScript, key, slot, acked, strconv.FormatUint(token, 10), msg,
+		b01(pub), e.cfg.OutcomeTTL.Milliseconds(), Channel(slot, e.db))
+	if err != nil {
+		return err
+	}
+	return e.okReply(ctx, slot, rep, &e.Stats.Aborts)
+}
+
+func (e *Engine) okReply(ctx context.Context, slot int, rep []any, n *atomic.Int64) error {
+	switch str(rep, 0) {
+	case "ok":
+		n.Add(1)
+		if len(rep) > 1 {
+			e.publish(ctx, slot, str(rep, 1))
+		}
+		return nil
+	case "stale":
+		e.Stats.StaleRejects.Add(1)
+		return ErrStale
+	case "wrongtype":
+		return ErrWrongType
+	}
+	return errReply
+}
+
+// extend runs ONCE.EXTEND.
+func (e *Engine) extend(ctx context.Context, key []byte, token uint64, lease int64) error {
+	if lease <= 0 {
+		return ErrInvalidLease
+	}
+	slot := Slot(key)
+	rep, err := e.run(ctx, extendScript, key, slot, nil, strconv.FormatUint(token, 10), lease)
+	if err != nil {
+		return err
+	}
+	var n atomic.Int64
+	return e.okReply(ctx, slot, rep, &n)
+}
+
+// status is ONCE.STATUS's record.
+type status struct {
+	state           string
+	token           uint64
+	fp              []byte
+	hasFP           bool
+	leaseMs, keepMs int64
+	waiters         int
+}
+
+func (e *Engine) status(ctx context.Context, key []byte) (status, bool, error) {
+	slot := Slot(key)
+	rep, err := e.run(ctx, statusScript, key, slot, nil)
+	if err != nil {
+		return status{}, false, err
+	}
+	switch s := str(rep, 0); s {
+	case "free":
+		return status{}, false, nil
+	case "wrongtype":
+		return status{}, false, ErrWrongType
+	case "running", "done":
+		st := status{state: s, token: tok(rep, 1), hasFP: str(rep, 2) == "1", leaseMs: -1, keepMs: -1}
+		if st.hasFP {
+			st.fp = []byte(str(rep, 3))
+		}
+		pttl := num(rep, 4)
+		if s == "running" {
+			st.leaseMs = pttl
+		} else {
+			st.keepMs = pttl
+		}
+		e.mu.Lock()
+		if ks := e.keys[string(key)]; ks != nil {
+			st.waiters = len(ks.waiters)
+		}
+		e.mu.Unlock()
+		return st, true, nil
+	}
+	return status{}, false, errReply
+}
+
+// release gives up a claim handed to a caller that has gone: the key
+// becomes free and every instance's waiters look again.
+func (e *Engine) release(key string, slot int, token uint64) {
+	ctx, cancel := context.WithTimeout(e.ctx, e.cfg.Timeout)
+	defer cancel()
+	if _, err := e.run(ctx, releaseScript, []byte(key), slot, nil, strconv.FormatUint(token, 10), Channel(slot, e.db)); err != nil {
+		e.log.Warn("onceup: release", zap.Error(err))
+	}
+	e.mu.Lock()
+	if ks := e.keys[key]; ks != nil {
+		e.kickLocked(ks)
+	}
+	e.mu.Unlock()
+}
+
+// Touched tells every instance's waiters on key to look at it now: call it
+// after a command other than ONCE deleted or rewrote key (DEL, UNLINK,
+// SET, RENAME…), so that a running record removed that way is a lapse at
+// once rather than at its lease deadline.
+func (e *Engine) Touched(ctx context.Context, key []byte) error {
+	slot := Slot(key)
+	ev := fmt.Sprintf("l 0 %d 0 0 %s", len(key), key)
+	err := e.c.SPublish(ctx, Channel(slot, e.db), ev).Err()
+	if err != nil {
+		e.upstreamError(err)
+	}
+	return err
+}
+
+// addWaiter registers w on key after a script saw the key running (rep is
+// its {'running', pttl, token, hasfp, fp} reply), and has the key checked
+// once the slot's subscription is up.
+func (e *Engine) addWaiter(key string, slot int, w *waiter, rep []any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.Stats.Waits.Add(1)
+	e.Stats.waiting.Add(1)
+	if e.closed {
+		w.gone = true
+		e.Stats.waiting.Add(-1)
+		w.ch <- result{err: ErrShutdown}
+		return
+	}
+	ks := e.keys[key]
+	if ks == nil {
+		ks = &keyState{key: key, slot: slot}
+		e.keys[key] = ks
+		e.slotRefLocked(ks, true)
+	}
+	w.ks = ks
+	ks.waiters = append(ks.waiters, w)
+	e.seenLocked(ks, rep)
+	e.armLocked(ks, num(rep, 1))
+	if sub := e.slots[slot]; sub != nil && sub.state == subActive {
+		e.kickLocked(ks)
+	}
+	// Otherwise the subscription's confirmation checks the key.
+}
+
+// seenLocked records the running run a script reported, if it is the
+// newest seen.
+func (e *Engine) seenLocked(ks *keyState, rep []any) {
+	t := tok(rep, 2)
+	if t < ks.awaited {
+		return
+	}
+	ks.awaited = t
+	ks.recHasFP = str(rep, 3) == "1"
+	ks.recFP = nil
+	if ks.recHasFP {
+		ks.recFP = []byte(str(rep, 4))
+	}
+}
+
+func (ks *keyState) hasClaimWaiter() bool {
+	for _, w := range ks.waiters {
+		if w.claim {
+			return true
+		}
+	}
+	return false
+}
+
+// armLocked sets the key's timer to check it when the lease of pttl ms
+// runs out (with no expiry, after the default lease).
+func (e *Engine) armLocked(ks *keyState, pttl int64) {
+	d := time.Duration(pttl)*time.Millisecond + time.Millisecond
+	if pttl < 0 {
+		d = e.cfg.DefaultLease
+	}
+	if !ks.hasClaimWaiter() {
+		d += waitGrace
+	}
+	e.setTimerLocked(ks, d)
+}
+
+func (e *Engine) setTimerLocked(ks *keyState, d time.Duration) {
+	if ks.timer != nil {
+		ks.timer.Reset(d)
+		return
+	}
+	ks.timer = time.AfterFunc(d, func() {
+		e.mu.Lock()
+		e.kickLocked(ks)
+		e.mu.Unlock()
+	})
+}
+
+// kickLocked has the key checked (now, or again after the check under way).
+func (e *Engine) kickLocked(ks *keyState) {
+	if ks.dropped || e.closed {
+		return
+	}
+	if ks.checking {
+		ks.again = true
+		return
+	}
+	ks.checking = true
+	e.wg.Add(1)
+	go e.checkLoop(ks)
+}
+
+// checkLoop looks at a waited key in the upstream: hands a lapsed claim to
+// the oldest local claim waiter, or delivers the outcome the waiters missed,
+// or re-arms the timer for the run under way.
+func (e *Engine) checkLoop(ks *keyState) {
+	defer e.wg.Done()
+	for {
+		e.mu.Lock()
+		if ks.dropped || e.closed || len(ks.waiters) == 0 {
+			ks.checking = false
+			e.mu.Unlock()
+			return
+		}
+		ks.again = false
+		var w0 *waiter
+		for _, w := range ks.waiters {
+			if w.claim {
+				w0 = w
+				break
+			}
+		}
+		awaited := ""
+		if ks.awaited > 0 {
+			awaited = strconv.FormatUint(ks.awaited, 10)
+		}
+		args := []any{"w", e.leaseMs(0), "0", "", b01(ks.recHasFP), ks.recFP, awaited, ""}
+		if w0 != nil {
+			args = []any{"t", e.leaseMs(w0.lease), b01(w0.hasFP), w0.fp, b01(ks.recHasFP), ks.recFP, awaited, w0.reqID}
+		}
+		e.mu.Unlock()
+
+		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.Timeout)
+		var repl func([]any) bool
+		if w0 != nil {
+			repl = claimed
+		}
+		rep, err := e.run(ctx, claimScript, []byte(ks.key), ks.slot, repl, args...)
+		cancel()
+
+		e.mu.Lock()
+		if err != nil {
+			ks.fails++
+			ks.checking = false
+			if !ks.dropped && !e.closed {
+				e.setTimerLocked(ks, min(50*time.Millisecond<<min(ks.fails, 5), time.Second))
+			}
+			e.mu.Unlock()
+			if e.ctx.Err() == nil {
+				e.log.Debug("onceup: check", zap.String("key", ks.key), zap.Error(err))
+			}
+			return
+		}
+		ks.fails = 0
+		rel := e.applyLocked(ks, w0, rep)
+		again := ks.again || rel != 0
+		if !again {
+			ks.checking = false
+		}
+		e.mu.Unlock()
+		if rel != 0 {
+			ctx, cancel := context.WithTimeout(e.ctx, e.cfg.Timeout)
+			_, err := e.run(ctx, releaseScript, []byte(ks.key), ks.slot, nil, strconv.FormatUint(rel, 10), Channel(ks.slot, e.db))
+			cancel()
+			if err != nil {
+				e.log.Warn("onceup: release", zap.Error(err))
+			}
+		}
+		if !again {
+			return
+		}
+	}
+}
+
+// applyLocked acts on a check's reply. It returns a token to release: a
+// claim taken for a waiter that has gone meanwhile.
+func (e *Engine) applyLocked(ks *keyState, w0 *waiter, rep []any) uint64 {
+	switch str(rep, 0) {
+	case "claimed":
+		t := tok(rep, 1)
+		if w0 == nil || w0.gone {
+			return t
+		}
+		if !ks.recHasFP && w0.hasFP {
+			ks.recFP, ks.recHasFP = w0.fp, true
+		}
+		ks.awaited = t
+		e.Stats.Handoffs.Add(1)
+		e.Stats.Claims.Add(1)
+		e.deliverLocked(w0, result{state: "claimed", token: t})
+		if len(ks.waiters) == 0 {
+			e.dropLocked(ks)
+		} else {
+			e.armLocked(ks, e.leaseMs(w0.lease))
+		}
+	case "running":
+		e.seenLocked(ks, rep)
+		if ks.recHasFP {
+			for _, w := range append([]*waiter(nil), ks.waiters...) {
+				if w.claim && w.hasFP && string(w.fp) != string(ks.recFP) {
+					e.Stats.Mismatches.Add(1)
+					e.deliverLocked(w, result{err: ErrMismatch})
+				}
+			}
+		}
+		if len(ks.waiters) == 0 {
+			e.dropLocked(ks)
+		} else {
+			e.armLocked(ks, num(rep, 1))
+		}
+	case "done":
+		e.doneLocked(ks, []byte(str(rep, 1)), str(rep, 2) == "1", str(rep, 3))
+	case "failed":
+		e.wakeAllLocked(ks, result{state: "failed", answer: []byte(str(rep, 1))})
+	case "free":
+		if ks.hasClaimWaiter() {
+			ks.again = true // one came meanwhile: look again, to claim for it
+			break
+		}
+		e.wakeAllLocked(ks, result{state: "free"})
+	case "wrongtype":
+		e.wakeAllLocked(ks, result{err: ErrWrongType})
+	default:
+		e.wakeAllLocked(ks, result{err: errReply})
+	}
+	return 0
+}
+
+// doneLocked gives an answer to every waiter of ks, but -MISMATCH to claim
+// waiters whose fingerprint differs from the answer's.
+func (e *Engine) doneLocked(ks *keyState, answer []byte, hasFP bool, fp string) {
+	for _, w := range append([]*waiter(nil), ks.waiters...) {
+		if w.claim && hasFP && w.hasFP && string(w.fp) != fp {
+			e.Stats.Mismatches.Add(1)
+			e.deliverLocked(w, result{err: ErrMismatch})
+			continue
+		}
+		e.deliverLocked(w, result{state: "done", answer: answer})
+	}
+	e.dropLocked(ks)
+}
+
+func (e *Engine) wakeAllLocked(ks *keyState, r result) {
+	for _, w := range append([]*waiter(nil), ks.waiters...) {
+		e.deliverLocked(w, r)
+	}
+	e.dropLocked(ks)
+}
+
+// deliverLocked gives w its one result and removes it from its key.
+func (e *Engine) deliverLocked(w *waiter, r result) {
+	if w.gone {
+		return
+	}
+	w.gone = true
+	e.removeLocked(w)
+	e.Stats.waiting.Add(-1)
+	e.Stats.Wakeups.Add(1)
+	w.ch <- r
+}
+
+func (e *Engine) removeLocked(w *waiter) {
+	ks := w.ks
+	for i, x := range ks.waiters {
+		if x == w {
+			ks.waiters = append(ks.waiters[:i:i], ks.waiters[i+1:]...)
+			return
+		}
+	}
+}
+
+// dropLocked forgets a key that has no waiters left.
+func (e *Engine) dropLocked(ks *keyState) {
+	if ks.dropped {
+		return
+	}
+	ks.dropped = true
+	if ks.timer != nil {
+		ks.timer.Stop()
+	}
+	if e.keys[ks.key] == ks {
+		delete(e.keys, ks.key)
+	}
+	e.slotRefLocked(ks, false)
+}
+
+// cancel withdraws a waiter whose wait ended (timeout or disconnect). If
+// it had already been given a result, cancel returns it (ok true); a claim
+// handed to a caller that has gone is released at once.
+func (e *Engine) cancel(w *waiter, gone bool) (result, bool) {
+	e.mu.Lock()
+	if !w.gone {
+		w.gone = true
+		e.Stats.waiting.Add(-1)
+		ks := w.ks
+		e.removeLocked(w)
+		if len(ks.waiters) == 0 {
+			e.dropLocked(ks)
+		}
+		e.mu.Unlock()
+		return result{}, false
+	}
+	e.mu.Unlock()
+	r := <-w.ch
+	if gone && r.state == "claimed" {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.release(w.ks.key, w.ks.slot, r.token)
+		}()
+	}
+	return r, true
+}
+
+// dispatch hands an announcement to the local waiters of its key.
+func (e *Engine) dispatch(msg []byte) {
+	ev, ok := parseEvent(msg)
+	if !ok {
+		e.log.Warn("onceup: malformed announcement", zap.ByteString("msg", msg))
+		return
+	}
+	e.Stats.Events.Add(1)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ks := e.keys[string(ev.key)]
+	if ks == nil {
+		return
+	}
+	switch ev.kind {
+	case 'd':
+		if ev.token >= ks.awaited {
+			e.doneLocked(ks, ev.payload, ev.hasFP, string(ev.fp))
+		}
+	case 'f':
+		if ev.token >= ks.awaited {
+			e.wakeAllLocked(ks, result{state: "failed", answer: ev.payload})
+		}
+	case 'l':
+		e.kickLocked(ks)
+	}
+}
+
+// event is a parsed announcement: "kind token keylen hasfp fplen key fp
+// payload".
+type event struct {
+	kind    byte
+	token   uint64
+	key     []byte
+	hasFP   bool
+	fp      []byte
+	payload []byte
+}
+
+func parseEvent(b []byte) (event, bool) {
+	var ev event
+	var f [5]string
+	rest := b
+	for i := range f {
+		j := 0
+		for j < len(rest) && rest[j] != ' ' {
+			j++
+		}
+		if j == len(rest) {
+			return ev, false
+		}
+		f[i], rest = string(rest[:j]), rest[j+1:]
+	}
+	if len(f[0]) != 1 {
+		return ev, false
+	}
+	ev.kind = f[0][0]
+	var err error
+	if ev.token, err = strconv.ParseUint(f[1], 10, 64); err != nil {
+		return ev, false
+	}
+	kl, err1 := strconv.Atoi(f[2])
+	fl, err2 := strconv.Atoi(f[4])
+	if err1 != nil || err2 != nil || kl < 0 || fl < 0 || kl+fl > len(rest) {
+		return ev, false
+	}
+	ev.hasFP = f[3] == "1"
+	ev.key = rest[:kl]
+	ev.fp = rest[kl : kl+fl]
+	ev.payload = rest[kl+fl:]
+	return ev, true
+}
