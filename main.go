@@ -56,11 +56,18 @@ func run(args []string) error {
 	if err := srv.Start(); err != nil {
 		return err
 	}
-	log.Info("oncekv started",
-		zap.String("version", commands.Version),
-		zap.Strings("addr", cfg.Addrs()),
-		zap.String("dir", cfg.Dir),
-		zap.String("appendfsync", cfg.AppendFsync))
+	if cfg.Upstream != "" {
+		log.Info("oncekv started as a proxy",
+			zap.String("version", commands.Version),
+			zap.Strings("addr", cfg.Addrs()),
+			zap.String("upstream", config.MaskPassword(cfg.Upstream)))
+	} else {
+		log.Info("oncekv started",
+			zap.String("version", commands.Version),
+			zap.Strings("addr", cfg.Addrs()),
+			zap.String("dir", cfg.Dir),
+			zap.String("appendfsync", cfg.AppendFsync))
+	}
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)

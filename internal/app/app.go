@@ -21,16 +21,23 @@ import (
 	"github.com/oncekv/oncekv/internal/config"
 	"github.com/oncekv/oncekv/internal/metrics"
 	"github.com/oncekv/oncekv/once"
+	"github.com/oncekv/oncekv/proxy"
 	"github.com/oncekv/oncekv/resp"
 	"github.com/oncekv/oncekv/store/badgerdb"
 )
 
-// App is a whole server.
+// App is a whole server: embedded (Store and Engine set) or, with the
+// upstream directive, a proxy (Proxy set, no Store nor Engine; see
+// proxy.go).
 type App struct {
 	Store    *badgerdb.DB
 	Engine   *once.Engine
 	Commands *commands.Server
 	Wire     *resp.Server
+	// Proxy forwards to the upstream in proxy mode; nil otherwise.
+	Proxy *proxy.Proxy
+	// onceUp runs the ONCE commands in proxy mode (proxy.go).
+	onceUp   onceEngine
 	log      *zap.Logger
 	shutdown chan struct{}
 	// metrics is the Prometheus endpoint, nil without metrics-addr
@@ -48,6 +55,9 @@ type App struct {
 func New(cfg config.Config, log *zap.Logger) (*App, error) {
 	if log == nil {
 		log = zap.NewNop()
+	}
+	if cfg.Upstream != "" {
+		return newProxy(cfg, log)
 	}
 	fsync, err := badgerdb.ParseFsync(cfg.AppendFsync)
 	if err != nil {
@@ -205,6 +215,9 @@ func backupCommand(st *badgerdb.DB, dir string) *commands.Command {
 
 // Start starts the store's background work, loads the engine and listens.
 func (a *App) Start() error {
+	if a.Proxy != nil {
+		return a.startProxy()
+	}
 	a.Store.Start()
 	if err := a.Engine.Start(); err != nil {
 		return errors.Join(fmt.Errorf("start once engine: %w", err), a.Store.Close())
@@ -229,6 +242,9 @@ func (a *App) Addr() net.Addr { return a.Wire.Addrs()[0] }
 // Close stops accepting, lets commands in flight finish, wakes waiters,
 // then syncs and closes the store.
 func (a *App) Close() error {
+	if a.Proxy != nil {
+		return a.closeProxy()
+	}
 	wireErr := a.Wire.Close()
 	obsErr := a.closeObservability()
 	a.Engine.Close()

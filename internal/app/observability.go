@@ -17,7 +17,11 @@ import (
 func (a *App) initObservability(cfg config.Config, log *zap.Logger) {
 	a.Commands.SetSlowlog(cfg.SlowlogLogSlowerThan, cfg.SlowlogMaxLen)
 	if cfg.MetricsAddr != "" {
-		a.metrics = metrics.New(cfg.MetricsAddr, a.Commands, a.Store, log.Named("metrics"))
+		var st metrics.StoreStats // a nil *badgerdb.DB would not be a nil interface
+		if a.Store != nil {
+			st = a.Store
+		}
+		a.metrics = metrics.New(cfg.MetricsAddr, a.Commands, st, log.Named("metrics"))
 	}
 }
 

@@ -57,6 +57,9 @@ func (a *App) SetConfig(pairs [][2]string) error {
 		// (or, when the password goes, is let in) either way.
 		a.Wire.SetRequirePass(next.RequirePass != "")
 		a.Commands.SetRequirePass(next.RequirePass)
+		if a.Proxy != nil {
+			a.Proxy.SetRequirePass(next.RequirePass)
+		}
 	}
 	if note("timeout", next.Timeout != old.Timeout) {
 		a.Wire.SetIdleTimeout(next.IdleTimeout())
@@ -73,7 +76,7 @@ func (a *App) SetConfig(pairs [][2]string) error {
 		a.Wire.SetLimits(resp.Limits{MaxBulkLen: next.ProtoMaxBulkLen, QueryBufferLimit: next.ClientQueryBufferLimit})
 		a.Commands.SetProtoMaxBulkLen(next.ProtoMaxBulkLen)
 	}
-	if note("min-free-disk", next.MinFreeDisk != old.MinFreeDisk) {
+	if note("min-free-disk", next.MinFreeDisk != old.MinFreeDisk) && a.Store != nil {
 		a.Store.SetMinFreeDisk(next.MinFreeDisk)
 	}
 	slower := note("slowlog-log-slower-than", next.SlowlogLogSlowerThan != old.SlowlogLogSlowerThan)

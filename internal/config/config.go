@@ -71,6 +71,17 @@ type Config struct {
 	MetricsAddr string
 	// ConfigFile is the absolute path of the config file read, if any.
 	ConfigFile string
+
+	// Upstream, when set, runs the server as a stateless proxy in front
+	// of a Redis server, cluster or sentinel-watched master (package
+	// proxy): redis://host:port, redis-cluster://h1:p1,h2:p2…,
+	// redis-sentinel://s1:p1,…/master. No store is opened then, and dir
+	// is not used.
+	Upstream string
+	// OnceWaitReplicas is, in proxy mode, how many replicas must have
+	// acknowledged a ONCE write (Redis's WAIT) before it is acknowledged
+	// to the client; 0 does not wait.
+	OnceWaitReplicas int
 }
 
 // Rename is one rename-command directive.
@@ -338,6 +349,10 @@ func (c *Config) Set(name string, vals []string) error {
 		}
 	case "metrics-addr":
 		c.MetricsAddr, err = one()
+	case "upstream":
+		c.Upstream, err = one()
+	case "once-wait-replicas":
+		c.OnceWaitReplicas, err = num()
 	default:
 		if ignored[name] {
 			return nil
@@ -410,6 +425,19 @@ func (c Config) Validate() error {
 		return fmt.Errorf("slowlog-log-slower-than must be -1 (off) or more, not %d", c.SlowlogLogSlowerThan)
 	case c.SlowlogMaxLen < 0:
 		return fmt.Errorf("slowlog-max-len must not be negative")
+	case c.OnceWaitReplicas < 0:
+		return fmt.Errorf("once-wait-replicas must not be negative")
+	}
+	if c.Upstream != "" {
+		scheme, _, ok := strings.Cut(c.Upstream, "://")
+		switch strings.ToLower(scheme) {
+		case "redis", "redis-cluster", "redis-sentinel":
+		default:
+			ok = false
+		}
+		if !ok {
+			return fmt.Errorf("upstream must be redis://host:port, redis-cluster://host:port,… or redis-sentinel://host:port,…/master, not %q", MaskPassword(c.Upstream))
+		}
 	}
 	switch c.LogLevel {
 	case "debug", "verbose", "notice", "warning", "nothing":
@@ -490,7 +518,28 @@ func (c Config) Directives() map[string]string {
 		"slowlog-log-slower-than": strconv.FormatInt(c.SlowlogLogSlowerThan, 10),
 		"slowlog-max-len":         strconv.FormatInt(c.SlowlogMaxLen, 10),
 		"metrics-addr":            c.MetricsAddr,
+		"upstream":                MaskPassword(c.Upstream),
+		"once-wait-replicas":      strconv.Itoa(c.OnceWaitReplicas),
 	}
+}
+
+// MaskPassword hides the password of an address such as
+// redis://user:secret@host:6379 (redis://user:***@host:6379), for CONFIG
+// GET and the log.
+func MaskPassword(addr string) string {
+	scheme, rest, ok := strings.Cut(addr, "://")
+	if !ok {
+		return addr
+	}
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return addr
+	}
+	user, _, hasPass := strings.Cut(rest[:at], ":")
+	if !hasPass {
+		user = "" // "redis://secret@host": the whole userinfo is a password
+	}
+	return scheme + "://" + user + ":***" + rest[at:]
 }
 
 func yesno(b bool) string {

@@ -28,6 +28,7 @@ var directiveNames = func() []string {
 		"tls-cert-file", "tls-key-file", "tls-ca-cert-file", "tls-auth-clients",
 		"rename-command", "once-lease-ms",
 		"slowlog-log-slower-than", "slowlog-max-len", "metrics-addr",
+		"upstream", "once-wait-replicas",
 	}
 	var more []string
 	for name := range ignored {

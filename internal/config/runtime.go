@@ -57,6 +57,9 @@ var runtimeKinds = map[string]runtimeKind{
 	"block-cache-size": kindImmutable,
 	"once-lease-ms":    kindImmutable,
 	"metrics-addr":     kindImmutable,
+	// Proxy mode is chosen at startup.
+	"upstream":           kindImmutable,
+	"once-wait-replicas": kindImmutable,
 	// Shown by CONFIG GET with fixed values: there is no eviction.
 	"maxmemory":        kindImmutable,
 	"maxmemory-policy": kindImmutable,

@@ -1,0 +1,646 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/oncekv/oncekv/commands"
+	"github.com/oncekv/oncekv/internal/testredis"
+	"github.com/oncekv/oncekv/resp"
+)
+
+// testProxy is a proxy served in this process on a free loopback port.
+type testProxy struct {
+	*Proxy
+	addr string
+}
+
+// startTestProxy serves a proxy of upstream (an --upstream address) with
+// requirepass pass ("" for none); tb.Cleanup closes it.
+func startTestProxy(tb testing.TB, upstream, pass string) *testProxy {
+	tb.Helper()
+	up, err := ParseUpstream(upstream)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	local := commands.New(commands.Config{RequirePass: pass}, nil)
+	p := New(Config{Upstream: up, Local: local, RequirePass: pass, RefreshInterval: 200 * time.Millisecond})
+	srv := resp.NewServer(resp.Config{Addrs: []string{"127.0.0.1:0"}, RequirePass: pass != ""}, p)
+	local.Attach(srv)
+	if err := p.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		srv.Close()
+		p.Close()
+	})
+	return &testProxy{Proxy: p, addr: srv.Addrs()[0].String()}
+}
+
+// rawClient is a minimal RESP client returning raw replies.
+type rawClient struct {
+	tb testing.TB
+	nc net.Conn
+	br *bufio.Reader
+}
+
+func dialRaw(tb testing.TB, addr string) *rawClient {
+	tb.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { nc.Close() })
+	return &rawClient{tb: tb, nc: nc, br: bufio.NewReader(nc)}
+}
+
+func (c *rawClient) send(cmds ...[]string) {
+	c.tb.Helper()
+	var out []byte
+	for _, args := range cmds {
+		out = appendCommand(out, bs(args...)...)
+	}
+	_ = c.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.nc.Write(out); err != nil {
+		c.tb.Fatal(err)
+	}
+}
+
+func (c *rawClient) read() string {
+	c.tb.Helper()
+	_ = c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	r, err := readReply(c.br, nil)
+	if err != nil {
+		c.tb.Fatalf("read: %v", err)
+	}
+	return string(r)
+}
+
+func (c *rawClient) do(args ...string) string {
+	c.tb.Helper()
+	c.send(args)
+	return c.read()
+}
+
+// pipeline sends cmds in one write and returns the replies.
+func (c *rawClient) pipeline(cmds ...[]string) []string {
+	c.tb.Helper()
+	c.send(cmds...)
+	out := make([]string, len(cmds))
+	for i := range cmds {
+		out[i] = c.read()
+	}
+	return out
+}
+
+// A pipeline mixing forwarded commands, commands the proxy answers itself
+// and database switches gets, in order, exactly the replies a redis-server
+// gives to the same pipeline (KV-7: each client's database).
+func TestPipelineSameAsRedis(t *testing.T) {
+	t.Parallel()
+	direct, upstream := testredis.Standalone(t), testredis.Standalone(t)
+	p := startTestProxy(t, "redis://"+upstream.Addr(), "")
+	script := [][]string{
+		{"SET", "a", "1"}, {"SELECT", "1"}, {"SET", "a", "2"}, {"GET", "a"}, {"PING"}, {"ECHO", "x"},
+		{"RPUSH", "l", "x", "y"}, {"LRANGE", "l", "0", "-1"}, {"SELECT", "0"}, {"GET", "a"},
+		{"DBSIZE"}, {"HSET", "h", "f", "v"}, {"HGETALL", "h"}, {"INCRBYFLOAT", "n", "1.5"},
+		{"SELECT", "99"}, {"GET", "a"}, {"NOSUCH", "x"}, {"SET", "a"}, {"MULTI"}, {"SELECT", "1"},
+		{"INCR", "a"}, {"EXEC"}, {"GET", "a"}, {"SELECT", "0"}, {"GET", "a"}, {"PING", "done"},
+	}
+	for _, proto := range []string{"2", "3"} {
+		var got [2][]string
+		for i, addr := range []string{direct.Addr(), p.addr} {
+			c := dialRaw(t, addr)
+			c.do("FLUSHALL")
+			c.do("HELLO", proto)
+			got[i] = c.pipeline(script...)
+		}
+		for i := range script {
+			if got[0][i] != got[1][i] {
+				t.Errorf("RESP%s %v: redis %q, proxy %q", proto, script[i], got[0][i], got[1][i])
+			}
+		}
+	}
+}
+
+// Many clients, pipelining through one proxy, in RESP2 and RESP3: every
+// INCR counts exactly once (KV-1) and every client reads its own writes,
+// in its own database.
+func TestConcurrentClients(t *testing.T) {
+	t.Parallel()
+	up := testredis.Standalone(t)
+	p := startTestProxy(t, "redis://"+up.Addr(), "")
+	const clients, rounds, batch = 12, 40, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for i := 0; i < clients; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			rc := redis.NewClient(&redis.Options{Addr: p.addr, Protocol: 2 + i%2, DB: i % 3, PoolSize: 1})
+			defer rc.Close()
+			ctx := context.Background()
+			for r := 0; r < rounds; r++ {
+				pipe := rc.Pipeline()
+				own := fmt.Sprintf("own:%d", i)
+				for b := 0; b < batch; b++ {
+					pipe.Incr(ctx, "counter")
+				}
+				pipe.Set(ctx, own, r, 0)
+				get := pipe.Get(ctx, own)
+				if _, err := pipe.Exec(ctx); err != nil {
+					errs <- fmt.Errorf("client %d: %w", i, err)
+					return
+				}
+				if get.Val() != strconv.Itoa(r) {
+					errs <- fmt.Errorf("client %d round %d read %q", i, r, get.Val())
+					return
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// Each database got the INCRs of its clients.
+	uc := up.Client()
+	total := int64(0)
+	for db := 0; db < 3; db++ {
+		c := redis.NewClient(&redis.Options{Addr: up.Addr(), DB: db})
+		n, err := c.Get(context.Background(), "counter").Int64()
+		c.Close()
+		if err != nil {
+			t.Fatalf("db %d: %v", db, err)
+		}
+		if want := int64(clients / 3 * rounds * batch); n != want {
+			t.Errorf("db %d: counter %d, want %d", db, n, want)
+		}
+		total += n
+	}
+	_ = uc
+	if st := p.stats.dials.Load(); st > clients*3 {
+		t.Errorf("%d upstream connections dialed for %d clients: the pool is not reused", st, clients)
+	}
+}
+
+// A transaction runs on one pinned upstream connection; WATCH sees a
+// change made by another client through the same proxy.
+func TestWatchThroughTheProxy(t *testing.T) {
+	t.Parallel()
+	up := testredis.Standalone(t)
+	p := startTestProxy(t, "redis://"+up.Addr(), "")
+	a, b := dialRaw(t, p.addr), dialRaw(t, p.addr)
+	for _, step := range []struct {
+		c    *rawClient
+		args []string
+		want string
+	}{
+		{a, []string{"SET", "w", "1"}, "+OK\r\n"},
+		{a, []string{"WATCH", "w"}, "+OK\r\n"},
+		{b, []string{"INCR", "w"}, ":2\r\n"},
+		{a, []string{"MULTI"}, "+OK\r\n"},
+		{a, []string{"INCR", "w"}, "+QUEUED\r\n"},
+		{a, []string{"EXEC"}, "*-1\r\n"},
+		{a, []string{"GET", "w"}, "$1\r\n2\r\n"},
+		{a, []string{"WATCH", "w"}, "+OK\r\n"},
+		{a, []string{"UNWATCH"}, "+OK\r\n"},
+		{b, []string{"INCR", "w"}, ":3\r\n"},
+		{a, []string{"MULTI"}, "+OK\r\n"},
+		{a, []string{"INCR", "w"}, "+QUEUED\r\n"},
+		{a, []string{"ONCE.STATUS", "w"}, "-ERR ONCE commands cannot be queued in MULTI through the oncekv proxy (run them outside the transaction)\r\n"},
+		{a, []string{"EXEC"}, "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+		{a, []string{"GET", "w"}, "$1\r\n3\r\n"},
+		{a, []string{"SUBSCRIBE", "ch"}, "-ERR 'subscribe' is not supported through the oncekv proxy; send it to the upstream directly\r\n"},
+	} {
+		if got := step.c.do(step.args...); got != step.want {
+			t.Errorf("%v: %q, want %q", step.args, got, step.want)
+		}
+	}
+	if n := p.stats.pinned.Load(); n != 0 {
+		t.Errorf("%d connections still pinned after the transactions ended", n)
+	}
+}
+
+// An upstream that dies gives errors, not hangs; once it is back, the
+// proxy works again without a restart.
+func TestUpstreamRestart(t *testing.T) {
+	t.Parallel()
+	up := testredis.Standalone(t)
+	p := startTestProxy(t, "redis://"+up.Addr(), "")
+	c := dialRaw(t, p.addr)
+	if got := c.do("SET", "k", "v"); got != "+OK\r\n" {
+		t.Fatalf("SET: %q", got)
+	}
+	up.Kill()
+	got := c.do("GET", "k")
+	if !strings.HasPrefix(got, "-ERR upstream ") {
+		t.Errorf("GET with the upstream down: %q, want -ERR upstream …", got)
+	}
+	if got := c.do("PING"); got != "+PONG\r\n" {
+		t.Errorf("PING is the proxy's own: %q", got)
+	}
+	up.Restart()
+	if got := c.do("SET", "k", "again"); got != "+OK\r\n" {
+		t.Errorf("SET after the restart: %q", got)
+	}
+	if got := c.do("GET", "k"); got != "$5\r\nagain\r\n" {
+		t.Errorf("GET after the restart: %q", got)
+	}
+	// A restart while the proxy's connections sit idle (no command fails
+	// to tell it): a connection idle that long is checked before use.
+	time.Sleep(checkIdleAfter + 150*time.Millisecond)
+	up.Kill()
+	up.Restart()
+	if got := c.do("SET", "k", "third"); got != "+OK\r\n" {
+		t.Errorf("SET after a quiet restart: %q", got)
+	}
+}
+
+// A blocking command waits without holding up other clients; when its
+// client disconnects, the upstream connection is closed, so the upstream
+// does not keep a blocked client for nobody.
+func TestBlockingCommands(t *testing.T) {
+	t.Parallel()
+	up := testredis.Standalone(t)
+	p := startTestProxy(t, "redis://"+up.Addr(), "")
+	waiter, pusher := dialRaw(t, p.addr), dialRaw(t, p.addr)
+	waiter.send([]string{"BLPOP", "q", "0"})
+	upc := up.Client()
+	ctx := context.Background()
+	blocked := func() int {
+		n := 0
+		list, _ := upc.ClientList(ctx).Result()
+		for _, line := range strings.Split(list, "\n") {
+			if strings.Contains(line, "cmd=blpop") && strings.Contains(line, "flags=b") {
+				n++
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for blocked() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the BLPOP never reached the upstream")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := pusher.do("PING"); got != "+PONG\r\n" {
+		t.Fatalf("another client while one blocks: %q", got)
+	}
+	if got := pusher.do("RPUSH", "q", "job"); got != ":1\r\n" {
+		t.Fatalf("RPUSH: %q", got)
+	}
+	if got := waiter.read(); got != "*2\r\n$1\r\nq\r\n$3\r\njob\r\n" {
+		t.Errorf("BLPOP: %q", got)
+	}
+	// A waiter that goes away.
+	gone := dialRaw(t, p.addr)
+	gone.send([]string{"BLPOP", "q2", "0"})
+	for blocked() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second BLPOP never reached the upstream")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	gone.nc.Close()
+	deadline = time.Now().Add(5 * time.Second)
+	for blocked() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the upstream still has a blocked client after the proxy's client left")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := pusher.do("RPUSH", "q2", "x"); got != ":1\r\n" {
+		t.Errorf("RPUSH q2: %q (the abandoned BLPOP must not have taken it)", got)
+	}
+}
+
+// Clients that leave with replies still owed do not leak upstream
+// connections: those are closed, the others pooled.
+func TestClientsLeavingMidPipeline(t *testing.T) {
+	t.Parallel()
+	up := testredis.Standalone(t)
+	p := startTestProxy(t, "redis://"+up.Addr(), "")
+	for i := 0; i < 20; i++ {
+		c := dialRaw(t, p.addr)
+		var cmds [][]string
+		for j := 0; j < 200; j++ {
+			cmds = append(cmds, []string{"SET", "k" + strconv.Itoa(j), strings.Repeat("v", 100)})
+		}
+		c.send(cmds...)
+		c.nc.Close()
+	}
+	c := dialRaw(t, p.addr)
+	if got := c.do("SET", "after", "1"); got != "+OK\r\n" {
+		t.Fatalf("SET: %q", got)
+	}
+	// Every connection the proxy has open is idle in its pool, and the
+	// upstream sees no other connection of the proxy's.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.liveMu.Lock()
+		live := len(p.live)
+		p.liveMu.Unlock()
+		idle := 0
+		p.nodesMu.Lock()
+		for _, n := range p.nodes {
+			n.mu.Lock()
+			idle += len(n.idle[0]) + len(n.idle[1])
+			n.mu.Unlock()
+		}
+		p.nodesMu.Unlock()
+		list, _ := up.Client().ClientList(context.Background()).Result()
+		upstream := strings.Count(list, "name=oncekv-proxy ")
+		if live == idle && upstream == live {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d upstream connections open, %d idle, %d seen by the upstream, after the clients left", live, idle, upstream)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The proxy's requirepass is its own: the upstream's password, given in
+// the address, is never asked of clients.
+func TestAuth(t *testing.T) {
+	t.Parallel()
+	up := testredis.Standalone(t, "--requirepass", "up-secret")
+	p := startTestProxy(t, "redis://:up-secret@"+up.Addr(), "proxy-secret")
+	c := dialRaw(t, p.addr)
+	for _, step := range [][2]string{
+		{"GET k", "-NOAUTH Authentication required.\r\n"},
+		{"LPUSH l x", "-NOAUTH Authentication required.\r\n"},
+		{"AUTH up-secret", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{"AUTH proxy-secret", "+OK\r\n"},
+		{"LPUSH l x", ":1\r\n"},
+	} {
+		if got := c.do(strings.Fields(step[0])...); got != step[1] {
+			t.Errorf("%s: %q, want %q", step[0], got, step[1])
+		}
+	}
+	bad := startTestProxy(t, "redis://:wrong@"+up.Addr(), "")
+	if got := dialRaw(t, bad.addr).do("GET", "k"); !strings.Contains(got, "upstream handshake refused") {
+		t.Errorf("a wrong upstream password: %q", got)
+	}
+}
+
+// Sentinel: the proxy forwards to the master the sentinels name, and
+// follows a failover.
+func TestSentinelFailover(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts a sentinel and waits for a failover")
+	}
+	master := testredis.Standalone(t, "--repl-diskless-sync-delay", "0")
+	replica := testredis.Standalone(t, "--replicaof", "127.0.0.1", portOf(t, master.Addr()), "--repl-diskless-sync-delay", "0")
+	sentinel := startSentinel(t, master.Addr())
+	p := startTestProxy(t, "redis-sentinel://"+sentinel+"/mymaster", "")
+	c := dialRaw(t, p.addr)
+	if got := c.do("SET", "k", "1"); got != "+OK\r\n" {
+		t.Fatalf("SET: %q", got)
+	}
+	if m := p.master.Load(); m == nil || m.addr != master.Addr() {
+		t.Fatalf("the proxy forwards to %v, want the master %s", m, master.Addr())
+	}
+	// Wait until the replica has the write and the sentinel knows it.
+	ctx := context.Background()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		v, _ := replica.Client().Get(ctx, "k").Result()
+		reps, _ := redis.NewSentinelClient(&redis.Options{Addr: sentinel}).Replicas(ctx, "mymaster").Result()
+		if v == "1" && len(reps) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica not ready: %q, %d replicas known", v, len(reps))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	sc := redis.NewSentinelClient(&redis.Options{Addr: sentinel})
+	defer sc.Close()
+	// The sentinel may not judge the replica fit yet (NOGOODSLAVE): retry.
+	for {
+		err := sc.Failover(ctx, "mymaster").Err()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("SENTINEL FAILOVER: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		got := c.do("INCR", "k")
+		if m := p.master.Load(); got == ":2\r\n" && m.addr == replica.Addr() {
+			break
+		}
+		if got == ":2\r\n" {
+			// Written to the old master before the switch: undo, retry.
+			c.do("SET", "k", "1")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the failover: INCR %q, the proxy forwards to %s, want %s", got, p.master.Load().addr, replica.Addr())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func portOf(tb testing.TB, addr string) string {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return port
+}
+
+// startSentinel runs redis-server --sentinel monitoring master as
+// mymaster, with short timeouts; it returns its address.
+func startSentinel(tb testing.TB, master string) string {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		tb.Skip("redis-server not installed")
+	}
+	host, port, _ := net.SplitHostPort(master)
+	for attempt := 0; attempt < 5; attempt++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sport := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		dir := tb.TempDir()
+		conf := filepath.Join(dir, "sentinel.conf")
+		body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor mymaster %s %s 1\n"+
+			"sentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 5000\n", sport, dir, host, port)
+		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+		cmd := exec.Command(bin, conf, "--sentinel")
+		if err := cmd.Start(); err != nil {
+			tb.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		tb.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			<-done
+		})
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(sport))
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			if nc, err := net.Dial("tcp", addr); err == nil {
+				nc.Close()
+				return addr
+			}
+			select {
+			case <-done:
+				deadline = time.Time{}
+			default:
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
+	tb.Fatal("redis sentinel did not start")
+	return ""
+}
+
+// HELLO switching the protocol between WATCH and EXEC cannot keep the
+// upstream's WATCH (it lives on a connection of the old protocol): the
+// EXEC then fails as if a watched key changed, never commits unwatched.
+func TestHelloBetweenWatchAndExec(t *testing.T) {
+	t.Parallel()
+	up := testredis.Standalone(t)
+	p := startTestProxy(t, "redis://"+up.Addr(), "")
+	c := dialRaw(t, p.addr)
+	for _, step := range [][2]string{
+		{"SET w 1", "+OK\r\n"},
+		{"WATCH w", "+OK\r\n"},
+		{"MULTI", "+OK\r\n"},
+		{"INCR w", "+QUEUED\r\n"},
+		{"EXEC", "*1\r\n:2\r\n"},
+		{"WATCH w", "+OK\r\n"},
+		{"HELLO 3", ""},
+		{"MULTI", "+OK\r\n"},
+		{"INCR w", "+QUEUED\r\n"},
+		{"EXEC", "_\r\n"},
+		{"GET w", "$1\r\n2\r\n"},
+		{"WATCH w", "+OK\r\n"},
+		{"MULTI", "+OK\r\n"},
+		{"INCR w", "+QUEUED\r\n"},
+		{"EXEC", "*1\r\n:3\r\n"},
+	} {
+		got := c.do(strings.Fields(step[0])...)
+		if step[1] != "" && got != step[1] {
+			t.Errorf("%s: %q, want %q", step[0], got, step[1])
+		}
+	}
+}
+
+// WAIT counts the replicas that have the client's earlier writes, although
+// they went through other upstream connections: with the replica stopped
+// (SIGSTOP), WAIT 1 times out with 0; running, it answers 1.
+func TestWaitCountsTheClientsWrites(t *testing.T) {
+	t.Parallel()
+	master := testredis.Standalone(t, "--repl-diskless-sync-delay", "0")
+	replica := testredis.Standalone(t, "--replicaof", "127.0.0.1", portOf(t, master.Addr()))
+	p := startTestProxy(t, "redis://"+master.Addr(), "")
+	c := dialRaw(t, p.addr)
+	deadline := time.Now().Add(10 * time.Second)
+	for c.do("SET", "k", "1") != "+OK\r\n" || c.do("WAIT", "1", "100") != ":1\r\n" {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica never acknowledged")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	pid := processID(t, replica.Addr())
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pid, syscall.SIGCONT)
+	if got := c.do("SET", "k", "2"); got != "+OK\r\n" {
+		t.Fatalf("SET: %q", got)
+	}
+	// Another client takes the connection the SET went through (the pool
+	// hands out the last one back), so WAIT runs on a fresh one: without
+	// the proxy's own write first, its WAIT would count the replica.
+	b := dialRaw(t, p.addr)
+	b.send([]string{"BLPOP", "q", "0"})
+	for !strings.Contains(clientList(t, master.Addr()), "cmd=blpop") {
+		if time.Now().After(deadline) {
+			t.Fatal("the BLPOP never reached the master")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	if got := c.do("WAIT", "1", "300"); got != ":0\r\n" {
+		t.Errorf("WAIT 1 300 with the replica stopped: %q, want :0 (the write is not on it)", got)
+	}
+	if el := time.Since(start); el < 250*time.Millisecond {
+		t.Errorf("WAIT returned after %v, before its timeout", el)
+	}
+	syscall.Kill(pid, syscall.SIGCONT)
+	if got := c.do("WAIT", "1", "5000"); got != ":1\r\n" {
+		t.Errorf("WAIT 1 with the replica back: %q", got)
+	}
+	if got := c.do("RPUSH", "q", "x"); got != ":1\r\n" {
+		t.Errorf("RPUSH: %q", got)
+	}
+	if got := b.read(); got != "*2\r\n$1\r\nq\r\n$1\r\nx\r\n" {
+		t.Errorf("BLPOP: %q", got)
+	}
+	if got := c.do("WAIT", "1"); !strings.HasPrefix(got, "-ERR wrong number of arguments") {
+		t.Errorf("WAIT 1: %q", got)
+	}
+}
+
+// clientList is CLIENT LIST of the server at addr.
+func clientList(tb testing.TB, addr string) string {
+	tb.Helper()
+	rc := redis.NewClient(&redis.Options{Addr: addr})
+	defer rc.Close()
+	s, err := rc.ClientList(context.Background()).Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// processID is the pid a redis-server reports.
+func processID(tb testing.TB, addr string) int {
+	tb.Helper()
+	info, err := redis.NewClient(&redis.Options{Addr: addr}).Info(context.Background(), "server").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			n, err := strconv.Atoi(v)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	tb.Fatalf("no process_id in INFO of %s", addr)
+	return 0
+}

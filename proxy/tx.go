@@ -1,0 +1,369 @@
+package proxy
+
+// Transactions. WATCH and MULTI pin one upstream connection to the client;
+// the commands of the transaction are forwarded on it as they come (the
+// upstream answers QUEUED, or the error that makes its EXEC abort), so its
+// replies, its WATCH conflicts and its atomicity are the upstream's own.
+// EXEC, DISCARD and UNWATCH (outside MULTI) give the connection back.
+//
+// In a cluster, MULTI without WATCH cannot pick a node yet: the proxy
+// answers +OK itself (pendingMulti) and sends MULTI to the node of the
+// first command's keys together with that command.
+//
+// The commands the proxy answers itself are queued here and run at EXEC,
+// their replies spliced into the upstream's EXEC array at their places.
+
+import (
+	"strings"
+
+	"github.com/oncekv/oncekv/commands"
+	"github.com/oncekv/oncekv/resp"
+)
+
+// Replies of the transaction commands the proxy words itself, as Redis 7.
+var (
+	replyQueued    = []byte("+QUEUED\r\n")
+	replyExecAbort = commands.ErrExecAbort.Error()
+)
+
+// localArityOK reports whether args have the number of arguments oncekv's
+// table says; when not, the local server answers the error (which, for
+// EXEC, is Redis's EXECABORT wording).
+func (p *Proxy) localArityOK(args [][]byte) bool {
+	cmd := p.table.Lookup(args[0])
+	return cmd == nil || arityOK(cmd.Arity, len(args))
+}
+
+// multi is MULTI outside a transaction.
+func (p *Proxy) multi(s *session, args [][]byte) {
+	if !p.localArityOK(args) {
+		p.local.Serve(s.c, args)
+		return
+	}
+	if s.pin == nil && p.cl != nil {
+		s.pendingMulti = true
+		s.c.Update(func(i *resp.Info) { i.Multi = 0 })
+		s.c.W.OK()
+		return
+	}
+	if s.pin == nil {
+		n, errReply := p.route(args)
+		if errReply != "" {
+			s.c.W.Error(errReply)
+			return
+		}
+		conn, err := n.get(s.c.W.Proto)
+		if err != nil {
+			s.c.W.Error(p.upstreamError(n, err))
+			return
+		}
+		s.pinTo(conn)
+	}
+	r := s.call(s.pin, args)
+	if isOK(r) {
+		s.multi = true
+		s.c.Update(func(i *resp.Info) { i.Multi = 0 })
+	} else if !s.watching {
+		s.unpin()
+	}
+	s.c.W.Raw(r)
+}
+
+// watch is WATCH outside MULTI: it pins the connection of its first key's
+// node.
+func (p *Proxy) watch(s *session, args [][]byte) {
+	if !p.localArityOK(args) {
+		p.local.Serve(s.c, args)
+		return
+	}
+	if s.pin == nil {
+		n, errReply := p.routeFirstKey(args)
+		if errReply != "" {
+			s.c.W.Error(errReply)
+			return
+		}
+		conn, err := n.get(s.c.W.Proto)
+		if err != nil {
+			s.c.W.Error(p.upstreamError(n, err))
+			return
+		}
+		s.pinTo(conn)
+	}
+	r := s.call(s.pin, args)
+	if isOK(r) {
+		s.watching = true
+	} else if !s.watching || s.pin.err != nil {
+		s.unpinOrDrop()
+	}
+	s.c.W.Raw(r)
+}
+
+// unwatch is UNWATCH outside MULTI.
+func (p *Proxy) unwatch(s *session, args [][]byte) {
+	if p.localArityOK(args) {
+		s.lostWatch = false
+	}
+	if !p.localArityOK(args) || s.pin == nil {
+		p.local.Serve(s.c, args) // the arity error, or +OK
+		return
+	}
+	r := s.call(s.pin, args)
+	s.watching = false
+	s.unpinOrDrop()
+	s.c.W.Raw(r)
+}
+
+// unpinOrDrop gives the pinned connection back, or closes it if it may
+// still hold a transaction (its last reply was not understood).
+func (s *session) unpinOrDrop() {
+	if s.pin != nil && (s.pin.err != nil || s.multi || s.watching) {
+		s.reset()
+		return
+	}
+	s.unpin()
+}
+
+// serveTx serves a command inside MULTI.
+func (p *Proxy) serveTx(s *session, k kind, args [][]byte) {
+	c := s.c
+	switch k {
+	case kExec:
+		s.settle()
+		p.exec(s, args)
+		return
+	case kDiscard:
+		s.settle()
+		p.discard(s, args)
+		return
+	case kQuit, kShutdown:
+		s.settle()
+		p.local.Serve(c, args)
+		return
+	case kReset:
+		s.settle()
+		s.reset()
+		p.local.Serve(c, args)
+		return
+	case kMulti, kWatch:
+		if !s.pendingMulti {
+			// Run at once by the upstream (never queued): nested MULTI or
+			// WATCH inside MULTI is an error there too.
+			s.enqueue(s.pin, args, false)
+			return
+		}
+		{
+			// Not queued, as in Redis: the arity error spoils the
+			// transaction, the nested MULTI / WATCH inside MULTI error
+			// does not.
+			if !p.localArityOK(args) {
+				s.dirty = true
+				p.local.Serve(c, args)
+			} else if k == kMulti {
+				c.W.Error(commands.ErrNestedMulti.Error())
+			} else {
+				c.W.Error(commands.ErrWatchInMulti.Error())
+			}
+			return
+		}
+	case kLocal, kInfo:
+		p.queueLocal(s, args)
+		return
+	case kOnce:
+		s.dirty = true
+		c.W.Error("ERR ONCE commands cannot be queued in MULTI through the oncekv proxy (run them outside the transaction)")
+		return
+	case kRefused:
+		s.dirty = true
+		p.stats.refused.Add(1)
+		c.W.Error(refusedText(args[0]))
+		return
+	}
+	// Everything else is queued upstream on the pinned connection.
+	if s.pendingMulti && !p.startPendingMulti(s, args) {
+		return
+	}
+	if k == kSelect && len(args) == 2 {
+		if db, ok := resp.ParseInt(args[1]); ok && db == int64(int(db)) {
+			s.selects = append(s.selects, queuedSelect{pos: s.queued, db: int(db)})
+		}
+	}
+	s.queued++
+	c.Update(func(i *resp.Info) { i.Multi = s.queued + len(s.local) })
+	s.enqueue(s.pin, args, false)
+}
+
+// startPendingMulti sends MULTI (cluster) to the node of the first queued
+// command's keys, pins that connection, and reports whether the command
+// can be queued there; if not, it answered the client.
+func (p *Proxy) startPendingMulti(s *session, args [][]byte) bool {
+	n, errReply := p.route(args)
+	if errReply != "" {
+		// As Redis Cluster: CROSSSLOT while queueing spoils the
+		// transaction.
+		s.dirty = true
+		s.c.W.Error(errReply)
+		return false
+	}
+	conn, err := n.get(s.c.W.Proto)
+	if err != nil {
+		s.dirty = true
+		s.c.W.Error(p.upstreamError(n, err))
+		return false
+	}
+	s.pinTo(conn)
+	s.pendingMulti, s.multi = false, true
+	s.enqueue(conn, [][]byte{[]byte("MULTI")}, true)
+	return true
+}
+
+// queueLocal queues a command the proxy answers itself, after checking it
+// as Redis checks a command before queueing it (a bad one spoils the
+// transaction).
+func (p *Proxy) queueLocal(s *session, args [][]byte) {
+	if msg := p.validate(args); msg != "" {
+		s.dirty = true
+		s.c.W.Error(msg)
+		return
+	}
+	s.local = append(s.local, queuedLocal{pos: s.queued + len(s.local), args: args})
+	s.c.Update(func(i *resp.Info) { i.Multi = s.queued + len(s.local) })
+	s.c.W.Raw(replyQueued)
+}
+
+// validate checks a command of oncekv's table as commands.Server does
+// before running it: the subcommand exists and the argument count fits.
+// It returns the error reply's text, or "".
+func (p *Proxy) validate(args [][]byte) string {
+	cmd := p.table.Lookup(args[0])
+	if cmd == nil {
+		return "ERR unknown command '" + string(args[0]) + "'"
+	}
+	if !arityOK(cmd.Arity, len(args)) {
+		return "ERR wrong number of arguments for '" + cmd.Name + "' command"
+	}
+	if len(cmd.Subcommands) > 0 && len(args) > 1 {
+		var sub *commands.Command
+		for _, sc := range cmd.Subcommands {
+			if _, short, _ := strings.Cut(sc.Name, "|"); strings.EqualFold(short, string(args[1])) {
+				sub = sc
+				break
+			}
+		}
+		if sub == nil {
+			name := string(args[1])
+			if i := strings.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if len(name) > 128 {
+				name = name[:128]
+			}
+			return "ERR unknown subcommand '" + name + "'. Try " + strings.ToUpper(string(args[0])) + " HELP."
+		}
+		if !arityOK(sub.Arity, len(args)) {
+			return "ERR wrong number of arguments for '" + sub.Name + "' command"
+		}
+	}
+	return ""
+}
+
+// exec is EXEC inside MULTI.
+func (p *Proxy) exec(s *session, args [][]byte) {
+	c := s.c
+	defer s.finishTx()
+	if s.pendingMulti {
+		// Nothing was queued upstream: only local commands, if any.
+		switch {
+		case !p.localArityOK(args):
+			p.local.Serve(c, args) // EXECABORT … wrong number of arguments
+		case s.dirty:
+			c.W.Error(replyExecAbort)
+		case s.lostWatch:
+			c.W.NullArray()
+		default:
+			c.W.Array(len(s.local))
+			for _, q := range s.local {
+				p.runLocal(s, q.args)
+			}
+		}
+		return
+	}
+	if s.dirty {
+		// Refused here while queueing: the upstream's transaction must
+		// go too.
+		s.call(s.pin, [][]byte{[]byte("DISCARD")})
+		c.W.Error(replyExecAbort)
+		return
+	}
+	if s.lostWatch {
+		s.call(s.pin, [][]byte{[]byte("DISCARD")})
+		c.W.NullArray()
+		return
+	}
+	r := s.call(s.pin, args)
+	if len(r) == 0 || r[0] != '*' || (len(s.local) == 0 && len(s.selects) == 0) {
+		c.W.Raw(r)
+		return
+	}
+	v, err := parseReply(r)
+	if err != nil || v.null || int(v.num) != s.queued {
+		c.W.Raw(r)
+		return
+	}
+	for _, sel := range s.selects {
+		if isOK(v.elems[sel.pos].raw) {
+			c.Select(sel.db)
+			s.pin.db = sel.db
+		}
+	}
+	if len(s.local) == 0 {
+		c.W.Raw(r)
+		return
+	}
+	c.W.Array(s.queued + len(s.local))
+	up, loc := 0, 0
+	for i := 0; i < s.queued+len(s.local); i++ {
+		if loc < len(s.local) && s.local[loc].pos == i {
+			p.runLocal(s, s.local[loc].args)
+			loc++
+			continue
+		}
+		c.W.Raw(v.elems[up].raw)
+		up++
+	}
+}
+
+// discard is DISCARD inside MULTI.
+func (p *Proxy) discard(s *session, args [][]byte) {
+	c := s.c
+	if s.pendingMulti {
+		if !p.localArityOK(args) {
+			s.dirty = true
+			p.local.Serve(c, args)
+			return
+		}
+		s.finishTx()
+		c.W.OK()
+		return
+	}
+	r := s.call(s.pin, args)
+	c.W.Raw(r)
+	if isOK(r) || s.pin.err != nil {
+		s.finishTx()
+	}
+}
+
+// finishTx ends the transaction: EXEC and DISCARD also forget WATCHes, so
+// the pinned connection is clean and goes back to its pool.
+func (s *session) finishTx() {
+	s.endTx()
+	s.unpinOrDrop()
+}
+
+// runLocal runs a command the proxy answers itself (at EXEC).
+func (p *Proxy) runLocal(s *session, args [][]byte) {
+	if kindOf(args[0]) == kInfo {
+		p.info(s, args)
+		return
+	}
+	p.local.Serve(s.c, args)
+}
