@@ -404,13 +404,18 @@ type onceSummary struct {
 		Ratio        float64 `json:"ratio"`
 	} `json:"ratios"`
 	Wakeups []struct {
-		Waiters    int     `json:"waiters"`
-		Samples    int     `json:"samples"`
-		OnceP50us  float64 `json:"oncekv_p50_us"`
-		OnceP99us  float64 `json:"oncekv_p99_us"`
-		PollP50us  float64 `json:"poll_p50_us"`
-		PollP99us  float64 `json:"poll_p99_us"`
-		PollPeriod string  `json:"poll_period"`
+		Waiters   int     `json:"waiters"`
+		Samples   int     `json:"samples"`
+		OnceP50us float64 `json:"oncekv_p50_us"`
+		OnceP99us float64 `json:"oncekv_p99_us"`
+		// redis-server's own wake-ups, the reference (0: not measured)
+		PublishP50us float64 `json:"publish_p50_us"`
+		PublishP99us float64 `json:"publish_p99_us"`
+		BlpopP50us   float64 `json:"blpop_p50_us"`
+		BlpopP99us   float64 `json:"blpop_p99_us"`
+		PollP50us    float64 `json:"poll_p50_us"`
+		PollP99us    float64 `json:"poll_p99_us"`
+		PollPeriod   string  `json:"poll_period"`
 	} `json:"wakeups"`
 }
 

@@ -200,10 +200,20 @@ func onceMarkdown(head sectionHead, report string, sum onceSummary) string {
 	for _, w := range sum.Wakeups {
 		if w.Waiters == 1000 {
 			found = true
+			measured := fmt.Sprintf("p99 %s, p50 %s over %d wake-ups", usStr(w.OnceP99us), usStr(w.OnceP50us), w.Samples)
+			if w.PublishP99us > 0 {
+				measured += fmt.Sprintf("; redis-server reference, one PUBLISH to %d subscribers: p99 %s, p50 %s", w.Waiters, usStr(w.PublishP99us), usStr(w.PublishP50us))
+			}
+			if w.BlpopP99us > 0 {
+				measured += fmt.Sprintf("; one RPUSH to %d clients in BLPOP: p99 %s, p50 %s", w.Waiters, usStr(w.BlpopP99us), usStr(w.BlpopP50us))
+			}
+			if w.PollP99us > 0 {
+				measured += fmt.Sprintf(" (GET polling every %s: p99 %s)", w.PollPeriod, usStr(w.PollP99us))
+			}
 			targets = append(targets, target{
 				Section:  "once",
 				Name:     "ONCE waiter wake-up p99 < 1 ms with 1000 waiters",
-				Measured: fmt.Sprintf("p99 %s, p50 %s over %d wake-ups (GET polling every %s: p99 %s)", usStr(w.OnceP99us), usStr(w.OnceP50us), w.Samples, w.PollPeriod, usStr(w.PollP99us)),
+				Measured: measured,
 				Met:      met(w.OnceP99us < 1000),
 			})
 		}

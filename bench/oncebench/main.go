@@ -9,7 +9,11 @@
 //     servers' cost without the client's;
 //   - how long waiters take to learn the answer after it is completed:
 //     pushed to ONCE.CLAIM … WAIT 0 callers, against GET polling every
-//     10 ms (up to 1000 waiters).
+//     10 ms (up to 1000 waiters); and, as a reference for what any server
+//     pays to wake that many blocked clients, redis-server's own push
+//     paths measured the same way: one PUBLISH to N subscribers of one
+//     channel, and one RPUSH of N elements to N clients in BLPOP on one
+//     list (see wakeref.go).
 //
 // By default it builds oncekv from the module it is run in and starts it
 // and redis-server on free 127.0.0.1 ports, each in a temporary directory
@@ -17,8 +21,9 @@
 // instead. Both servers and the client share the machine, so the numbers
 // are only as steady as the machine is idle.
 //
-//	go run ./bench/oncebench            # about 3 minutes
-//	go run ./bench/oncebench -quick     # a few seconds, to check it runs
+//	go run ./bench/oncebench                  # about 3 minutes
+//	go run ./bench/oncebench -quick           # a few seconds, to check it runs
+//	go run ./bench/oncebench -parts wakeup    # the wake-up latencies alone
 package main
 
 import (
@@ -50,6 +55,8 @@ type options struct {
 	duration, warmup    time.Duration
 	rounds              int
 	waiters             []int
+	cycles, wakeups     bool     // the parts run
+	wakeRefs            []string // the reference wake-ups run on redis-server
 	wakeSamples         int
 	wakeMinRounds       int
 	poll                time.Duration
@@ -61,7 +68,7 @@ type options struct {
 
 func main() {
 	o := options{}
-	var waiters, libs string
+	var waiters, libs, parts, refs string
 	var quick bool
 	flag.StringVar(&o.onceAddr, "oncekv", "", "address of a running oncekv to use (default: build and start one)")
 	flag.StringVar(&o.redisAddr, "redis", "", "address of a running redis-server to use (default: start one)")
@@ -74,7 +81,9 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of one timed cycle round per system")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "untimed cycle run per system before the rounds")
 	flag.IntVar(&o.rounds, "rounds", 3, "timed cycle rounds per system, alternating between systems; the median counts")
+	flag.StringVar(&parts, "parts", "cycles,wakeup", "the parts to run: cycles (claim+complete cycles/s), wakeup (waiter wake-up latency) or both")
 	flag.StringVar(&waiters, "waiters", "1,50,1000", "comma-separated waiter counts for the wake-up benchmark")
+	flag.StringVar(&refs, "wake-refs", strings.Join(allWakeRefs, ","), "what the wake-up benchmark also measures on redis-server: publish (PUBLISH to N subscribers), blpop (one RPUSH to N clients in BLPOP), poll (GET polling), any of them or none")
 	flag.IntVar(&o.wakeSamples, "wake-samples", 500, "wake-up samples wanted per waiter count and system (rounds = samples/waiters)")
 	flag.IntVar(&o.wakeMinRounds, "wake-min-rounds", 10, "wake-up rounds (keys) at least, per waiter count and system")
 	flag.DurationVar(&o.poll, "poll", 10*time.Millisecond, "baseline waiters' GET polling interval")
@@ -106,6 +115,27 @@ func main() {
 			fatalf("-waiters: %q is not a positive count", f)
 		}
 		o.waiters = append(o.waiters, n)
+	}
+	for f := range strings.SplitSeq(parts, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case "cycles":
+			o.cycles = true
+		case "wakeup":
+			o.wakeups = true
+		default:
+			fatalf("-parts: %q is neither cycles nor wakeup", f)
+		}
+	}
+	for f := range strings.SplitSeq(refs, ",") {
+		switch f = strings.TrimSpace(f); {
+		case f == "" || f == "none":
+		case slices.Contains(allWakeRefs, f):
+			if !slices.Contains(o.wakeRefs, f) {
+				o.wakeRefs = append(o.wakeRefs, f)
+			}
+		default:
+			fatalf("-wake-refs: %q is not one of %s", f, strings.Join(allWakeRefs, ", "))
+		}
 	}
 	for f := range strings.SplitSeq(libs, ",") {
 		switch f = strings.TrimSpace(f); f {
@@ -230,6 +260,9 @@ func run(o options) error {
 	prefix := fmt.Sprintf("oncebench:%d:%d:", os.Getpid(), time.Now().UnixNano())
 	answer := strings.Repeat("a", o.answerSize)
 	var systems []system
+	if !o.cycles {
+		o.clientLibs = nil
+	}
 	for _, lib := range o.clientLibs {
 		p := func() string { return prefix + "s" + strconv.Itoa(len(systems)) + ":" }
 		switch lib {
@@ -277,10 +310,13 @@ func run(o options) error {
 		}
 	}
 
-	// Wake-ups: rounds alternating between oncekv and the baseline.
-	wakes, err := measureWakeups(o, onceAddr, redisAddr, sc, prefix, answer)
-	if err != nil {
-		return err
+	// Wake-ups: rounds alternating between oncekv, the references and the
+	// baseline.
+	var wakes []wakeResult
+	if o.wakeups {
+		if wakes, err = measureWakeups(o, onceAddr, redisAddr, sc, prefix, answer); err != nil {
+			return err
+		}
 	}
 	elapsed := time.Since(start)
 
@@ -310,11 +346,13 @@ func run(o options) error {
 	return nil
 }
 
-// wakeResult holds the latencies of one waiter count.
+// wakeResult holds the latencies of one waiter count: oncekv's, GET
+// polling's (redis) and the redis-server references'.
 type wakeResult struct {
-	waiters     int
-	rounds      int
-	once, redis []time.Duration
+	waiters        int
+	rounds         int
+	once, redis    []time.Duration
+	publish, blpop []time.Duration
 }
 
 func measureWakeups(o options, onceAddr, redisAddr string, sc scripts, prefix, answer string) ([]wakeResult, error) {
@@ -351,14 +389,33 @@ func measureWakeups(o options, onceAddr, redisAddr string, sc scripts, prefix, a
 				return nil, fmt.Errorf("oncekv wake-up, %d waiters: %w", n, err)
 			}
 			w.once = append(w.once, lat...)
-			lat, err = pollWakeRound(redisRun, redisWs[:n], sc, prefix+"fence", key, answer, o.poll, o.timeout)
-			if err != nil {
-				return nil, fmt.Errorf("redis polling wake-up, %d waiters: %w", n, err)
+			for _, ref := range o.wakeRefs {
+				switch ref {
+				case refPublish:
+					lat, err = publishWakeRound(redisRun, redisWs[:n], key, answer, o.timeout, o.wakeReader)
+					w.publish = append(w.publish, lat...)
+				case refBlpop:
+					lat, err = blpopWakeRound(redisRun, redisWs[:n], key+":list", answer, o.timeout, o.wakeReader)
+					w.blpop = append(w.blpop, lat...)
+				case refPoll:
+					lat, err = pollWakeRound(redisRun, redisWs[:n], sc, prefix+"fence", key, answer, o.poll, o.timeout)
+					w.redis = append(w.redis, lat...)
+				}
+				if err != nil {
+					return nil, fmt.Errorf("redis %s wake-up, %d waiters: %w", ref, n, err)
+				}
 			}
-			w.redis = append(w.redis, lat...)
 		}
-		fmt.Fprintf(os.Stderr, "oncebench: wake-up %4d waiters: oncekv p50 %s p99 %s, polling p50 %s\n",
-			n, fmtDur(percentile(w.once, 0.5)), fmtDur(percentile(w.once, 0.99)), fmtDur(percentile(w.redis, 0.5)))
+		line := fmt.Sprintf("oncebench: wake-up %4d waiters: oncekv p50 %s p99 %s", n, fmtDur(percentile(w.once, 0.5)), fmtDur(percentile(w.once, 0.99)))
+		for _, r := range []struct {
+			name string
+			lat  []time.Duration
+		}{{"redis PUBLISH", w.publish}, {"redis BLPOP", w.blpop}, {"GET polling", w.redis}} {
+			if len(r.lat) > 0 {
+				line += fmt.Sprintf(", %s p50 %s p99 %s", r.name, fmtDur(percentile(r.lat, 0.5)), fmtDur(percentile(r.lat, 0.99)))
+			}
+		}
+		fmt.Fprintln(os.Stderr, line)
 		out = append(out, w)
 	}
 	return out, nil
@@ -394,14 +451,19 @@ type ratioRow struct {
 }
 
 type wakeRowSum struct {
-	Waiters    int     `json:"waiters"`
-	Samples    int     `json:"samples"`
-	OnceP50us  float64 `json:"oncekv_p50_us"`
-	OnceP99us  float64 `json:"oncekv_p99_us"`
-	PollP50us  float64 `json:"poll_p50_us"`
-	PollP99us  float64 `json:"poll_p99_us"`
-	PollPeriod string  `json:"poll_period"`
-	Reader     string  `json:"reader"`
+	Waiters   int     `json:"waiters"`
+	Samples   int     `json:"samples"`
+	OnceP50us float64 `json:"oncekv_p50_us"`
+	OnceP99us float64 `json:"oncekv_p99_us"`
+	// redis-server references (0: not measured, see -wake-refs)
+	PublishP50us float64 `json:"publish_p50_us,omitempty"`
+	PublishP99us float64 `json:"publish_p99_us,omitempty"`
+	BlpopP50us   float64 `json:"blpop_p50_us,omitempty"`
+	BlpopP99us   float64 `json:"blpop_p99_us,omitempty"`
+	PollP50us    float64 `json:"poll_p50_us,omitempty"`
+	PollP99us    float64 `json:"poll_p99_us,omitempty"`
+	PollPeriod   string  `json:"poll_period"`
+	Reader       string  `json:"reader"`
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -440,6 +502,8 @@ func summarize(o options, systems []system, results [][]cycleResult, wakes []wak
 		sum.Wakeups = append(sum.Wakeups, wakeRowSum{
 			Waiters: w.waiters, Samples: len(w.once),
 			OnceP50us: us(percentile(w.once, 0.5)), OnceP99us: us(percentile(w.once, 0.99)),
+			PublishP50us: us(percentile(w.publish, 0.5)), PublishP99us: us(percentile(w.publish, 0.99)),
+			BlpopP50us: us(percentile(w.blpop, 0.5)), BlpopP99us: us(percentile(w.blpop, 0.99)),
 			PollP50us: us(percentile(w.redis, 0.5)), PollP99us: us(percentile(w.redis, 0.99)),
 			PollPeriod: o.poll.String(), Reader: o.wakeReader,
 		})
@@ -476,56 +540,104 @@ func report(w io.Writer, o options, systems []system, results [][]cycleResult, w
 	p("- load average before %s, after %s; run took %s. Servers and client share the CPUs:\n"+
 		"  other load on the machine moves these numbers, so compare rows of one run.\n\n", in.load0, in.load1, in.elapsed.Round(time.Second))
 
-	p("### Claim+complete cycles/s, distinct keys, %d clients\n\n", o.clients)
-	p("Each cycle claims a fresh key and completes it. %d rounds of %s per system, alternating "+
-		"between all systems (after a %s warm-up each); median of the rounds; latency over all cycles of all rounds. "+
-		"go-redis: %d goroutines share one `*redis.Client` with a pool of %d connections (v9 defaults otherwise, RESP3); "+
-		"raw: one connection per goroutine with a minimal RESP2 client, to show the servers' cost without go-redis's.\n\n",
-		o.rounds, o.duration, o.warmup, o.clients, o.clients)
-	p("| client | system | round trips | cycles/s (median) | min–max of rounds | cycle p50 | cycle p99 |\n")
-	p("|---|---|---:|---:|---:|---:|---:|\n")
-	for i, s := range systems {
-		var rates []float64
-		for _, r := range results[i] {
-			rates = append(rates, r.rate())
+	if len(systems) > 0 {
+		p("### Claim+complete cycles/s, distinct keys, %d clients\n\n", o.clients)
+		p("Each cycle claims a fresh key and completes it. %d rounds of %s per system, alternating "+
+			"between all systems (after a %s warm-up each); median of the rounds; latency over all cycles of all rounds. "+
+			"go-redis: %d goroutines share one `*redis.Client` with a pool of %d connections (v9 defaults otherwise, RESP3); "+
+			"raw: one connection per goroutine with a minimal RESP2 client, to show the servers' cost without go-redis's.\n\n",
+			o.rounds, o.duration, o.warmup, o.clients, o.clients)
+		p("| client | system | round trips | cycles/s (median) | min–max of rounds | cycle p50 | cycle p99 |\n")
+		p("|---|---|---:|---:|---:|---:|---:|\n")
+		for i, s := range systems {
+			var rates []float64
+			for _, r := range results[i] {
+				rates = append(rates, r.rate())
+			}
+			c := sum.Cycles[i]
+			p("| %s | %s | %d | %.0f | %.0f–%.0f | %s | %s |\n", s.client, s.name, s.rtts, c.Median,
+				slices.Min(rates), slices.Max(rates), fmtUs(c.P50Micro), fmtUs(c.P99Micro))
 		}
-		c := sum.Cycles[i]
-		p("| %s | %s | %d | %.0f | %.0f–%.0f | %s | %s |\n", s.client, s.name, s.rtts, c.Median,
-			slices.Min(rates), slices.Max(rates), fmtUs(c.P50Micro), fmtUs(c.P99Micro))
+		p("\n")
+		for _, r := range sum.Ratios {
+			p("- **%s: oncekv / fastest baseline = %.2f×** (%.0f vs %.0f cycles/s, baseline: %s)\n",
+				r.Client, r.Ratio, r.Oncekv, r.Baseline, r.BestBaseline)
+		}
+		p("\n")
+		p("What each system runs (answer: %d bytes; lease 30 s, keep 60 s):\n\n", o.answerSize)
+		p("- oncekv: `ONCE.CLAIM k LEASE 30000` → `[\"claimed\", tok]`; `ONCE.COMPLETE k tok <answer> KEEP 60000` → `+OK`.\n")
+		p("- oncekv via kv.Once.Run: `kv.OpenOnce[string](kv.New(rdb), name, kv.Keep(60s), kv.Lease(30s)).Run(ctx, key, fn)`, " +
+			"fn returning the answer at once: `ONCE.CLAIM name:k … WAIT …` then `ONCE.COMPLETE`, JSON-encoded answer.\n")
+		p("- redis: EVALSHA claim + EVALSHA CAS: a claim script (`GET k`; if absent `INCR <fence>` and `SET k running:<tok> PX 30000`; " +
+			"answers like ONCE.CLAIM), then the CAS script: if `GET k` is still `running:<tok>`, `SET k done:<answer> PX 60000` and return 1, " +
+			"else change nothing and return 0 (stale). Same answers and fencing as ONCE, two round trips.\n")
+		p("- redis: SET NX PX (random token) + EVALSHA CAS: `SET k running:<random> NX PX 30000`, then the CAS script. " +
+			"The usual recipe; tokens do not grow, so no fencing.\n")
+		p("- redis: INCR + SET NX PX + EVALSHA CAS: `INCR <fence>` → tok (one counter, so tokens only grow: fencing as in ONCE); " +
+			"`SET k running:<tok> NX PX 30000`; the CAS script. Three round trips.\n")
+		p("\nThe go-redis baselines use `redis.NewScript(…).Run` (EVALSHA, EVAL on NOSCRIPT).\n\n")
 	}
-	p("\n")
-	for _, r := range sum.Ratios {
-		p("- **%s: oncekv / fastest baseline = %.2f×** (%.0f vs %.0f cycles/s, baseline: %s)\n",
-			r.Client, r.Ratio, r.Oncekv, r.Baseline, r.BestBaseline)
+	if len(wakes) > 0 {
+		wakeReport(p, o, wakes, sum)
 	}
-	p("\n")
+}
 
+// wakeReport writes the wake-up section of the report.
+func wakeReport(p func(string, ...any), o options, wakes []wakeResult, sum summary) {
 	p("### Waiter wake-up latency after COMPLETE\n\n")
 	p("Latency = arrival of a waiter's answer − the moment just before the completing command was written. "+
-		"Raw RESP client on both sides, one connection per waiter. oncekv's waiters are read by %s, so that the figure is the server's delivery time rather than the client's cost of waking a thousand goroutines.\n"+
-		"oncekv: N connections blocked in `ONCE.CLAIM k WAIT 0` (all N confirmed waiting with ONCE.STATUS), runner sends `ONCE.COMPLETE`.\n"+
-		"redis: N connections polling `GET k` with a %s sleep between polls (random start phase; once all have seen the key running, "+
-		"the runner waits a random fraction of the interval and sends the EVALSHA CAS).\n"+
-		"Each round is a fresh key; rounds alternate between the two servers.\n\n", wakeReaderText(o.wakeReader), o.poll)
-	p("| waiters | rounds | samples each | oncekv p50 | oncekv p99 | redis GET poll p50 | redis GET poll p99 |\n")
-	p("|---:|---:|---:|---:|---:|---:|---:|\n")
+		"Raw RESP client, one connection per waiter. The waiters blocked on a server (all but GET polling's, which sleep in between) "+
+		"are read by %s, so that the figure is the server's delivery time rather than the client's cost of waking a thousand goroutines.\n\n", wakeReaderText(o.wakeReader))
+	p("- oncekv: N connections blocked in `ONCE.CLAIM k WAIT 0` (all N confirmed waiting with ONCE.STATUS), runner sends `ONCE.COMPLETE k tok <answer> KEEP 60000`.\n")
+	if slices.Contains(o.wakeRefs, refPublish) {
+		p("- redis PUBLISH (reference: how fast Redis itself wakes N blocked clients with one command): N connections `SUBSCRIBE`d to one channel " +
+			"(all N confirmations read, PUBSUB NUMSUB = N), runner sends `PUBLISH channel <answer>`; each subscriber gets the message. Nothing is written to the AOF.\n")
+	}
+	if slices.Contains(o.wakeRefs, refBlpop) {
+		p("- redis BLPOP (reference): N connections in `BLPOP k 0` on one list (INFO clients counts all N blocked), runner sends one " +
+			"`RPUSH k <answer> … <answer>` with N elements; each waiter pops one. One key and one command, like ONCE.COMPLETE; the RPUSH goes to the AOF.\n")
+	}
+	if slices.Contains(o.wakeRefs, refPoll) {
+		p("- redis GET poll (what users build without ONCE): N connections polling `GET k` with a %s sleep between polls, a goroutine each (random start phase; "+
+			"once all have seen the key running, the runner waits a random fraction of the interval and sends the EVALSHA CAS).\n", o.poll)
+	}
+	p("\nEach round is a fresh key (channel, list); rounds alternate between oncekv and each redis-server measurement, the same number of rounds each.\n\n")
+	type col struct {
+		name     string
+		p50, p99 func(wakeRowSum) float64
+	}
+	cols := []col{{"oncekv", func(s wakeRowSum) float64 { return s.OnceP50us }, func(s wakeRowSum) float64 { return s.OnceP99us }}}
+	for _, ref := range o.wakeRefs {
+		switch ref {
+		case refPublish:
+			cols = append(cols, col{"redis PUBLISH", func(s wakeRowSum) float64 { return s.PublishP50us }, func(s wakeRowSum) float64 { return s.PublishP99us }})
+		case refBlpop:
+			cols = append(cols, col{"redis BLPOP", func(s wakeRowSum) float64 { return s.BlpopP50us }, func(s wakeRowSum) float64 { return s.BlpopP99us }})
+		case refPoll:
+			cols = append(cols, col{"redis GET poll", func(s wakeRowSum) float64 { return s.PollP50us }, func(s wakeRowSum) float64 { return s.PollP99us }})
+		}
+	}
+	p("| waiters | rounds | samples each |")
+	for _, c := range cols {
+		p(" %s p50 | %s p99 |", c.name, c.name)
+	}
+	p("\n|---:|---:|---:|%s\n", strings.Repeat("---:|---:|", len(cols)))
 	for i, wk := range wakes {
 		s := sum.Wakeups[i]
-		p("| %d | %d | %d | %s | %s | %s | %s |\n", wk.waiters, wk.rounds, s.Samples,
-			fmtUs(s.OnceP50us), fmtUs(s.OnceP99us), fmtUs(s.PollP50us), fmtUs(s.PollP99us))
+		p("| %d | %d | %d |", wk.waiters, wk.rounds, s.Samples)
+		for _, c := range cols {
+			p(" %s | %s |", fmtUs(c.p50(s)), fmtUs(c.p99(s)))
+		}
+		p("\n")
 	}
-	p("\nWhat each system runs (answer: %d bytes; lease 30 s, keep 60 s):\n\n", o.answerSize)
-	p("- oncekv: `ONCE.CLAIM k LEASE 30000` → `[\"claimed\", tok]`; `ONCE.COMPLETE k tok <answer> KEEP 60000` → `+OK`.\n")
-	p("- oncekv via kv.Once.Run: `kv.OpenOnce[string](kv.New(rdb), name, kv.Keep(60s), kv.Lease(30s)).Run(ctx, key, fn)`, " +
-		"fn returning the answer at once: `ONCE.CLAIM name:k … WAIT …` then `ONCE.COMPLETE`, JSON-encoded answer.\n")
-	p("- redis: EVALSHA claim + EVALSHA CAS: a claim script (`GET k`; if absent `INCR <fence>` and `SET k running:<tok> PX 30000`; " +
-		"answers like ONCE.CLAIM), then the CAS script: if `GET k` is still `running:<tok>`, `SET k done:<answer> PX 60000` and return 1, " +
-		"else change nothing and return 0 (stale). Same answers and fencing as ONCE, two round trips.\n")
-	p("- redis: SET NX PX (random token) + EVALSHA CAS: `SET k running:<random> NX PX 30000`, then the CAS script. " +
-		"The usual recipe; tokens do not grow, so no fencing.\n")
-	p("- redis: INCR + SET NX PX + EVALSHA CAS: `INCR <fence>` → tok (one counter, so tokens only grow: fencing as in ONCE); " +
-		"`SET k running:<tok> NX PX 30000`; the CAS script. Three round trips.\n")
-	p("\nThe go-redis baselines use `redis.NewScript(…).Run` (EVALSHA, EVAL on NOSCRIPT).\n\n")
+	last := sum.Wakeups[len(sum.Wakeups)-1]
+	p("\n- **%d waiters: oncekv p50 %s, p99 %s", last.Waiters, fmtUs(last.OnceP50us), fmtUs(last.OnceP99us))
+	for _, c := range cols[1:] {
+		if c.name != "redis GET poll" {
+			p("; reference %s p50 %s, p99 %s", c.name, fmtUs(c.p50(last)), fmtUs(c.p99(last)))
+		}
+	}
+	p("**\n\n")
 }
 
 func wakeReaderText(r string) string {

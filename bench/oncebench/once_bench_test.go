@@ -331,7 +331,37 @@ func TestBaselineScript(t *testing.T) {
 				}
 			}
 		}
-		lat, err := pollWakeRound(mustDial(t, rs.Addr), mustDialN(t, rs.Addr, n), sc, fence, prefix+"wake", answer, 2*time.Millisecond, 10*time.Second)
+		// The redis-server references, on the same connections round after
+		// round (and then polling on them: PUBLISH leaves them unsubscribed).
+		rws := mustDialN(t, rs.Addr, n)
+		for r, reader := range []string{readerGoroutines, defaultWakeReader(), readerGoroutines} {
+			for _, ref := range []struct {
+				name  string
+				round func(run *conn, ws []*conn, key, answer string, timeout time.Duration, reader string) ([]time.Duration, error)
+			}{{refPublish, publishWakeRound}, {refBlpop, blpopWakeRound}} {
+				key := prefix + ref.name + ":" + strconv.Itoa(r)
+				lat, err := ref.round(rc, rws, key, answer, 10*time.Second, reader)
+				if err != nil || len(lat) != n {
+					t.Fatalf("redis %s wake-up round %d, %s: %d latencies, %v", ref.name, r, reader, len(lat), err)
+				}
+				for _, l := range lat {
+					if l <= 0 || l > 5*time.Second {
+						t.Fatalf("redis %s wake-up round %d, %s: latencies %v", ref.name, r, reader, lat)
+					}
+				}
+				// Nothing left behind: no subscribers, no list, nobody blocked.
+				if r := do(rc, "PUBSUB", "NUMSUB", key); len(r.Arr) != 2 || r.Arr[1].N != 0 {
+					t.Fatalf("after the %s round: PUBSUB NUMSUB %v, want 0", ref.name, r)
+				}
+				if r := do(rc, "EXISTS", key); r.N != 0 {
+					t.Fatalf("after the %s round: EXISTS %s = %v, want 0", ref.name, key, r)
+				}
+				if b, err := blockedClients(rc); err != nil || b != 0 {
+					t.Fatalf("after the %s round: %d blocked clients (%v), want 0", ref.name, b, err)
+				}
+			}
+		}
+		lat, err := pollWakeRound(mustDial(t, rs.Addr), rws, sc, fence, prefix+"wake", answer, 2*time.Millisecond, 10*time.Second)
 		if err != nil || len(lat) != n {
 			t.Fatalf("polling wake-up round: %d latencies, %v", len(lat), err)
 		}

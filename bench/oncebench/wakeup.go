@@ -2,7 +2,8 @@ package main
 
 // Waiter wake-up latency: how long callers waiting for a key's answer take
 // to get it once it is completed, on oncekv (blocked in ONCE.CLAIM … WAIT)
-// and on the baseline (GET polling).
+// and on the baseline (GET polling). Redis's own push paths, PUBLISH and
+// BLPOP, are measured as a reference in wakeref.go.
 
 import (
 	"errors"
@@ -67,22 +68,36 @@ func onceWakeRound(run *conn, ws []*conn, key, answer string, timeout time.Durat
 	if err := waitStatus(run, key, len(ws), deadline); err != nil {
 		return nil, err
 	}
+	lat, err := timedWake(ws, doneReply(answer), reader, deadline, func() error {
+		return onceComplete(run, key, tok, answer)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiters on %s: %w", key, err)
+	}
+	return lat, nil
+}
+
+// timedWake starts the reader named on ws, which are all blocked waiting
+// for the reply want, runs fire (the one command that wakes them) and
+// returns, per connection, the time from just before fire to the arrival
+// of its reply.
+func timedWake(ws []*conn, want []byte, reader string, deadline time.Time, fire func() error) ([]time.Duration, error) {
 	start := startGoroutineAwait
 	if reader == readerEpoll {
 		start = startEpollAwait
 	}
-	await, err := start(ws, doneReply(answer), deadline)
+	await, err := start(ws, want, deadline)
 	if err != nil {
 		return nil, err
 	}
 	t0 := time.Now()
-	if err := onceComplete(run, key, tok, answer); err != nil {
+	if err := fire(); err != nil {
 		await.cancel()
 		return nil, err
 	}
 	arrivals, err := await.wait()
 	if err != nil {
-		return nil, fmt.Errorf("waiters on %s: %w", key, err)
+		return nil, err
 	}
 	lat := make([]time.Duration, len(ws))
 	for i, a := range arrivals {

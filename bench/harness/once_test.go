@@ -1,0 +1,58 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestOnceMarkdownWakeupReference checks that the wake-up target of the
+// ONCE section, and so the summary row, carries redis-server's reference
+// wake-ups from oncebench's -json next to oncekv's figure, and leaves out
+// the ones not measured.
+func TestOnceMarkdownWakeupReference(t *testing.T) {
+	for _, tc := range []struct {
+		name, json string
+		want, not  []string
+	}{
+		{
+			name: "all",
+			json: `{"clients":50,"wakeups":[
+				{"waiters":50,"samples":500,"oncekv_p50_us":100,"oncekv_p99_us":200,"publish_p50_us":90,"publish_p99_us":180,"poll_period":"10ms"},
+				{"waiters":1000,"samples":10000,"oncekv_p50_us":6000,"oncekv_p99_us":13000,"publish_p50_us":4000,"publish_p99_us":8500,
+				 "blpop_p50_us":5000,"blpop_p99_us":9000,"poll_p50_us":12000,"poll_p99_us":21000,"poll_period":"10ms"}]}`,
+			want: []string{"| ONCE waiter wake-up p99 < 1 ms with 1000 waiters | p99 13.00 ms, p50 6.00 ms over 10000 wake-ups; " +
+				"redis-server reference, one PUBLISH to 1000 subscribers: p99 8.50 ms, p50 4.00 ms; " +
+				"one RPUSH to 1000 clients in BLPOP: p99 9.00 ms, p50 5.00 ms (GET polling every 10ms: p99 21.00 ms) | no |"},
+		},
+		{
+			name: "oncekv only, met",
+			json: `{"clients":50,"wakeups":[{"waiters":1000,"samples":10,"oncekv_p50_us":300,"oncekv_p99_us":900,"poll_period":"10ms"}]}`,
+			want: []string{"| ONCE waiter wake-up p99 < 1 ms with 1000 waiters | p99 900 µs, p50 300 µs over 10 wake-ups | **yes** |"},
+			not:  []string{"PUBLISH", "BLPOP", "polling"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sum onceSummary
+			if err := json.Unmarshal([]byte(tc.json), &sum); err != nil {
+				t.Fatal(err)
+			}
+			sec := onceMarkdown(sectionHead{title: "ONCE", runLine: "run", command: "oncebench"}, "### Waiter wake-up latency after COMPLETE\n\ntable\n", sum)
+			if !strings.Contains(sec, "### ONCE: Waiter wake-up latency") {
+				t.Errorf("section lacks oncebench's report:\n%s", sec)
+			}
+			doc := mergeDoc("", map[string]string{"once": sec})
+			summary := parseSections(doc)["summary"]
+			for _, w := range tc.want {
+				if !strings.Contains(summary, w) {
+					t.Errorf("summary lacks %q:\n%s", w, summary)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(summary, n) {
+					t.Errorf("summary has %q:\n%s", n, summary)
+				}
+			}
+		})
+	}
+}
