@@ -76,6 +76,7 @@ func New(cfg config.Config, log *zap.Logger) (*App, error) {
 	opts.Logger = log.Named("store")
 	opts.MemTableSize = cfg.MemTableSize
 	opts.BlockCacheSize = cfg.BlockCacheSize
+	opts.CacheSize = cfg.ValueCacheSize
 	opts.MinFreeDisk = cfg.MinFreeDisk
 	st, err := badgerdb.Open(opts)
 	if err != nil {

@@ -28,9 +28,12 @@ type Config struct {
 	MaxClients  int
 	// Timeout closes idle clients after that many seconds; 0 never.
 	Timeout int
-	// MemTableSize and BlockCacheSize size the storage engine's memory.
+	// MemTableSize and BlockCacheSize size the storage engine's memory;
+	// ValueCacheSize bounds the values kept in memory after they are
+	// written to it (0: none).
 	MemTableSize   int64
 	BlockCacheSize int64
+	ValueCacheSize int64
 	// OnceLease is the lease of a ONCE.CLAIM that names none.
 	OnceLease time.Duration
 
@@ -99,6 +102,7 @@ func Default() Config {
 		MaxClients:     10000,
 		MemTableSize:   8 << 20,
 		BlockCacheSize: 32 << 20,
+		ValueCacheSize: 32 << 20,
 		OnceLease:      30 * time.Second,
 
 		ProtoMaxBulkLen:        512 << 20,
@@ -302,6 +306,8 @@ func (c *Config) Set(name string, vals []string) error {
 		c.MemTableSize, err = size()
 	case "block-cache-size":
 		c.BlockCacheSize, err = size()
+	case "value-cache-size":
+		c.ValueCacheSize, err = size()
 	case "min-free-disk":
 		if len(vals) == 1 && vals[0] == "-1" {
 			c.MinFreeDisk = -1
@@ -499,6 +505,7 @@ func (c Config) Directives() map[string]string {
 		"save":                      "",
 		"memtable-size":             strconv.FormatInt(c.MemTableSize, 10),
 		"block-cache-size":          strconv.FormatInt(c.BlockCacheSize, 10),
+		"value-cache-size":          strconv.FormatInt(c.ValueCacheSize, 10),
 		"once-lease-ms":             strconv.FormatInt(c.OnceLease.Milliseconds(), 10),
 		"min-free-disk":             strconv.FormatInt(c.MinFreeDisk, 10),
 		"backup-dir":                c.BackupDir,

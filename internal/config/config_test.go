@@ -33,6 +33,8 @@ func TestParse(t *testing.T) {
 		{name: "ignored redis directives", args: []string{"--appendonly", "yes", "--save", ""}, want: func(*Config) {}},
 		{name: "sizes and lease", args: []string{"--memtable-size", "16mb", "--once-lease-ms", "500"},
 			want: func(c *Config) { c.MemTableSize, c.OnceLease = 16<<20, 500*time.Millisecond }},
+		{name: "caches", args: []string{"--block-cache-size", "8mb", "--value-cache-size", "0"},
+			want: func(c *Config) { c.BlockCacheSize, c.ValueCacheSize = 8<<20, 0 }},
 		{name: "unknown", args: []string{"--nosuch", "1"}, err: `unknown directive "nosuch"`},
 		{name: "bad fsync", args: []string{"--appendfsync", "sometimes"}, err: `appendfsync must be always, everysec or no, not "sometimes"`},
 		{name: "bad port", args: []string{"--port", "x"}, err: `directive "port": "x" is not an integer`},

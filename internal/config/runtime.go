@@ -55,6 +55,7 @@ var runtimeKinds = map[string]runtimeKind{
 	"tls-auth-clients": kindImmutable,
 	"memtable-size":    kindImmutable,
 	"block-cache-size": kindImmutable,
+	"value-cache-size": kindImmutable,
 	"once-lease-ms":    kindImmutable,
 	"metrics-addr":     kindImmutable,
 	// Proxy mode is chosen at startup.

@@ -138,7 +138,7 @@ func DefaultOptions(dir string) Options {
 		SweepKeys:      64,
 		GCInterval:     5 * time.Minute,
 		MaxPending:     100000,
-		CacheSize:      64 << 20,
+		CacheSize:      32 << 20,
 	}
 }
 

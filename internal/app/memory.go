@@ -1,0 +1,37 @@
+package app
+
+import (
+	"os"
+	"runtime/debug"
+
+	"go.uber.org/zap"
+
+	"github.com/oncekv/oncekv/internal/config"
+)
+
+// memoryHeadroom is what a server needs beyond its configured caches:
+// connections' buffers, Badger's table indexes and compaction buffers,
+// and the staged writes that wait for the log.
+const memoryHeadroom = 96 << 20
+
+// MemoryLimit is the soft limit of the Go heap for cfg: the caches the
+// configuration sizes (value cache, Badger's block cache, its memtables),
+// plus headroom. Under it the garbage collector runs as usual; near it, it
+// runs sooner instead of letting the heap double, which is what kept the
+// RSS of a loaded server at two to three times its live data.
+func MemoryLimit(cfg config.Config) int64 {
+	const memtables = 6 // Badger's default of 5 in memory, plus one flushing
+	return cfg.ValueCacheSize + cfg.BlockCacheSize + memtables*cfg.MemTableSize + memoryHeadroom
+}
+
+// ApplyMemoryLimit sets the Go runtime's soft memory limit to MemoryLimit,
+// unless the GOMEMLIMIT environment variable sets one ("off" lifts it).
+// A proxy (upstream set) has no caches to size, and keeps Go's default.
+func ApplyMemoryLimit(cfg config.Config, log *zap.Logger) {
+	if os.Getenv("GOMEMLIMIT") != "" || cfg.Upstream != "" {
+		return
+	}
+	limit := MemoryLimit(cfg)
+	debug.SetMemoryLimit(limit)
+	log.Debug("memory limit", zap.Int64("bytes", limit))
+}
