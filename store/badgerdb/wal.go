@@ -248,7 +248,7 @@ func (w *wal) sync() error {
 	if w.f == nil {
 		return nil
 	}
-	if err := w.f.Sync(); err != nil {
+	if err := fdatasync(w.f); err != nil {
 		return fmt.Errorf("wal: fsync: %w", err)
 	}
 	return nil
