@@ -243,7 +243,8 @@ func (h *harness) memoryMarkdown(head sectionHead, m memResult, chartRef string)
 		"harness and pipelined over %d connections (%d commands per write, %d writes in flight per connection; what `redis-cli --pipe` does, "+
 		"with every reply checked), into oncekv first and then redis-server, never both at once.%s After each load both servers idle for %s, "+
 		"%d stored values are checked with GET and DBSIZE is read; then RSS (VmRSS) and peak RSS (VmHWM) are read from "+
-		"/proc/<pid>/status.\n\n", m.ValueSize, h.loadConns, loadChunk, loadWindow, h.pauseNote(), h.settle, 200)
+		"/proc/<pid>/status; oncekv's RSS is also split into its own memory (RssAnon) and the pages of files it maps (RssFile: "+
+		"Badger's memory-mapped tables and logs, page cache that the kernel takes back under memory pressure).\n\n", m.ValueSize, h.loadConns, loadChunk, loadWindow, h.pauseNote(), h.settle, 200)
 	if len(m.CacheConfig) > 0 {
 		p("oncekv's memory directives in this run: `%s` (caches: %s in all).\n\n", strings.Join(m.CacheConfig, "`, `"), mib(m.CacheBytes))
 	}
@@ -252,11 +253,11 @@ func (h *harness) memoryMarkdown(head sectionHead, m memResult, chartRef string)
 	p("| oncekv | %s | %s |\n| redis-server | %s | %s |\n\n", mib(m.IdleOurs.RSS), mib(m.IdleOurs.HWM), mib(m.IdleRedis.RSS), mib(m.IdleRedis.HWM))
 
 	p("### RSS with the keys loaded\n\n")
-	p("| keys | oncekv RSS | oncekv peak | redis RSS | redis peak | oncekv/redis RSS | redis used_memory | data on disk oncekv / redis | load keys/s oncekv / redis | DBSIZE oncekv / redis |\n")
-	p("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	p("| keys | oncekv RSS | oncekv anon / file-mapped | oncekv peak | redis RSS | redis peak | oncekv/redis RSS | redis used_memory | data on disk oncekv / redis | load keys/s oncekv / redis | DBSIZE oncekv / redis |\n")
+	p("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, s := range m.Sizes {
-		p("| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s | %d / %d |\n", count(s.Keys),
-			mib(s.Ours.RSS), mib(s.Ours.HWM), mib(s.Redis.RSS), mib(s.Redis.HWM),
+		p("| %s | %s | %s / %s | %s | %s | %s | %s | %s | %s / %s | %s / %s | %d / %d |\n", count(s.Keys),
+			mib(s.Ours.RSS), mib(s.Ours.Anon), mib(s.Ours.File), mib(s.Ours.HWM), mib(s.Redis.RSS), mib(s.Redis.HWM),
 			ratio(float64(s.Ours.RSS)/float64(s.Redis.RSS)), s.RedisUsedMemory,
 			mib(s.OursDisk), mib(s.RedisDisk), thousands(s.LoadOurs.rate()), thousands(s.LoadRedis.rate()), s.OursDBSize, s.RedisDBSize)
 	}

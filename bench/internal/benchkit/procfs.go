@@ -13,9 +13,14 @@ import (
 type Mem struct {
 	RSS int64 // VmRSS: resident now
 	HWM int64 // VmHWM: the most resident since it started
+	// Anon and File split RSS: the process's own memory, and pages of
+	// files it maps (Badger's tables and logs), which are page cache the
+	// kernel can take back.
+	Anon int64 // RssAnon
+	File int64 // RssFile
 }
 
-// ReadMem reads VmRSS and VmHWM of pid (Linux only).
+// ReadMem reads VmRSS, VmHWM, RssAnon and RssFile of pid (Linux only).
 func ReadMem(pid int) (Mem, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
@@ -24,7 +29,18 @@ func ReadMem(pid int) (Mem, error) {
 	var m Mem
 	for l := range strings.SplitSeq(string(b), "\n") {
 		name, v, ok := strings.Cut(l, ":")
-		if !ok || (name != "VmRSS" && name != "VmHWM") {
+		var dst *int64
+		switch name {
+		case "VmRSS":
+			dst = &m.RSS
+		case "VmHWM":
+			dst = &m.HWM
+		case "RssAnon":
+			dst = &m.Anon
+		case "RssFile":
+			dst = &m.File
+		}
+		if !ok || dst == nil {
 			continue
 		}
 		f := strings.Fields(v)
@@ -35,11 +51,7 @@ func ReadMem(pid int) (Mem, error) {
 		if err != nil {
 			return Mem{}, fmt.Errorf("/proc/%d/status: %q", pid, l)
 		}
-		if name == "VmRSS" {
-			m.RSS = kb << 10
-		} else {
-			m.HWM = kb << 10
-		}
+		*dst = kb << 10
 	}
 	if m.RSS == 0 {
 		return Mem{}, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
