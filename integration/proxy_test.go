@@ -676,19 +676,43 @@ func TestProxyComposeExample(t *testing.T) {
 			t.Errorf("no service %s", name)
 		}
 	}
+	// No password on a command line (the process list) or in a health
+	// check's arguments: they come from the environment.
+	noPassword := func(name, what string, args []string) {
+		for _, a := range args {
+			if strings.Contains(a, "node-pw") || strings.Contains(a, "client-pw") {
+				t.Errorf("%s: a password in its %s: %q", name, what, args)
+				return
+			}
+		}
+	}
+	for _, name := range []string{"redis-1", "redis-2", "redis-3"} {
+		s := cf.Services[name]
+		if s.Environment["REDISCLI_AUTH"] != "node-pw" {
+			t.Errorf("%s: REDISCLI_AUTH %q, want REDIS_PASSWORD (for the health check's redis-cli)", name, s.Environment["REDISCLI_AUTH"])
+		}
+		noPassword(name, "health check", s.Healthcheck.Test)
+		if h := strings.Join(s.Healthcheck.Test, " "); strings.Contains(h, " -a ") || !strings.Contains(h, "redis-cli") {
+			t.Errorf("%s: health check %q", name, h)
+		}
+		if c := strings.Join(s.Command, " "); !strings.Contains(c, "--maxmemory-policy noeviction") {
+			t.Errorf("%s: no maxmemory-policy noeviction: %q", name, c)
+		}
+	}
 	for _, name := range []string{"oncekv-1", "oncekv-2"} {
 		s, ok := cf.Services[name]
 		if !ok {
 			t.Errorf("no service %s", name)
 			continue
 		}
-		up, ok := flagValue(s.Command, "--upstream")
-		if !ok || up != "redis-cluster://:node-pw@redis-1:6379,redis-2:6379,redis-3:6379" {
-			t.Errorf("%s: --upstream %q", name, up)
+		if up := s.Environment["ONCEKV_UPSTREAM"]; up != "redis-cluster://:node-pw@redis-1:6379,redis-2:6379,redis-3:6379" {
+			t.Errorf("%s: ONCEKV_UPSTREAM %q", name, up)
 		}
-		if pw, _ := flagValue(s.Command, "--requirepass"); pw != "client-pw" {
-			t.Errorf("%s: --requirepass %q, want ONCEKV_PASSWORD", name, pw)
+		if pw := s.Environment["ONCEKV_REQUIREPASS"]; pw != "client-pw" {
+			t.Errorf("%s: ONCEKV_REQUIREPASS %q, want ONCEKV_PASSWORD", name, pw)
 		}
+		noPassword(name, "command", s.Command)
+		noPassword(name, "health check", s.Healthcheck.Test)
 		if s.DependsOn["cluster-create"].Condition != "service_completed_successfully" {
 			t.Errorf("%s: depends_on %v, want cluster-create completed", name, s.DependsOn)
 		}

@@ -451,6 +451,7 @@ func (p *Proxy) fanout(s *session, k kind, args [][]byte) {
 			w.Raw(e)
 			return
 		}
+		p.noteWrite(0, args, rs[len(rs)-1])
 		w.Raw(rs[len(rs)-1])
 	case kRandom:
 		var r []byte

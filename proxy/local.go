@@ -390,6 +390,8 @@ func (p *Proxy) infoLines() [][2]string {
 		[2]string{"proxy_fanout_commands", i(st.fanouts.Load())},
 		[2]string{"proxy_blocking_commands", i(st.blockedCommands.Load())},
 		[2]string{"proxy_once_commands", i(st.onceCommands.Load())},
+		[2]string{"proxy_once_notices", i(st.noticesSent.Load())},
+		[2]string{"proxy_once_notices_dropped", i(st.noticesDropped.Load())},
 		[2]string{"proxy_refused_commands", i(st.refused.Load())},
 		[2]string{"proxy_pinned_connections", i(st.pinned.Load())},
 		[2]string{"proxy_moved_redirections", i(st.moved.Load())},

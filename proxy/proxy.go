@@ -30,10 +30,15 @@
 //     master (SCAN's cursor carries the master's index, see cluster.go).
 //   - WAIT counts the replicas that have the client's earlier writes, on
 //     every master they may have gone to (local.go says how).
-//   - ONCE.* commands are run by a OnceHandler (package proxy/onceup), whose
-//     promises hold across every proxy sharing the upstream; a DEL or
-//     UNLINK that removed keys is announced to it, so that a running
-//     record deleted that way lapses at once.
+//   - ONCE.* commands are run by a OnceHandler (package proxy/onceup), in
+//     the client's database, and its promises hold across every proxy
+//     sharing the upstream. A DEL or UNLINK that removed keys, and a
+//     FLUSHDB or FLUSHALL, also inside MULTI/EXEC, is announced to it
+//     (notice.go), so that a running record removed that way lapses at
+//     once for its waiters on every proxy. Other ways of removing a record
+//     (SET, RENAME, MOVE, SWAPDB or RESTORE over it, a command sent to the
+//     upstream directly, eviction, a notice dropped because the queue was
+//     full) are noticed at its lease deadline.
 //
 // # What the proxy answers itself
 //
@@ -70,7 +75,6 @@
 package proxy
 
 import (
-	"context"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -82,10 +86,11 @@ import (
 	"github.com/oncekv/oncekv/resp"
 )
 
-// OnceHandler runs the ONCE.* commands against the upstream. It writes its
-// reply to w (it may call c.Block for a waiting command).
+// OnceHandler runs the ONCE.* commands against the upstream, in database
+// db (the client's SELECT; always 0 in a cluster). It writes its reply to
+// w (it may call c.Block for a waiting command).
 type OnceHandler interface {
-	Command(c *resp.Conn, w *resp.Writer, args [][]byte)
+	Command(c *resp.Conn, w *resp.Writer, db int, args [][]byte)
 }
 
 // Config configures a Proxy.
@@ -138,6 +143,11 @@ type Proxy struct {
 	// meta is the upstream's COMMAND table, read once it answers.
 	meta atomic.Pointer[commandMeta]
 
+	// notices queue the removals to announce to the ONCE handler
+	// (notice.go); nil when it does not listen.
+	notices     chan notice
+	noticesDone chan struct{}
+
 	refreshMu   sync.Mutex
 	lastRefresh time.Time
 	kick        chan struct{}
@@ -152,6 +162,7 @@ type Proxy struct {
 		refreshes, refreshErrors, crossslot    atomic.Int64
 		pinned, fanouts, sessions              atomic.Int64
 		onceCommands, refused, blockedCommands atomic.Int64
+		noticesSent, noticesDropped            atomic.Int64
 	}
 }
 
@@ -221,8 +232,25 @@ func (p *Proxy) Start() error {
 	} else {
 		p.refreshSoon() // the command table, in the background
 	}
-	p.startOnce.Do(func() { go p.loop() })
+	p.startOnce.Do(func() {
+		if t, ok := p.once.(toucher); ok {
+			p.notices = make(chan notice, noticeQueue)
+			p.noticesDone = make(chan struct{})
+			go p.noticeWorker(t)
+		}
+		go p.loop()
+	})
 	return nil
+}
+
+// MasterAddr is the address of the master the sentinels name (Sentinel
+// mode), or of the one server (standalone); "" in a cluster or before the
+// sentinels answered.
+func (p *Proxy) MasterAddr() string {
+	if n := p.master.Load(); n != nil {
+		return n.addr
+	}
+	return ""
 }
 
 // Close closes every upstream connection: commands waiting on one fail.
@@ -233,6 +261,9 @@ func (p *Proxy) Close() error {
 	p.startOnce.Do(func() { close(p.done) })
 	close(p.stop)
 	defer func() { <-p.done }() // after the connections close under it
+	if p.noticesDone != nil {
+		defer func() { <-p.noticesDone }()
+	}
 	p.nodesMu.Lock()
 	nodes := make([]*node, 0, len(p.nodes))
 	for _, n := range p.nodes {
@@ -502,42 +533,6 @@ func (p *Proxy) Disconnected(c *resp.Conn) {
 // ErrorReplied counts error replies for INFO errorstats (resp.ErrorObserver).
 func (p *Proxy) ErrorReplied(msg string) { p.local.ErrorReplied(msg) }
 
-// toucher is implemented by a OnceHandler that wants to hear of keys
-// deleted by other commands (onceup: a running record deleted is a lapse
-// at once, not at its lease deadline).
-type toucher interface {
-	Touched(ctx context.Context, key []byte) error
-}
-
-// maxTouched bounds the keys of one DEL announced to the ONCE engine.
-const maxTouched = 64
-
-// noteDeleted tells the ONCE handler, in the background, of the keys a
-// DEL or UNLINK removed (called when it answered a positive count).
-func (p *Proxy) noteDeleted(args [][]byte) {
-	t, ok := p.once.(toucher)
-	if !ok || len(args) < 2 {
-		return
-	}
-	var buf [8]byte
-	if len(args[0]) > len(buf) {
-		return
-	}
-	switch string(lower(buf[:0], args[0])) {
-	case "del", "unlink":
-	default:
-		return
-	}
-	keys := args[1:min(len(args), 1+maxTouched)]
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		for _, k := range keys {
-			_ = t.Touched(ctx, k)
-		}
-	}()
-}
-
 // onceCommand runs a ONCE command through the handler.
 func (p *Proxy) onceCommand(s *session, args [][]byte) {
 	p.stats.onceCommands.Add(1)
@@ -546,7 +541,7 @@ func (p *Proxy) onceCommand(s *session, args [][]byte) {
 		return
 	}
 	s.c.Update(func(i *resp.Info) { i.LastCmd = string(lower(nil, args[0])); i.LastActive = time.Now() })
-	p.once.Command(s.c, s.c.W, args)
+	p.once.Command(s.c, s.c.W, s.c.DB, args)
 }
 
 // refusedText is the reply to a command the proxy does not forward:

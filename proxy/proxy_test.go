@@ -19,6 +19,7 @@ import (
 
 	"github.com/oncekv/oncekv/commands"
 	"github.com/oncekv/oncekv/internal/testredis"
+	"github.com/oncekv/oncekv/proxy/onceup"
 	"github.com/oncekv/oncekv/resp"
 )
 
@@ -265,11 +266,20 @@ func TestUpstreamRestart(t *testing.T) {
 		t.Errorf("GET after the restart: %q", got)
 	}
 	// A restart while the proxy's connections sit idle (no command fails
-	// to tell it): a connection idle that long is checked before use.
+	// to tell it): a connection idle that long is checked before use, so
+	// the next command normally works at once. The check is a peek at the
+	// socket and can race with the upstream's restart (seen once in about
+	// 20 runs under load): then one command gets "-ERR upstream …" (never
+	// retried: it may have run) and the one after it must work.
 	time.Sleep(checkIdleAfter + 150*time.Millisecond)
 	up.Kill()
 	up.Restart()
-	if got := c.do("SET", "k", "third"); got != "+OK\r\n" {
+	got = c.do("SET", "k", "third")
+	if strings.HasPrefix(got, "-ERR upstream ") {
+		t.Logf("first SET after a quiet restart: %q", got)
+		got = c.do("SET", "k", "third")
+	}
+	if got != "+OK\r\n" {
 		t.Errorf("SET after a quiet restart: %q", got)
 	}
 }
@@ -404,7 +414,9 @@ func TestAuth(t *testing.T) {
 }
 
 // Sentinel: the proxy forwards to the master the sentinels name, and
-// follows a failover.
+// follows a failover (SENTINEL FAILOVER: the old master stays up, demoted
+// to a replica). So does the ONCE engine's subscription: a caller waiting
+// across the failover is woken by the completion on the new master.
 func TestSentinelFailover(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -413,10 +425,34 @@ func TestSentinelFailover(t *testing.T) {
 	master := testredis.Standalone(t, "--repl-diskless-sync-delay", "0")
 	replica := testredis.Standalone(t, "--replicaof", "127.0.0.1", portOf(t, master.Addr()), "--repl-diskless-sync-delay", "0")
 	sentinel := startSentinel(t, master.Addr())
-	p := startTestProxy(t, "redis-sentinel://"+sentinel+"/mymaster", "")
+	p := startTestProxyOnce(t, "redis-sentinel://"+sentinel+"/mymaster")
 	c := dialRaw(t, p.addr)
 	if got := c.do("SET", "k", "1"); got != "+OK\r\n" {
 		t.Fatalf("SET: %q", got)
+	}
+	// A run claimed before the failover, and a caller waiting for it.
+	claim := c.do("ONCE.CLAIM", "job", "LEASE", "60000")
+	if !strings.HasPrefix(claim, "*2\r\n$7\r\nclaimed\r\n:") {
+		t.Fatalf("ONCE.CLAIM: %q", claim)
+	}
+	tok := strings.TrimPrefix(strings.Split(claim, "\r\n")[3], ":")
+	waiter := dialRaw(t, p.addr)
+	waiter.send([]string{"ONCE.CLAIM", "job", "WAIT", "50000"})
+	ch := onceup.Channel(onceup.Slot([]byte("job")), 0)
+	shardSubs := func(addr string) int64 {
+		rc := redis.NewClient(&redis.Options{Addr: addr})
+		defer rc.Close()
+		v, err := rc.Do(context.Background(), "pubsub", "shardnumsub", ch).Slice()
+		if err != nil || len(v) != 2 {
+			return -1
+		}
+		return v[1].(int64)
+	}
+	for deadline := time.Now().Add(5 * time.Second); shardSubs(master.Addr()) != 1; {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter's subscription is not on the master")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if m := p.master.Load(); m == nil || m.addr != master.Addr() {
 		t.Fatalf("the proxy forwards to %v, want the master %s", m, master.Addr())
@@ -463,6 +499,61 @@ func TestSentinelFailover(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// The subscription moved to the new master (within a few sweeps; the
+	// sentinels themselves kill the demoted master's Pub/Sub clients only
+	// when they reconfigure it, some 10 s later), and the completion there
+	// reaches the waiter at once (not at its 60 s lease).
+	for deadline = time.Now().Add(4 * time.Second); shardSubs(replica.Addr()) != 1; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the ONCE subscription did not follow the failover: %d on the new master, %d on the old",
+				shardSubs(replica.Addr()), shardSubs(master.Addr()))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := c.do("ONCE.COMPLETE", "job", tok, "after-failover"); got != "+OK\r\n" {
+		t.Fatalf("ONCE.COMPLETE on the new master: %q", got)
+	}
+	if got := waiter.read(); got != "*2\r\n$4\r\ndone\r\n$14\r\nafter-failover\r\n" {
+		t.Fatalf("the waiter got %q", got)
+	}
+}
+
+// startTestProxyOnce is startTestProxy with a ONCE engine (onceup), wired
+// as the app wires it: for Sentinel, its subscriptions follow the master
+// the proxy resolves.
+func startTestProxyOnce(tb testing.TB, upstream string) *testProxy {
+	tb.Helper()
+	up, err := ParseUpstream(upstream)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	local := commands.New(commands.Config{}, nil)
+	p := New(Config{Upstream: up, Local: local, RefreshInterval: 200 * time.Millisecond})
+	client := up.Client()
+	cfg := onceup.Config{}
+	if up.Mode == Sentinel {
+		cfg.MasterAddr = p.MasterAddr
+	}
+	e := onceup.New(client, cfg)
+	p.SetOnce(e)
+	srv := resp.NewServer(resp.Config{Addrs: []string{"127.0.0.1:0"}}, p)
+	local.Attach(srv)
+	if err := p.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		srv.Close()
+		e.Close()
+		p.Close()
+		client.Close()
+	})
+	return &testProxy{Proxy: p, addr: srv.Addrs()[0].String()}
 }
 
 func portOf(tb testing.TB, addr string) string {

@@ -73,6 +73,16 @@ type session struct {
 	queued  int
 	local   []queuedLocal
 	selects []queuedSelect
+	// touches are the queued commands that remove keys (DEL, FLUSHDB…),
+	// announced to the ONCE handler after EXEC.
+	touches []queuedTouch
+}
+
+// queuedTouch is a queued command that removes keys; pos is its index
+// among the upstream's EXEC replies.
+type queuedTouch struct {
+	pos  int
+	args [][]byte
 }
 
 // queuedLocal is a command the proxy answers itself, queued in MULTI; pos
@@ -186,8 +196,8 @@ func (s *session) settle() {
 				if r := p.onErrorReply(s, o.args, re, o.conn == s.pin); r != nil {
 					buf = append(buf[:mark], r...)
 				}
-			} else if buf[mark] == ':' && buf[mark+1] != '0' && o.conn != s.pin {
-				p.noteDeleted(o.args)
+			} else if c := buf[mark]; c == ':' || c == '+' {
+				p.noteWrite(s.c.DB, o.args, buf[mark:])
 			}
 		}
 		ends = append(ends, len(buf))
@@ -318,7 +328,7 @@ func (s *session) reset() {
 func (s *session) endTx() {
 	s.watching, s.multi, s.pendingMulti, s.dirty, s.lostWatch = false, false, false, false, false
 	s.queued = 0
-	s.local, s.selects = nil, nil
+	s.local, s.selects, s.touches = nil, nil, nil
 	s.c.Update(func(i *resp.Info) { i.Multi = -1 })
 }
 

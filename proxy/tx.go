@@ -187,6 +187,9 @@ func (p *Proxy) serveTx(s *session, k kind, args [][]byte) {
 			s.selects = append(s.selects, queuedSelect{pos: s.queued, db: int(db)})
 		}
 	}
+	if p.notices != nil && removesKeys(args[0]) {
+		s.touches = append(s.touches, queuedTouch{pos: s.queued, args: args})
+	}
 	s.queued++
 	c.Update(func(i *resp.Info) { i.Multi = s.queued + len(s.local) })
 	s.enqueue(s.pin, args, false)
@@ -300,7 +303,7 @@ func (p *Proxy) exec(s *session, args [][]byte) {
 		return
 	}
 	r := s.call(s.pin, args)
-	if len(r) == 0 || r[0] != '*' || (len(s.local) == 0 && len(s.selects) == 0) {
+	if len(r) == 0 || r[0] != '*' || (len(s.local) == 0 && len(s.selects) == 0 && len(s.touches) == 0) {
 		c.W.Raw(r)
 		return
 	}
@@ -309,6 +312,7 @@ func (p *Proxy) exec(s *session, args [][]byte) {
 		c.W.Raw(r)
 		return
 	}
+	p.noteTx(s, v)
 	for _, sel := range s.selects {
 		if isOK(v.elems[sel.pos].raw) {
 			c.Select(sel.db)
@@ -329,6 +333,32 @@ func (p *Proxy) exec(s *session, args [][]byte) {
 		}
 		c.W.Raw(v.elems[up].raw)
 		up++
+	}
+}
+
+// removesKeys reports whether a command is one whose removals the ONCE
+// handler hears of (notice.go).
+func removesKeys(name []byte) bool {
+	if len(name) < 3 || len(name) > 8 {
+		return false
+	}
+	var buf [8]byte
+	n := lower(buf[:0], name)
+	return string(n) == "del" || string(n) == "unlink" || string(n) == "flushdb" || string(n) == "flushall"
+}
+
+// noteTx announces the removals of an EXEC's commands (v is its reply),
+// each in the database it ran in (the queued SELECTs before it that
+// succeeded).
+func (p *Proxy) noteTx(s *session, v value) {
+	db, si := s.c.DB, 0
+	for _, t := range s.touches {
+		for ; si < len(s.selects) && s.selects[si].pos < t.pos; si++ {
+			if isOK(v.elems[s.selects[si].pos].raw) {
+				db = s.selects[si].db
+			}
+		}
+		p.noteWrite(db, t.args, v.elems[t.pos].raw)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Slots as Redis Cluster computes them (CLUSTER KEYSLOT on redis-server 7.0).
@@ -93,5 +95,30 @@ func TestUnknownCommandText(t *testing.T) {
 	got := unknownCommand([][]byte{[]byte("foo"), []byte("a"), []byte("b")})
 	if want := "ERR unknown command 'foo', with args beginning with: 'a' 'b' "; got != want {
 		t.Errorf("unknownCommand = %q, want %q", got, want)
+	}
+}
+
+// The ONCE engine's client never retries by itself (a retried COMPLETE
+// would answer -STALE) and speaks RESP2, for every kind of upstream.
+func TestUpstreamClient(t *testing.T) {
+	for _, addr := range []string{"redis://127.0.0.1:1", "redis-cluster://127.0.0.1:1,127.0.0.1:2", "redis-sentinel://127.0.0.1:1/m"} {
+		up, err := ParseUpstream(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := up.Client()
+		switch c := c.(type) {
+		case *redis.ClusterClient:
+			if o := c.Options(); o.MaxRetries > 0 || o.Protocol != 2 {
+				t.Errorf("%s: MaxRetries %d, Protocol %d", addr, o.MaxRetries, o.Protocol)
+			}
+		case *redis.Client:
+			if o := c.Options(); o.MaxRetries > 0 || o.Protocol != 2 {
+				t.Errorf("%s: MaxRetries %d, Protocol %d", addr, o.MaxRetries, o.Protocol)
+			}
+		default:
+			t.Errorf("%s: client %T", addr, c)
+		}
+		c.Close()
 	}
 }

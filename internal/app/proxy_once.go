@@ -18,11 +18,17 @@ import (
 // describes them as the embedded server does.
 func (a *App) wireOnce(up proxy.Upstream, cfg config.Config) error {
 	client := up.Client()
-	e := onceup.New(client, onceup.Config{
+	oc := onceup.Config{
 		DefaultLease: cfg.OnceLease,
 		WaitReplicas: cfg.OnceWaitReplicas,
 		Logger:       a.log.Named("once"),
-	})
+	}
+	if up.Mode == proxy.Sentinel {
+		// The subscription connections follow the master the proxy's
+		// own sentinel resolution names.
+		oc.MasterAddr = a.Proxy.MasterAddr
+	}
+	e := onceup.New(client, oc)
 	a.onceUp = &onceUp{Engine: e, client: client}
 	a.Proxy.SetOnce(e)
 	t := a.Commands.Table()
@@ -56,6 +62,7 @@ func (a *App) wireOnce(up proxy.Upstream, cfg config.Config) error {
 			{"waiting_clients", f(e.Waiting())},
 			{"events", f(st.Events.Load())},
 			{"subscribes", f(st.Subscribes.Load())},
+			{"rechecked", f(st.Rechecked.Load())},
 			{"replica_short", f(st.ReplicaShort.Load())},
 			{"upstream_errors", f(st.UpstreamErrors.Load())},
 		}

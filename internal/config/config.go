@@ -81,9 +81,9 @@ type Config struct {
 	// redis-sentinel://s1:p1,…/master. No store is opened then, and dir
 	// is not used.
 	Upstream string
-	// OnceWaitReplicas is, in proxy mode, how many replicas must have
-	// acknowledged a ONCE write (Redis's WAIT) before it is acknowledged
-	// to the client; 0 does not wait.
+	// OnceWaitReplicas is, in proxy mode, how many replicas a ONCE write
+	// waits for (Redis's WAIT, up to its timeout) before its caller and
+	// the waiters it wakes are answered; 0 does not wait.
 	OnceWaitReplicas int
 }
 

@@ -18,7 +18,7 @@ func TestClose(t *testing.T) {
 	s := testredis.Standalone(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx := context.Background()
-	up := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	up := redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: 2, MaxRetries: -1})
 	defer up.Close()
 	e := New(up, Config{})
 	if err := e.Start(); err != nil {

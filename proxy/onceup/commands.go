@@ -69,13 +69,14 @@ func ErrorText(err error) string {
 	return "ERR upstream: " + err.Error()
 }
 
-// Command runs one ONCE command (args[0] is its name, in any case) and
-// writes its reply with w, in w's protocol. A CLAIM … WAIT or ONCE.WAIT
+// Command runs one ONCE command (args[0] is its name, in any case) in
+// database db (the caller's SELECT; 0 in a cluster) and writes its reply
+// with w, in w's protocol. A CLAIM … WAIT or ONCE.WAIT
 // that has to wait makes c a blocked client with c.Block, as BLPOP does:
 // the connection sends nothing else until it is answered, and if it
 // disconnects its wait is dropped (a claim handed to it is passed on).
 // With c nil (inside MULTI/EXEC), they answer at once as if WAIT ran out.
-func (e *Engine) Command(c *resp.Conn, w *resp.Writer, args [][]byte) {
+func (e *Engine) Command(c *resp.Conn, w *resp.Writer, db int, args [][]byte) {
 	if len(args) == 0 {
 		return
 	}
@@ -93,9 +94,9 @@ func (e *Engine) Command(c *resp.Conn, w *resp.Writer, args [][]byte) {
 	key := args[1]
 	switch spec.Name {
 	case "once.claim":
-		e.cmdClaim(ctx, c, w, key, args[2:])
+		e.cmdClaim(ctx, c, w, db, key, args[2:])
 	case "once.wait":
-		e.cmdWait(ctx, c, w, key, args[2:])
+		e.cmdWait(ctx, c, w, db, key, args[2:])
 	case "once.complete":
 		tok, ok := tokenArg(w, args[2])
 		if !ok {
@@ -123,7 +124,7 @@ func (e *Engine) Command(c *resp.Conn, w *resp.Writer, args [][]byte) {
 			w.Error(errSyntax.Error())
 			return
 		}
-		okOr(w, e.complete(ctx, key, tok, args[3], keep))
+		okOr(w, e.complete(ctx, db, key, tok, args[3], keep))
 	case "once.abort":
 		tok, ok := tokenArg(w, args[2])
 		if !ok {
@@ -138,7 +139,7 @@ func (e *Engine) Command(c *resp.Conn, w *resp.Writer, args [][]byte) {
 			w.Error(errSyntax.Error())
 			return
 		}
-		okOr(w, e.abort(ctx, key, tok, msg))
+		okOr(w, e.abort(ctx, db, key, tok, msg))
 	case "once.extend":
 		tok, ok := tokenArg(w, args[2])
 		if !ok {
@@ -153,9 +154,9 @@ func (e *Engine) Command(c *resp.Conn, w *resp.Writer, args [][]byte) {
 			w.Error(errNotInteger.Error())
 			return
 		}
-		okOr(w, e.extend(ctx, key, tok, lease))
+		okOr(w, e.extend(ctx, db, key, tok, lease))
 	case "once.status":
-		e.cmdStatus(ctx, w, key)
+		e.cmdStatus(ctx, w, db, key)
 	}
 }
 
@@ -218,7 +219,7 @@ func parseClaim(args [][]byte) (claimArgs, int64, error) {
 	return a, waitMs, nil
 }
 
-func (e *Engine) cmdClaim(ctx context.Context, c *resp.Conn, w *resp.Writer, key []byte, opts [][]byte) {
+func (e *Engine) cmdClaim(ctx context.Context, c *resp.Conn, w *resp.Writer, db int, key []byte, opts [][]byte) {
 	a, waitMs, err := parseClaim(opts)
 	if err != nil {
 		w.Error(err.Error())
@@ -227,7 +228,7 @@ func (e *Engine) cmdClaim(ctx context.Context, c *resp.Conn, w *resp.Writer, key
 	if c == nil {
 		a.wait = false
 	}
-	r, wt, err := e.claim(ctx, key, a)
+	r, wt, err := e.claim(ctx, db, key, a)
 	if err != nil {
 		w.Error(ErrorText(err))
 		return
@@ -240,12 +241,12 @@ func (e *Engine) cmdClaim(ctx context.Context, c *resp.Conn, w *resp.Writer, key
 	e.block(c, w, wt, waitMs, func(ctx context.Context) (result, error) {
 		b := a
 		b.wait = false
-		r, _, err := e.claim(ctx, k, b)
+		r, _, err := e.claim(ctx, db, k, b)
 		return r, err
 	})
 }
 
-func (e *Engine) cmdWait(ctx context.Context, c *resp.Conn, w *resp.Writer, key []byte, opts [][]byte) {
+func (e *Engine) cmdWait(ctx context.Context, c *resp.Conn, w *resp.Writer, db int, key []byte, opts [][]byte) {
 	var timeout int64
 	switch len(opts) {
 	case 0:
@@ -268,7 +269,7 @@ func (e *Engine) cmdWait(ctx context.Context, c *resp.Conn, w *resp.Writer, key 
 		w.Error(errSyntax.Error())
 		return
 	}
-	r, wt, err := e.wait(ctx, key, c != nil)
+	r, wt, err := e.wait(ctx, db, key, c != nil)
 	if err != nil {
 		w.Error(ErrorText(err))
 		return
@@ -279,7 +280,7 @@ func (e *Engine) cmdWait(ctx context.Context, c *resp.Conn, w *resp.Writer, key 
 	}
 	k := append([]byte(nil), key...)
 	e.block(c, w, wt, timeout, func(ctx context.Context) (result, error) {
-		r, _, err := e.wait(ctx, k, false)
+		r, _, err := e.wait(ctx, db, k, false)
 		return r, err
 	})
 }
@@ -336,8 +337,8 @@ func writeResult(w *resp.Writer, r result) {
 	}
 }
 
-func (e *Engine) cmdStatus(ctx context.Context, w *resp.Writer, key []byte) {
-	st, ok, err := e.status(ctx, key)
+func (e *Engine) cmdStatus(ctx context.Context, w *resp.Writer, db int, key []byte) {
+	st, ok, err := e.status(ctx, db, key)
 	if err != nil {
 		w.Error(ErrorText(err))
 		return

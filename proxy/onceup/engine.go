@@ -12,13 +12,20 @@
 //     on it as on any key. Its expiry is the lease deadline of a running
 //     record and the keep deadline of a done one: the upstream frees the key
 //     by itself at a lapse or when the keep ends (KV-14).
+//   - Databases. Each command runs in the database its caller selected
+//     (Command's db; a cluster has only 0): the scripts SELECT it, which
+//     changes the script's database only, not the connection's. Records,
+//     token counters, outcome records and announcement channels are per
+//     database.
 //   - Transitions. Every state change is one Lua script (EVALSHA, EVAL on
 //     NOSCRIPT) on the key's hash slot, using the upstream's clock (TIME),
-//     so it is atomic however many instances race (KV-9, KV-13). COMPLETE
-//     and ABORT are idempotent under retries of the same request (same
-//     token, same answer or message), and so is CLAIM (the record keeps the
-//     claiming request's id): a retry after a lost reply does not turn into
-//     -STALE or an orphaned claim.
+//     so it is atomic however many instances race (KV-9, KV-13). CLAIM is
+//     idempotent under a retry of the same request (the record keeps the
+//     claiming request's id). A repeated COMPLETE or ABORT answers -STALE,
+//     as the embedded engine does (the token no longer holds the claim):
+//     the client the engine is given must not retry commands by itself
+//     (go-redis: MaxRetries -1, as proxy.Upstream.Client sets it), or a
+//     network retry of a COMPLETE that was done would turn into -STALE.
 //   - Tokens. Each slot has a counter key, oncekv:tok:{tag}, where tag is a
 //     precomputed string that hashes to that slot (see Tag): claims draw
 //     from the counter of their key's slot, which outlives records, so a
@@ -36,10 +43,13 @@
 //     connection per upstream master, and hands each announcement to the
 //     local waiters of its key: one event, no polling. After subscribing
 //     (and after every reconnection), each waiting key is checked once, to
-//     close the race between reading the state and subscribing; a short-
-//     lived outcome record (oncekv:end:{tag}<key>, kept Config.OutcomeTTL)
-//     lets a waiter that missed an announcement still get the outcome of
-//     the run it waited for, even with KEEP 0.
+//     close the race between reading the state and subscribing (at most
+//     maxChecks checks run at once). A waiter that missed an announcement
+//     anyway looks again at the lease deadline it saw; so that it then
+//     gets the outcome of the run it waited for, even with KEEP 0 or after
+//     ABORT, COMPLETE and ABORT keep the outcome in an outcome record
+//     (oncekv:end:{tag}<key>) for the run's remaining lease plus
+//     Config.OutcomeTTL whenever the answer itself is kept less long.
 //   - Lapses (KV-13). A waiting key has a timer at its lease deadline; it
 //     runs the takeover script for the instance's oldest claim waiter: if
 //     the lease has lapsed, that waiter gets the claim with a new token,
@@ -64,38 +74,56 @@
 //     in that window ends its waiters' wait with -MISMATCH for claim
 //     waiters whose fingerprint differs, where the embedded engine would
 //     have handed them the old request's claim.
-//   - DEL, UNLINK or FLUSHALL of a running record through the proxy is
-//     noticed by waiters at the lease deadline, unless the proxy calls
-//     Touched, which tells every instance's waiters to look at once.
-//     EXPIRE and PERSIST on a running record change its lease (the embedded
-//     server refuses); with no expiry, waiters re-check every DefaultLease.
+//   - DEL or UNLINK of a running record, FLUSHDB and FLUSHALL are lapses
+//     at once for the waiters only when the proxy calls Touched or Flushed
+//     (package proxy does, for the commands it forwards); otherwise (SET,
+//     RENAME, MOVE, SWAPDB or RESTORE over a record, a command sent to the
+//     upstream directly, eviction) waiters notice at the lease deadline
+//     they saw. EXPIRE and PERSIST on a running record change its lease
+//     (the embedded server refuses); with no expiry, waiters re-check every
+//     DefaultLease.
 //   - TYPE answers hash, not once; HGETALL shows the fields; HSET can
 //     corrupt a record (the scripts then answer WRONGTYPE or treat it as
 //     the state its fields say). A hash without the s field is another
 //     type (WRONGTYPE).
 //   - ONCE.STATUS's waiters counts this instance's waiters only.
 //   - The upstream holds, besides the records: one token counter per slot
-//     that ever had a claim (oncekv:tok:{tag}, up to 16384 small keys, never
-//     expiring) and the short-lived outcome records (oncekv:end:{tag}…).
-//     They show in SCAN, KEYS and DBSIZE.
+//     and database that ever had a claim (oncekv:tok:{tag}, up to 16384
+//     small keys per database, never expiring) and the outcome records
+//     (oncekv:end:{tag}…, each kept the run's remaining lease plus
+//     OutcomeTTL, with a copy of the answer or message). They show in
+//     SCAN, KEYS and DBSIZE.
+//   - The upstream must not evict keys (maxmemory-policy noeviction):
+//     an evicted running record lets a second runner claim the key, an
+//     evicted answer runs the key again. Start logs a warning when the
+//     upstream says otherwise.
 //   - Durability is the upstream's (KV-6/KV-16 as its persistence is set).
 //     A failover can lose the last writes replicated asynchronously: a
 //     claim (then a second runner can start), or a kept answer (the key
-//     runs again). Config.WaitReplicas makes every claim, completion and
-//     abort wait (WAIT n timeout, on the master's connection that made the
-//     write) until n replicas have it before anyone is told, and then
-//     announces it: a caller or waiter is told only what n replicas
-//     acknowledged, so a failover to one of them loses nothing it was told.
-//     It narrows, not closes, the window: WAIT gives up at WaitTimeout (the
-//     reply goes out anyway, counted in Stats.ReplicaShort), and Redis may
-//     still promote a replica that had not acknowledged. Its cost: a write
-//     waits for a replica's acknowledgement (a round trip), and while a
-//     master has fewer replicas than WaitReplicas (just after a failover,
-//     before the old master comes back as a replica) every ONCE call on
-//     its slots waits WaitTimeout. TestFailover measures it.
+//     runs again). Config.WaitReplicas makes every claim, completion, abort
+//     and extension that wrote run WAIT n WaitTimeout on the connection
+//     that wrote, before its caller gets the reply and before the outcome
+//     is announced to the waiters. What that promises, exactly: the
+//     caller whose command wrote, and the waiters woken by its
+//     announcement, are told only after n replicas acknowledged the write
+//     or WaitTimeout ran out (counted in Stats.ReplicaShort; the reply
+//     goes out anyway). It does not cover the other readers: the write is
+//     on the master, visible, before WAIT returns, so a CLAIM or a waiter's
+//     check through any instance can read it (a done answer, a running
+//     claim) before any replica has it, and a failover then can lose what
+//     that reader was told. Nor is WAIT consensus: Redis may promote a
+//     replica that had not acknowledged. Its cost: a write waits for a
+//     replica's acknowledgement (a round trip), and while a master has
+//     fewer replicas than WaitReplicas (just after a failover, before the
+//     old master comes back as a replica) every ONCE write on its slots
+//     waits WaitTimeout (reads do not wait). TestFailover measures it.
 //   - Tokens come from the upstream's clock (see Tokens above), so after a
 //     failover they still grow unless the new master's clock lags the old
 //     one's by more than the failover took.
+//   - Sentinel: the subscription connections follow the master the
+//     sentinels name when Config.MasterAddr is set (package proxy's
+//     resolution): a connection left on a master that was demoted is
+//     closed and the slots subscribed again on the new one.
 package onceup
 
 import (
@@ -118,18 +146,23 @@ import (
 type Config struct {
 	// DefaultLease is the lease of a claim that names none (30 s).
 	DefaultLease time.Duration
-	// WaitReplicas, when above 0, makes claims, completions and aborts
-	// wait until that many replicas acknowledged them (WAIT), for at most
-	// WaitTimeout, before the reply and the announcement.
+	// WaitReplicas, when above 0, makes claims, completions, aborts and
+	// extensions that wrote wait until that many replicas acknowledged
+	// them (WAIT), for at most WaitTimeout, before the reply and the
+	// announcement (see the package documentation for what that promises).
 	WaitReplicas int
 	// WaitTimeout bounds each WAIT (default 1 s).
 	WaitTimeout time.Duration
 	// Timeout bounds each call to the upstream (default 5 s).
 	Timeout time.Duration
-	// OutcomeTTL is how long the outcome of a run that leaves no record
-	// to read (KEEP 0, a shorter KEEP, ABORT) is kept for waiters that
-	// missed its announcement (default 10 s; negative: not kept).
+	// OutcomeTTL is the margin an outcome record is kept beyond the run's
+	// remaining lease (default 10 s): a waiter that missed the
+	// announcement looks again at the lease deadline, plus its own delays.
 	OutcomeTTL time.Duration
+	// MasterAddr, for a Sentinel upstream, returns the address of the
+	// master the sentinels name now ("" when unknown): a subscription
+	// connection opened while another master was named is moved.
+	MasterAddr func() string
 	Logger     *zap.Logger
 }
 
@@ -146,6 +179,11 @@ type Stats struct {
 	// Events is the number of announcements received; Subscribes the
 	// number of slot subscriptions confirmed (first ones and renewals).
 	Events, Subscribes atomic.Int64
+	// Rechecked counts the waiters given an outcome (an answer, a
+	// failure) by a check of their key rather than by its announcement:
+	// the run ended before the subscription was up, or the announcement
+	// was missed.
+	Rechecked atomic.Int64
 	// ReplicaShort counts WAITs that ended with fewer replicas than
 	// WaitReplicas; UpstreamErrors the calls that failed.
 	ReplicaShort, UpstreamErrors atomic.Int64
@@ -156,11 +194,20 @@ type Stats struct {
 // claim waiters of other instances take over in the meantime.
 const waitGrace = 50 * time.Millisecond
 
+// maxChecks bounds the checks of waited keys that run at once (a
+// subscription confirmed, a flush, many timers firing together).
+const maxChecks = 16
+
+// flushChannel is the (not sharded) channel on which Flushed tells the
+// other instances of a FLUSHDB or FLUSHALL: a cluster broadcasts it to
+// every node, and every subscription connection listens to it.
+const flushChannel = "oncekv:flush"
+
 // Engine runs the ONCE commands against an upstream.
 type Engine struct {
 	c     redis.UniversalClient
 	cc    *redis.ClusterClient // nil for a standalone upstream
-	db    int                  // the client's database: its channels are its own
+	db    int                  // the client's database: scripts for it need no SELECT
 	cfg   Config
 	log   *zap.Logger
 	id    string // this instance, in request ids
@@ -171,18 +218,30 @@ type Engine struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 
-	// mu guards the waiters, the subscriptions and the node connections'
-	// shared fields. No network I/O happens under it.
+	// mu guards the waiters, the subscriptions, the checks and the node
+	// connections' shared fields. No network I/O happens under it.
 	mu        sync.Mutex
-	keys      map[string]*keyState
-	slots     map[int]*slotSub
+	keys      map[keyID]*keyState
+	slots     map[int]*slotSub // by chanID
 	nodes     map[string]*nodeConn
 	toRoute   map[int]bool
 	routeWake chan struct{}
 	// routeRetry: a slot failed at its node; route again after a pause.
 	routeRetry bool
-	started    bool
-	closed     bool
+	checkQ     []*keyState // keys to check, waiting for a checker
+	checkers   int         // checker goroutines running
+	// checksNow counts the checks running, checksPeak the most at once
+	// (for the tests).
+	checksNow, checksPeak int
+	flushSeen             map[string]uint64
+	started               bool
+	closed                bool
+
+	// Test hooks: dropEvents ignores the outcome announcements (a waiter
+	// then learns the outcome only from a check); holdSubscribe, when
+	// set, makes every SSUBSCRIBE wait until the channel is closed.
+	dropEvents    atomic.Bool
+	holdSubscribe atomic.Pointer[chan struct{}]
 }
 
 // result is the outcome of a call or a wait.
@@ -206,24 +265,35 @@ type waiter struct {
 	gone  bool // delivered or withdrawn (under mu)
 }
 
+// keyID names a waited key: its database and its name.
+type keyID struct {
+	db  int
+	key string
+}
+
 // keyState is a key with local waiters.
 type keyState struct {
 	key      string
+	db       int
 	slot     int
 	waiters  []*waiter // oldest first
 	awaited  uint64    // the newest token seen running
 	recFP    []byte    // that run's fingerprint
 	recHasFP bool
 	timer    *time.Timer
-	checking bool // a check runs
+	checking bool // a check is queued or runs
 	again    bool // another check was asked for meanwhile
 	fails    int
 	dropped  bool
 }
 
 // New returns an engine over c: a *redis.Client (standalone Redis or
-// Valkey, or a Sentinel failover client) or a *redis.ClusterClient. It
-// starts nothing: call Start.
+// Valkey, or a Sentinel failover client) or a *redis.ClusterClient, as
+// proxy.Upstream.Client makes it: not retrying commands by itself
+// (MaxRetries -1; see the package documentation) and speaking RESP2
+// (Protocol 2: with RESP3, go-redis v9.23's maintenance-notification
+// handshake writes options its Client shares with the Conn runWait takes,
+// a data race). It starts nothing: call Start.
 func New(c redis.UniversalClient, cfg Config) *Engine {
 	d := DefaultConfig()
 	if cfg.DefaultLease <= 0 {
@@ -235,7 +305,7 @@ func New(c redis.UniversalClient, cfg Config) *Engine {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = d.Timeout
 	}
-	if cfg.OutcomeTTL == 0 {
+	if cfg.OutcomeTTL <= 0 {
 		cfg.OutcomeTTL = d.OutcomeTTL
 	}
 	if cfg.Logger == nil {
@@ -245,8 +315,8 @@ func New(c redis.UniversalClient, cfg Config) *Engine {
 	_, _ = rand.Read(b[:])
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{c: c, cfg: cfg, log: cfg.Logger, id: hex.EncodeToString(b[:]), ctx: ctx, stop: cancel,
-		keys: make(map[string]*keyState), slots: make(map[int]*slotSub), nodes: make(map[string]*nodeConn),
-		toRoute: make(map[int]bool), routeWake: make(chan struct{}, 1)}
+		keys: make(map[keyID]*keyState), slots: make(map[int]*slotSub), nodes: make(map[string]*nodeConn),
+		toRoute: make(map[int]bool), routeWake: make(chan struct{}, 1), flushSeen: make(map[string]uint64)}
 	e.cc, _ = c.(*redis.ClusterClient)
 	if sc, ok := c.(*redis.Client); ok {
 		e.db = sc.Options().DB
@@ -254,8 +324,9 @@ func New(c redis.UniversalClient, cfg Config) *Engine {
 	return e
 }
 
-// Start starts the goroutine that manages the subscriptions. It fails for
-// a client type it cannot subscribe through.
+// Start starts the goroutine that manages the subscriptions, and checks
+// in the background that the upstream does not evict keys. It fails for a
+// client type it cannot subscribe through.
 func (e *Engine) Start() error {
 	switch e.c.(type) {
 	case *redis.Client, *redis.ClusterClient:
@@ -268,8 +339,9 @@ func (e *Engine) Start() error {
 		return errors.New("onceup: already started or closed")
 	}
 	e.started = true
-	e.wg.Add(1)
+	e.wg.Add(2)
 	go e.router()
+	go e.checkEviction()
 	return nil
 }
 
@@ -319,17 +391,76 @@ func b01(b bool) string {
 	return "0"
 }
 
-// run runs a script on key's slot. With WaitReplicas set and repl
-// non-nil, it runs it on the key's master, followed by WAIT when repl says
-// the script wrote.
-func (e *Engine) run(ctx context.Context, s *redis.Script, key []byte, slot int, repl func([]any) bool, args ...any) ([]any, error) {
+// dbArg is the scripts' first argument: the database to SELECT, or ""
+// for the client's own.
+func (e *Engine) dbArg(db int) string {
+	if db == e.db {
+		return ""
+	}
+	return strconv.Itoa(db)
+}
+
+// checkEviction reads the upstream's maxmemory-policy (every master's, in
+// a cluster) and warns when it is not noeviction: an evicted record breaks
+// the ONCE promises. It tries for a while if the upstream is not up yet;
+// an upstream that refuses CONFIG is not checked.
+func (e *Engine) checkEviction() {
+	defer e.wg.Done()
+	for attempt := 0; attempt < 30; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-e.ctx.Done():
+				return
+			case <-time.After(2 * time.Second):
+			}
+		}
+		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.Timeout)
+		var err error
+		check := func(ctx context.Context, c *redis.Client) error {
+			m, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
+			if err != nil {
+				return err
+			}
+			p, ok := m["maxmemory-policy"]
+			switch {
+			case !ok:
+				e.log.Debug("onceup: the upstream has no maxmemory-policy", zap.String("upstream", c.Options().Addr))
+			case p != "noeviction":
+				e.log.Warn("the upstream may evict keys: ONCE records evicted break the ONCE promises (a second runner, an answer lost); set maxmemory-policy noeviction",
+					zap.String("upstream", c.Options().Addr), zap.String("maxmemory-policy", p))
+			default:
+				e.log.Debug("onceup: the upstream does not evict keys", zap.String("upstream", c.Options().Addr))
+			}
+			return nil
+		}
+		if e.cc != nil {
+			err = e.cc.ForEachMaster(ctx, check)
+		} else if c, ok := e.c.(*redis.Client); ok {
+			err = check(ctx, c)
+		}
+		cancel()
+		var re redis.Error
+		if err == nil || errors.As(err, &re) {
+			if err != nil {
+				e.log.Debug("onceup: cannot read the upstream's maxmemory-policy", zap.Error(err))
+			}
+			return
+		}
+	}
+}
+
+// run runs a script on key's slot in database db. With WaitReplicas set
+// and repl non-nil, it runs it on the key's master, followed by WAIT when
+// repl says the script wrote.
+func (e *Engine) run(ctx context.Context, s *script, db int, key []byte, slot int, repl func([]any) bool, args ...any) ([]any, error) {
 	keys := []string{string(key), TokenKey(slot), OutcomeKey(slot, key)}
+	args = append([]any{e.dbArg(db)}, args...)
 	var v any
 	var err error
 	if repl != nil && e.cfg.WaitReplicas > 0 {
 		v, err = e.runWait(ctx, s, key, keys, args, repl)
 	} else {
-		v, err = s.Run(ctx, e.c, keys, args...).Result()
+		v, err = s.run(ctx, e.c, keys, args)
 	}
 	if err != nil {
 		e.upstreamError(err)
@@ -370,10 +501,10 @@ func (e *Engine) master(ctx context.Context, key string) (*redis.Client, error) 
 	return nil, fmt.Errorf("onceup: unsupported upstream client %T", e.c)
 }
 
-// runWait runs a script followed by WAIT on one connection to the key's
-// master, so that WAIT covers the script's writes; wrote tells from the
-// script's reply whether it wrote (for Stats.ReplicaShort).
-func (e *Engine) runWait(ctx context.Context, s *redis.Script, key []byte, keys []string, args []any, wrote func([]any) bool) (any, error) {
+// runWait runs a script, then WAIT if it wrote, on one connection to the
+// key's master, so that WAIT covers the script's writes; wrote tells from
+// the script's reply whether it wrote.
+func (e *Engine) runWait(ctx context.Context, s *script, key []byte, keys []string, args []any, wrote func([]any) bool) (any, error) {
 	var err error
 	for attempt := 0; attempt < 4; attempt++ {
 		if attempt > 0 {
@@ -400,35 +531,23 @@ func (e *Engine) runWait(ctx context.Context, s *redis.Script, key []byte, keys 
 	return nil, err
 }
 
-// runOn runs the script and WAIT in one pipeline on node (one
-// connection). WAIT after a script that wrote nothing returns at once
-// while the replicas are in sync (the connection's last write is already
-// acknowledged); only writes wait for them. (A sticky Client.Conn would
-// let WAIT follow only writes, but go-redis v9.23 races on the options a
-// Conn shares with its client.)
-func (e *Engine) runOn(ctx context.Context, node *redis.Client, s *redis.Script, keys []string, args []any, wrote func([]any) bool) (any, error) {
-	for loaded := false; ; loaded = true {
-		pipe := node.Pipeline()
-		ev := pipe.EvalSha(ctx, s.Hash(), keys, args...)
-		w := pipe.Do(ctx, "wait", e.cfg.WaitReplicas, e.cfg.WaitTimeout.Milliseconds())
-		_, _ = pipe.Exec(ctx)
-		v, err := ev.Result()
-		if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") && !loaded {
-			if err := s.Load(ctx, node).Err(); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if arr, ok := v.([]any); ok && wrote(arr) {
-			if n, err := w.Int64(); err != nil || n < int64(e.cfg.WaitReplicas) {
-				e.Stats.ReplicaShort.Add(1)
-			}
-		}
-		return v, nil
+// runOn runs the script on one connection of node, and WAIT on that
+// connection when the script wrote: a script that only read (a claim that
+// found the key running or done, a stale completion) does not wait for
+// the replicas, not even while the master has fewer than WaitReplicas.
+func (e *Engine) runOn(ctx context.Context, node *redis.Client, s *script, keys []string, args []any, wrote func([]any) bool) (any, error) {
+	cn := node.Conn()
+	defer cn.Close()
+	v, err := s.run(ctx, cn, keys, args)
+	if err != nil {
+		return nil, err
 	}
+	if arr, ok := v.([]any); ok && wrote(arr) {
+		if n, err := cn.Do(ctx, "wait", e.cfg.WaitReplicas, e.cfg.WaitTimeout.Milliseconds()).Int64(); err != nil || n < int64(e.cfg.WaitReplicas) {
+			e.Stats.ReplicaShort.Add(1)
+		}
+	}
+	return v, nil
 }
 
 // claimed and acked say whether a script's reply means it wrote.
@@ -438,8 +557,8 @@ func acked(a []any) bool   { return str(a, 0) == "ok" }
 // publish sends an announcement a script returned instead of publishing
 // (WaitReplicas: after WAIT). A failure only delays the waiters until
 // their next check.
-func (e *Engine) publish(ctx context.Context, slot int, ev string) {
-	if err := e.c.SPublish(ctx, Channel(slot, e.db), ev).Err(); err != nil {
+func (e *Engine) publish(ctx context.Context, ch, ev string) {
+	if err := e.c.SPublish(ctx, ch, ev).Err(); err != nil {
 		e.upstreamError(err)
 		e.log.Warn("onceup: announce", zap.Error(err))
 	}
@@ -487,10 +606,10 @@ type claimArgs struct {
 }
 
 // claim runs ONCE.CLAIM; with wait, a running key returns a waiter.
-func (e *Engine) claim(ctx context.Context, key []byte, a claimArgs) (result, *waiter, error) {
+func (e *Engine) claim(ctx context.Context, db int, key []byte, a claimArgs) (result, *waiter, error) {
 	slot := Slot(key)
 	id := e.reqID()
-	rep, err := e.run(ctx, claimScript, key, slot, claimed, "c", e.leaseMs(a.lease), b01(a.hasFP), a.fp, "0", "", "", id)
+	rep, err := e.run(ctx, claimScript, db, key, slot, claimed, "c", e.leaseMs(a.lease), b01(a.hasFP), a.fp, "0", "", "", id)
 	if err != nil {
 		return result{}, nil, err
 	}
@@ -511,16 +630,16 @@ func (e *Engine) claim(ctx context.Context, key []byte, a claimArgs) (result, *w
 			return result{state: "running", msLeft: num(rep, 1)}, nil, nil
 		}
 		w := &waiter{claim: true, lease: a.lease, fp: a.fp, hasFP: a.hasFP, reqID: id, ch: make(chan result, 1)}
-		e.addWaiter(string(key), slot, w, rep)
+		e.addWaiter(db, string(key), slot, w, rep)
 		return result{}, w, nil
 	}
 	return result{}, nil, errReply
 }
 
 // wait runs ONCE.WAIT; with block, a running key returns a waiter.
-func (e *Engine) wait(ctx context.Context, key []byte, block bool) (result, *waiter, error) {
+func (e *Engine) wait(ctx context.Context, db int, key []byte, block bool) (result, *waiter, error) {
 	slot := Slot(key)
-	rep, err := e.run(ctx, claimScript, key, slot, nil, "w", e.leaseMs(0), "0", "", "0", "", "", "")
+	rep, err := e.run(ctx, claimScript, db, key, slot, nil, "w", e.leaseMs(0), "0", "", "0", "", "", "")
 	if err != nil {
 		return result{}, nil, err
 	}
@@ -537,42 +656,44 @@ func (e *Engine) wait(ctx context.Context, key []byte, block bool) (result, *wai
 			return result{state: "running", msLeft: num(rep, 1)}, nil, nil
 		}
 		w := &waiter{ch: make(chan result, 1)}
-		e.addWaiter(string(key), slot, w, rep)
+		e.addWaiter(db, string(key), slot, w, rep)
 		return result{}, w, nil
 	}
 	return result{}, nil, errReply
 }
 
 // complete runs ONCE.COMPLETE; keep < 0 keeps the answer until deleted.
-func (e *Engine) complete(ctx context.Context, key []byte, token uint64, answer []byte, keep int64) error {
+func (e *Engine) complete(ctx context.Context, db int, key []byte, token uint64, answer []byte, keep int64) error {
 	slot := Slot(key)
 	pub := e.cfg.WaitReplicas <= 0
-	rep, err := e.run(ctx, completeScript, key, slot, acked, strconv.FormatUint(token, 10), answer, keep,
-		b01(pub), e.cfg.OutcomeTTL.Milliseconds(), Channel(slot, e.db))
+	ch := Channel(slot, db)
+	rep, err := e.run(ctx, completeScript, db, key, slot, acked, strconv.FormatUint(token, 10), answer, keep,
+		b01(pub), e.cfg.OutcomeTTL.Milliseconds(), e.leaseMs(0), ch)
 	if err != nil {
 		return err
 	}
-	return e.okReply(ctx, slot, rep, &e.Stats.Completes)
+	return e.okReply(ctx, ch, rep, &e.Stats.Completes)
 }
 
 // abort runs ONCE.ABORT.
-func (e *Engine) abort(ctx context.Context, key []byte, token uint64, msg []byte) error {
+func (e *Engine) abort(ctx context.Context, db int, key []byte, token uint64, msg []byte) error {
 	slot := Slot(key)
 	pub := e.cfg.WaitReplicas <= 0
-	rep, err := e.run(ctx, abortScript, key, slot, acked, strconv.FormatUint(token, 10), msg,
-		b01(pub), e.cfg.OutcomeTTL.Milliseconds(), Channel(slot, e.db))
+	ch := Channel(slot, db)
+	rep, err := e.run(ctx, abortScript, db, key, slot, acked, strconv.FormatUint(token, 10), msg,
+		b01(pub), e.cfg.OutcomeTTL.Milliseconds(), e.leaseMs(0), ch)
 	if err != nil {
 		return err
 	}
-	return e.okReply(ctx, slot, rep, &e.Stats.Aborts)
+	return e.okReply(ctx, ch, rep, &e.Stats.Aborts)
 }
 
-func (e *Engine) okReply(ctx context.Context, slot int, rep []any, n *atomic.Int64) error {
+func (e *Engine) okReply(ctx context.Context, ch string, rep []any, n *atomic.Int64) error {
 	switch str(rep, 0) {
 	case "ok":
 		n.Add(1)
 		if len(rep) > 1 {
-			e.publish(ctx, slot, str(rep, 1))
+			e.publish(ctx, ch, str(rep, 1))
 		}
 		return nil
 	case "stale":
@@ -585,17 +706,17 @@ func (e *Engine) okReply(ctx context.Context, slot int, rep []any, n *atomic.Int
 }
 
 // extend runs ONCE.EXTEND.
-func (e *Engine) extend(ctx context.Context, key []byte, token uint64, lease int64) error {
+func (e *Engine) extend(ctx context.Context, db int, key []byte, token uint64, lease int64) error {
 	if lease <= 0 {
 		return ErrInvalidLease
 	}
 	slot := Slot(key)
-	rep, err := e.run(ctx, extendScript, key, slot, nil, strconv.FormatUint(token, 10), lease)
+	rep, err := e.run(ctx, extendScript, db, key, slot, acked, strconv.FormatUint(token, 10), lease)
 	if err != nil {
 		return err
 	}
 	var n atomic.Int64
-	return e.okReply(ctx, slot, rep, &n)
+	return e.okReply(ctx, "", rep, &n)
 }
 
 // status is ONCE.STATUS's record.
@@ -608,9 +729,9 @@ type status struct {
 	waiters         int
 }
 
-func (e *Engine) status(ctx context.Context, key []byte) (status, bool, error) {
+func (e *Engine) status(ctx context.Context, db int, key []byte) (status, bool, error) {
 	slot := Slot(key)
-	rep, err := e.run(ctx, statusScript, key, slot, nil)
+	rep, err := e.run(ctx, statusScript, db, key, slot, nil)
 	if err != nil {
 		return status{}, false, err
 	}
@@ -631,7 +752,7 @@ func (e *Engine) status(ctx context.Context, key []byte) (status, bool, error) {
 			st.keepMs = pttl
 		}
 		e.mu.Lock()
-		if ks := e.keys[string(key)]; ks != nil {
+		if ks := e.keys[keyID{db, string(key)}]; ks != nil {
 			st.waiters = len(ks.waiters)
 		}
 		e.mu.Unlock()
@@ -642,37 +763,94 @@ func (e *Engine) status(ctx context.Context, key []byte) (status, bool, error) {
 
 // release gives up a claim handed to a caller that has gone: the key
 // becomes free and every instance's waiters look again.
-func (e *Engine) release(key string, slot int, token uint64) {
+func (e *Engine) release(ks *keyState, token uint64) {
 	ctx, cancel := context.WithTimeout(e.ctx, e.cfg.Timeout)
 	defer cancel()
-	if _, err := e.run(ctx, releaseScript, []byte(key), slot, nil, strconv.FormatUint(token, 10), Channel(slot, e.db)); err != nil {
+	if _, err := e.run(ctx, releaseScript, ks.db, []byte(ks.key), ks.slot, nil, strconv.FormatUint(token, 10), Channel(ks.slot, ks.db)); err != nil {
 		e.log.Warn("onceup: release", zap.Error(err))
 	}
 	e.mu.Lock()
-	if ks := e.keys[key]; ks != nil {
-		e.kickLocked(ks)
+	if cur := e.keys[keyID{ks.db, ks.key}]; cur != nil {
+		e.kickLocked(cur)
 	}
 	e.mu.Unlock()
 }
 
-// Touched tells every instance's waiters on key to look at it now: call it
-// after a command other than ONCE deleted or rewrote key (DEL, UNLINK,
-// SET, RENAME…), so that a running record removed that way is a lapse at
-// once rather than at its lease deadline.
-func (e *Engine) Touched(ctx context.Context, key []byte) error {
-	slot := Slot(key)
-	ev := fmt.Sprintf("l 0 %d 0 0 %s", len(key), key)
-	err := e.c.SPublish(ctx, Channel(slot, e.db), ev).Err()
+// Touched tells every instance's waiters on keys of database db to look at
+// them now: call it after a command other than ONCE deleted or rewrote
+// them (DEL, UNLINK…), so that a running record removed that way is a
+// lapse at once rather than at its lease deadline. It sends one SPUBLISH
+// per key, in one pipeline.
+func (e *Engine) Touched(ctx context.Context, db int, keys ...[]byte) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	pipe := e.c.Pipeline()
+	for _, k := range keys {
+		pipe.SPublish(ctx, Channel(Slot(k), db), fmt.Sprintf("l 0 %d 0 0 %s", len(k), k))
+	}
+	_, err := pipe.Exec(ctx)
 	if err != nil {
 		e.upstreamError(err)
 	}
 	return err
 }
 
+// Flushed tells every instance's waiters in database db (-1: in every
+// database) to look at their keys now: call it after FLUSHDB or FLUSHALL.
+// This instance's waiters look at once; the others' when the broadcast
+// (PUBLISH on flushChannel) reaches their subscription connections.
+func (e *Engine) Flushed(ctx context.Context, db int) error {
+	e.flushLocal(db)
+	msg := fmt.Sprintf("%d %s %d", db, e.id, e.seq.Add(1))
+	err := e.c.Publish(ctx, flushChannel, msg).Err()
+	if err != nil {
+		e.upstreamError(err)
+	}
+	return err
+}
+
+// flushLocal has every local waited key of database db (-1: all) checked.
+func (e *Engine) flushLocal(db int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, ks := range e.keys {
+		if db < 0 || ks.db == db {
+			e.kickLocked(ks)
+		}
+	}
+}
+
+// flushEvent acts on a message of flushChannel, "db sender seq": each one
+// once (a cluster delivers it on every subscription connection), and not
+// our own (Flushed already looked).
+func (e *Engine) flushEvent(msg []byte) {
+	f := strings.Fields(string(msg))
+	if len(f) != 3 {
+		return
+	}
+	db, err1 := strconv.Atoi(f[0])
+	seq, err2 := strconv.ParseUint(f[2], 10, 64)
+	if err1 != nil || err2 != nil || f[1] == e.id {
+		return
+	}
+	e.mu.Lock()
+	if seq <= e.flushSeen[f[1]] {
+		e.mu.Unlock()
+		return
+	}
+	if len(e.flushSeen) > 1024 {
+		clear(e.flushSeen)
+	}
+	e.flushSeen[f[1]] = seq
+	e.mu.Unlock()
+	e.flushLocal(db)
+}
+
 // addWaiter registers w on key after a script saw the key running (rep is
 // its {'running', pttl, token, hasfp, fp} reply), and has the key checked
 // once the slot's subscription is up.
-func (e *Engine) addWaiter(key string, slot int, w *waiter, rep []any) {
+func (e *Engine) addWaiter(db int, key string, slot int, w *waiter, rep []any) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.Stats.Waits.Add(1)
@@ -683,17 +861,18 @@ func (e *Engine) addWaiter(key string, slot int, w *waiter, rep []any) {
 		w.ch <- result{err: ErrShutdown}
 		return
 	}
-	ks := e.keys[key]
+	id := keyID{db, key}
+	ks := e.keys[id]
 	if ks == nil {
-		ks = &keyState{key: key, slot: slot}
-		e.keys[key] = ks
+		ks = &keyState{key: key, db: db, slot: slot}
+		e.keys[id] = ks
 		e.slotRefLocked(ks, true)
 	}
 	w.ks = ks
 	ks.waiters = append(ks.waiters, w)
 	e.seenLocked(ks, rep)
 	e.armLocked(ks, num(rep, 1))
-	if sub := e.slots[slot]; sub != nil && sub.state == subActive {
+	if sub := e.slots[chanID(db, slot)]; sub != nil && sub.state == subActive {
 		e.kickLocked(ks)
 	}
 	// Otherwise the subscription's confirmation checks the key.
@@ -748,7 +927,8 @@ func (e *Engine) setTimerLocked(ks *keyState, d time.Duration) {
 	})
 }
 
-// kickLocked has the key checked (now, or again after the check under way).
+// kickLocked has the key checked (soon, or again after the check under
+// way). At most maxChecks checker goroutines run; the other keys queue.
 func (e *Engine) kickLocked(ks *keyState) {
 	if ks.dropped || e.closed {
 		return
@@ -758,15 +938,45 @@ func (e *Engine) kickLocked(ks *keyState) {
 		return
 	}
 	ks.checking = true
-	e.wg.Add(1)
-	go e.checkLoop(ks)
+	e.checkQ = append(e.checkQ, ks)
+	if e.checkers < maxChecks {
+		e.checkers++
+		e.wg.Add(1)
+		go e.checker()
+	}
+}
+
+// checker checks queued keys until none is left.
+func (e *Engine) checker() {
+	defer e.wg.Done()
+	for {
+		e.mu.Lock()
+		if len(e.checkQ) == 0 || e.closed {
+			e.checkers--
+			e.mu.Unlock()
+			return
+		}
+		ks := e.checkQ[0]
+		e.checkQ[0] = nil
+		e.checkQ = e.checkQ[1:]
+		e.mu.Unlock()
+		e.checkLoop(ks)
+	}
 }
 
 // checkLoop looks at a waited key in the upstream: hands a lapsed claim to
 // the oldest local claim waiter, or delivers the outcome the waiters missed,
 // or re-arms the timer for the run under way.
 func (e *Engine) checkLoop(ks *keyState) {
-	defer e.wg.Done()
+	e.mu.Lock()
+	e.checksNow++
+	e.checksPeak = max(e.checksPeak, e.checksNow)
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.checksNow--
+		e.mu.Unlock()
+	}()
 	for {
 		e.mu.Lock()
 		if ks.dropped || e.closed || len(ks.waiters) == 0 {
@@ -797,7 +1007,7 @@ func (e *Engine) checkLoop(ks *keyState) {
 		if w0 != nil {
 			repl = claimed
 		}
-		rep, err := e.run(ctx, claimScript, []byte(ks.key), ks.slot, repl, args...)
+		rep, err := e.run(ctx, claimScript, ks.db, []byte(ks.key), ks.slot, repl, args...)
 		cancel()
 
 		e.mu.Lock()
@@ -822,7 +1032,7 @@ func (e *Engine) checkLoop(ks *keyState) {
 		e.mu.Unlock()
 		if rel != 0 {
 			ctx, cancel := context.WithTimeout(e.ctx, e.cfg.Timeout)
-			_, err := e.run(ctx, releaseScript, []byte(ks.key), ks.slot, nil, strconv.FormatUint(rel, 10), Channel(ks.slot, e.db))
+			_, err := e.run(ctx, releaseScript, ks.db, []byte(ks.key), ks.slot, nil, strconv.FormatUint(rel, 10), Channel(ks.slot, ks.db))
 			cancel()
 			if err != nil {
 				e.log.Warn("onceup: release", zap.Error(err))
@@ -871,8 +1081,10 @@ func (e *Engine) applyLocked(ks *keyState, w0 *waiter, rep []any) uint64 {
 			e.armLocked(ks, num(rep, 1))
 		}
 	case "done":
+		e.Stats.Rechecked.Add(int64(len(ks.waiters)))
 		e.doneLocked(ks, []byte(str(rep, 1)), str(rep, 2) == "1", str(rep, 3))
 	case "failed":
+		e.Stats.Rechecked.Add(int64(len(ks.waiters)))
 		e.wakeAllLocked(ks, result{state: "failed", answer: []byte(str(rep, 1))})
 	case "free":
 		if ks.hasClaimWaiter() {
@@ -940,15 +1152,16 @@ func (e *Engine) dropLocked(ks *keyState) {
 	if ks.timer != nil {
 		ks.timer.Stop()
 	}
-	if e.keys[ks.key] == ks {
-		delete(e.keys, ks.key)
+	if id := (keyID{ks.db, ks.key}); e.keys[id] == ks {
+		delete(e.keys, id)
 	}
 	e.slotRefLocked(ks, false)
 }
 
 // cancel withdraws a waiter whose wait ended (timeout or disconnect). If
 // it had already been given a result, cancel returns it (ok true); a claim
-// handed to a caller that has gone is released at once.
+// handed to a caller that has gone is released at once (unless the
+// engine is closing: the claim then lapses at its lease).
 func (e *Engine) cancel(w *waiter, gone bool) (result, bool) {
 	e.mu.Lock()
 	if !w.gone {
@@ -965,26 +1178,37 @@ func (e *Engine) cancel(w *waiter, gone bool) (result, bool) {
 	e.mu.Unlock()
 	r := <-w.ch
 	if gone && r.state == "claimed" {
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			e.release(w.ks.key, w.ks.slot, r.token)
-		}()
+		e.mu.Lock()
+		closed := e.closed
+		if !closed {
+			e.wg.Add(1) // under mu, before Close can reach wg.Wait
+		}
+		e.mu.Unlock()
+		if !closed {
+			go func() {
+				defer e.wg.Done()
+				e.release(w.ks, r.token)
+			}()
+		}
 	}
 	return r, true
 }
 
-// dispatch hands an announcement to the local waiters of its key.
-func (e *Engine) dispatch(msg []byte) {
+// dispatch hands an announcement on a channel of database db to the local
+// waiters of its key.
+func (e *Engine) dispatch(db int, msg []byte) {
 	ev, ok := parseEvent(msg)
 	if !ok {
 		e.log.Warn("onceup: malformed announcement", zap.ByteString("msg", msg))
 		return
 	}
 	e.Stats.Events.Add(1)
+	if ev.kind != 'l' && e.dropEvents.Load() {
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ks := e.keys[string(ev.key)]
+	ks := e.keys[keyID{db, string(ev.key)}]
 	if ks == nil {
 		return
 	}

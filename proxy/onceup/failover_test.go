@@ -18,14 +18,19 @@ import (
 // what was lost: acknowledged answers missing afterwards (their key runs
 // again) and tokens issued again or out of order. Once with asynchronous
 // replication, where the writes of those 150 ms are lost, once with
-// WaitReplicas 1, where they are not acknowledged.
+// WaitReplicas 1 (and the default WaitTimeout, 1 s, as the app uses it),
+// where they are not acknowledged. Callers wait across the failover on
+// keys claimed before it; a waiter handed a key runs and completes it: in
+// every mode one run completes per key and takeovers never overlap each
+// other; with WaitReplicas, no claim made before the failover is lost,
+// so no waiter takes a key over while its runner holds it.
 func TestFailover(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  Config
 	}{
 		{"async", Config{}},
-		{"wait-replicas-1", Config{WaitReplicas: 1, WaitTimeout: 1500 * time.Millisecond}},
+		{"wait-replicas-1", Config{WaitReplicas: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { failover(t, tc.cfg) })
 	}
@@ -58,24 +63,53 @@ func failover(t *testing.T, cfg Config) {
 	}
 
 	// Callers waiting across the failover, on keys of the victim's slots:
-	// each key's runner completes after the failover.
-	const waited = 4
+	// each key's runner completes after the failover. (In async mode, late
+	// keys are claimed while the replica is frozen, below.)
+	const waited, late = 4, 3
 	runner := dial(t, ps[0])
-	wkeys := make([]string, waited)
-	wtoks := make([]int64, waited)
-	wres := make(chan reply, 2*waited)
-	for i := range wkeys {
-		wkeys[i] = fmt.Sprintf("{victim}:waited:%d", i)
-		r := do(ctx, runner, "ONCE.CLAIM", wkeys[i], "LEASE", 20000)
+	var wkeys []string
+	var wtoks []int64
+	type hold struct {
+		key        string
+		token      int64
+		from, till time.Time // claim acknowledged, COMPLETE answered
+		completed  bool
+		takeover   bool
+	}
+	wres := make(chan reply, 2*(waited+late))
+	holds := make(chan hold, 2*(waited+late))
+	// claimAndWait claims k for the runner and has one caller per
+	// instance wait for it (again after an error: the master may be dead);
+	// a caller handed the key runs it and completes it.
+	claimAndWait := func(k string) {
+		r := do(ctx, runner, "ONCE.CLAIM", k, "LEASE", 20000)
 		if r.state != "claimed" {
-			t.Fatalf("CLAIM %s = %v", wkeys[i], r)
+			t.Fatalf("CLAIM %s = %v", k, r)
 		}
-		wtoks[i] = r.n
+		wkeys, wtoks = append(wkeys, k), append(wtoks, r.n)
 		for _, p := range ps {
 			c := dial(t, p)
-			go func(k string) { wres <- do(ctx, c, "ONCE.CLAIM", k, "LEASE", 5000, "WAIT", 40000) }(wkeys[i])
+			go func(k string) {
+				r := do(ctx, c, "ONCE.CLAIM", k, "LEASE", 5000, "WAIT", 40000)
+				for end := time.Now().Add(30 * time.Second); r.err != nil && time.Now().Before(end); {
+					time.Sleep(100 * time.Millisecond)
+					r = do(ctx, c, "ONCE.CLAIM", k, "LEASE", 5000, "WAIT", 40000)
+				}
+				if r.state == "claimed" {
+					// A takeover: run the key and complete it.
+					h := hold{key: k, token: r.n, from: time.Now(), takeover: true}
+					h.completed = c.Do(ctx, "ONCE.COMPLETE", k, r.n, "taken:"+k).Err() == nil
+					h.till = time.Now()
+					holds <- h
+				}
+				wres <- r
+			}(k)
 		}
 	}
+	for i := 0; i < waited; i++ {
+		claimAndWait(fmt.Sprintf("{victim}:waited:%d", i))
+	}
+	waitedAt := time.Now()
 	eventually(t, 5*time.Second, "the waiters", func() bool { return ps[0].e.Waiting()+ps[1].e.Waiting() == 2*waited })
 
 	// Load: claim and complete fresh keys, half on the victim's slots.
@@ -113,7 +147,7 @@ func failover(t *testing.T, cfg Config) {
 				now := time.Now()
 				mu.Lock()
 				tokens = append(tokens, ack{key: k, slot: Slot([]byte(k)), token: r.n, sent: sent, at: now})
-				if g%2 == 0 && !killedAt.IsZero() && firstAfter.IsZero() && now.After(killedAt) {
+				if g%2 == 0 && !killedAt.IsZero() && firstAfter.IsZero() && sent.After(killedAt) {
 					firstAfter = now
 				}
 				mu.Unlock()
@@ -137,6 +171,7 @@ func failover(t *testing.T, cfg Config) {
 	mu.Lock()
 	cutAt := time.Now()
 	mu.Unlock()
+	shortBefore := ps[0].e.Stats.ReplicaShort.Load() + ps[1].e.Stats.ReplicaShort.Load()
 	// Freeze the victim's replica and fill its replication link with a
 	// 16 MB value: the writes after it stay in the master's memory, and
 	// die with it.
@@ -150,6 +185,15 @@ func failover(t *testing.T, cfg Config) {
 	if err := vc.Set(ctx, "{victim}:junk", make([]byte, 16<<20), 0).Err(); err != nil {
 		replica.Resume()
 		t.Fatal(err)
+	}
+	if cfg.WaitReplicas == 0 {
+		// Runs claimed now are lost with the master: their callers
+		// take the keys over while the runners still hold them (what
+		// once-wait-replicas prevents); the takeovers must still follow
+		// one another.
+		for i := 0; i < late; i++ {
+			claimAndWait(fmt.Sprintf("{victim}:late:%d", i))
+		}
 	}
 	time.Sleep(150 * time.Millisecond)
 	up.cluster.KillNode(victim)
@@ -180,25 +224,61 @@ func failover(t *testing.T, cfg Config) {
 	// The runners of the waited keys complete now; the callers that
 	// waited across the failover must be answered.
 	lostClaims := 0
+	var all []hold
 	for i, k := range wkeys {
-		if err := runner.Do(ctx, "ONCE.COMPLETE", k, wtoks[i], "waited:"+k).Err(); err != nil {
+		err := runner.Do(ctx, "ONCE.COMPLETE", k, wtoks[i], "waited:"+k).Err()
+		all = append(all, hold{key: k, token: wtoks[i], from: waitedAt, till: time.Now(), completed: err == nil})
+		if err != nil {
 			lostClaims++ // the claim was lost: a waiter took the key over
 			t.Logf("COMPLETE %s after the failover: %v", k, err)
 		}
 	}
 	takeovers := 0
-	for i := 0; i < 2*waited; i++ {
+	for i := 0; i < 2*len(wkeys); i++ {
 		select {
 		case r := <-wres:
 			switch {
 			case r.state == "done":
 			case r.state == "claimed":
 				takeovers++
+				all = append(all, <-holds)
 			default:
 				t.Fatalf("caller waiting across the failover got %v", r)
 			}
 		case <-time.After(30 * time.Second):
-			t.Fatalf("callers waiting across the failover not answered (%d of %d)", i, 2*waited)
+			t.Fatalf("callers waiting across the failover not answered (%d of %d)", i, 2*len(wkeys))
+		}
+	}
+	// One runner at a time (KV-9, KV-13): per key, exactly one run
+	// completes; two takeovers never hold a key at once; a takeover while
+	// the first runner still held its claim (its COMPLETE not answered
+	// yet, its 20 s lease not over) is a claim the failover lost.
+	overlapFirst := 0
+	for _, k := range wkeys {
+		completed := 0
+		var hs []hold
+		for _, h := range all {
+			if h.key != k {
+				continue
+			}
+			hs = append(hs, h)
+			if h.completed {
+				completed++
+			}
+		}
+		if completed != 1 {
+			t.Errorf("%s: %d runs completed, want 1: %+v", k, completed, hs)
+		}
+		for i, a := range hs {
+			for _, b := range hs[i+1:] {
+				if a.token == b.token || !(a.till.Before(b.from) || b.till.Before(a.from)) {
+					if a.takeover && b.takeover {
+						t.Errorf("%s: two takeovers held the key at once: %+v and %+v", k, a, b)
+					} else {
+						overlapFirst++
+					}
+				}
+			}
 		}
 	}
 
@@ -250,15 +330,25 @@ func failover(t *testing.T, cfg Config) {
 	t.Logf("failover figures (WaitReplicas=%d): failover took %v; first claim on the failed slots %v after the kill; "+
 		"%d answers acknowledged (%d before the kill, %d on the failed master's slots, %d of them after its replica was frozen); lost answers: %d; "+
 		"tokens: %d acknowledged, %d issued twice, %d not above an earlier one of their slot; "+
-		"waited runs whose claim was lost: %d of %d (waiters that took over: %d); failed calls during the load: %d; "+
-		"WAIT short of replicas: %d",
+		"waited runs whose claim was lost: %d of %d (waiters that took over: %d, while the first runner held the key: %d); "+
+		"failed calls during the load: %d; WAIT short of replicas: %d",
 		cfg.WaitReplicas, failedOver.Round(time.Millisecond), recovery.Round(time.Millisecond),
 		len(acks), before, victimAcks, inWindow, lost,
 		len(tokens), reissued, backwards,
-		lostClaims, waited, takeovers, errs.Load(),
+		lostClaims, len(wkeys), takeovers, overlapFirst, errs.Load(),
 		st0.ReplicaShort.Load()+st1.ReplicaShort.Load())
-	if cfg.WaitReplicas > 0 && lost > 0 {
-		t.Errorf("%d acknowledged answers lost with WaitReplicas %d", lost, cfg.WaitReplicas)
+	if cfg.WaitReplicas > 0 {
+		// What WaitReplicas promises: a claim and an answer whose WAIT
+		// was not short are on the replica that took over.
+		if shortBefore != 0 {
+			t.Errorf("%d WAITs short of replicas before the replica was frozen", shortBefore)
+		}
+		if lost > 0 {
+			t.Errorf("%d acknowledged answers lost with WaitReplicas %d", lost, cfg.WaitReplicas)
+		}
+		if lostClaims > 0 || overlapFirst > 0 {
+			t.Errorf("claims made before the failover lost with WaitReplicas %d: %d (%d taken over while held)", cfg.WaitReplicas, lostClaims, overlapFirst)
+		}
 	}
 	if reissued > 0 || backwards > 0 {
 		t.Errorf("tokens issued again (%d) or out of order (%d) across the failover (KV-13)", reissued, backwards)

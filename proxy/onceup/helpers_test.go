@@ -3,6 +3,7 @@ package onceup
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +14,9 @@ import (
 	"github.com/oncekv/oncekv/resp"
 )
 
-// handler serves the ONCE commands through an Engine, plus the few
-// commands a go-redis client sends on its own.
+// handler serves the ONCE commands through an Engine, in the database the
+// connection selected, plus the few commands a go-redis client sends on
+// its own.
 type handler struct{ e *Engine }
 
 func (h handler) Serve(c *resp.Conn, args [][]byte) {
@@ -28,8 +30,16 @@ func (h handler) Serve(c *resp.Conn, args [][]byte) {
 		c.W.Int(int64(c.W.Proto))
 	case "ping":
 		c.W.Simple("PONG")
+	case "select":
+		db, err := strconv.Atoi(string(args[1]))
+		if err != nil {
+			c.W.Error("ERR invalid DB index")
+			return
+		}
+		c.Select(db)
+		c.W.OK()
 	default:
-		h.e.Command(c, c.W, args)
+		h.e.Command(c, c.W, c.DB, args)
 	}
 }
 
@@ -44,7 +54,7 @@ type upstream struct {
 func standaloneUpstream(tb testing.TB) *upstream {
 	s := testredis.Standalone(tb)
 	return &upstream{name: "standalone", server: s, client: func(tb testing.TB) redis.UniversalClient {
-		c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+		c := redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: 2, MaxRetries: -1})
 		tb.Cleanup(func() { c.Close() })
 		return c
 	}}
@@ -55,7 +65,7 @@ func clusterUpstream(tb testing.TB, masters, replicas int) *upstream {
 	return &upstream{name: "cluster", cluster: cl, client: func(tb testing.TB) redis.UniversalClient {
 		// The default slot map reload interval (60 s): the engine must
 		// cope with a stale map by itself.
-		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), Protocol: 2, MaxRetries: -1})
 		tb.Cleanup(func() { c.Close() })
 		return c
 	}}
@@ -99,7 +109,12 @@ func dial(tb testing.TB, p *proxy, proto ...int) *redis.Client {
 	if len(proto) > 0 {
 		pr = proto[0]
 	}
-	c := redis.NewClient(&redis.Options{Addr: p.addr, Protocol: pr, DisableIdentity: true,
+	return dialDB(tb, p, 0, pr)
+}
+
+// dialDB returns a client of a proxy that selects database db.
+func dialDB(tb testing.TB, p *proxy, db, proto int) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: p.addr, Protocol: proto, DB: db, DisableIdentity: true,
 		ReadTimeout: 30 * time.Second, MaxRetries: -1, PoolSize: 4})
 	tb.Cleanup(func() { c.Close() })
 	return c

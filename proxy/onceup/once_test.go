@@ -19,8 +19,10 @@ func TestStandalone(t *testing.T) {
 	up := standaloneUpstream(t)
 	runSuite(t, up)
 	t.Run("resubscribe", func(t *testing.T) { testResubscribe(t, up) })
+	t.Run("missed-announcement", func(t *testing.T) { testMissed(t, up) })
 	t.Run("databases", func(t *testing.T) { testDatabases(t, up) })
 	t.Run("unsubscribe", func(t *testing.T) { testUnsubscribe(t, up) })
+	t.Run("flushed", func(t *testing.T) { testFlushed(t, up) }) // last: flushes everything
 }
 
 // TestCluster runs the same suite over a 3-master Redis Cluster.
@@ -28,6 +30,8 @@ func TestCluster(t *testing.T) {
 	up := clusterUpstream(t, 3, 0)
 	runSuite(t, up)
 	t.Run("resubscribe", func(t *testing.T) { testResubscribe(t, up) })
+	t.Run("missed-announcement", func(t *testing.T) { testMissed(t, up) })
+	t.Run("flushed", func(t *testing.T) { testFlushed(t, up) }) // last: flushes everything
 }
 
 func runSuite(t *testing.T, up *upstream) {
@@ -91,13 +95,16 @@ func testBasics(t *testing.T, up *upstream, ps []*proxy) {
 	if r := do(ctx, c1, "ONCE.WAIT", key(t, "free")); r.state != "free" || r.detail != "" {
 		t.Fatalf("WAIT on a free key = %v", r)
 	}
-	// A retried COMPLETE of the same answer under the same token is
-	// acknowledged again; another answer is stale.
-	if err := c1.Do(ctx, "ONCE.COMPLETE", k, r.n, "answer").Err(); err != nil {
-		t.Fatalf("retried COMPLETE: %v", err)
+	// Once completed, the token no longer holds the claim: a repeated
+	// COMPLETE is stale, with the same answer or another (CONTRACT.md,
+	// KV-13), and changes nothing.
+	for _, ans := range []string{"answer", "other"} {
+		if err := c1.Do(ctx, "ONCE.COMPLETE", k, r.n, ans).Err(); !strings.HasPrefix(errText(err), "STALE ") {
+			t.Fatalf("repeated COMPLETE (%s) after done: %v, want -STALE", ans, err)
+		}
 	}
-	if err := c1.Do(ctx, "ONCE.COMPLETE", k, r.n, "other"); !strings.HasPrefix(errText(err.Err()), "STALE ") {
-		t.Fatalf("COMPLETE of another answer after done: %v", err.Err())
+	if r := do(ctx, c0, "ONCE.CLAIM", k); r.state != "done" || r.detail != "answer" {
+		t.Fatalf("CLAIM after the repeated COMPLETEs = %v", r)
 	}
 
 	// Binary keys, fingerprints and answers, through a waiter on another
@@ -330,9 +337,10 @@ func testAbort(t *testing.T, up *upstream, ps []*proxy) {
 		if n := up.client(t).Exists(ctx, k).Val(); n != 0 {
 			t.Fatalf("key exists after ABORT")
 		}
-		// A retried ABORT of the same run is acknowledged.
-		if err := c0.Do(ctx, args...).Err(); err != nil {
-			t.Fatalf("retried ABORT: %v", err)
+		// A repeated ABORT of the same run is stale: the token no
+		// longer holds the claim (CONTRACT.md).
+		if err := c0.Do(ctx, args...).Err(); !strings.HasPrefix(errText(err), "STALE ") {
+			t.Fatalf("repeated ABORT: %v, want -STALE", err)
 		}
 		if r := do(ctx, c0, "ONCE.CLAIM", k); r.state != "claimed" || r.n <= tok {
 			t.Fatalf("CLAIM after ABORT = %v", r)
@@ -541,14 +549,17 @@ func testDisconnect(t *testing.T, up *upstream, ps []*proxy) {
 }
 
 // testResubscribe: the upstream drops every subscription connection
-// (CLIENT KILL TYPE pubsub) while callers wait; the runs completed
-// meanwhile still reach them (the engine reconnects, resubscribes and
-// checks each waited key, which finds the answer or the outcome record).
+// (CLIENT KILL TYPE pubsub) while callers wait, and the runs complete
+// while the engine is not subscribed (a test hook holds its SSUBSCRIBEs
+// until then): the announcements reach no one, and the waiters must get
+// the answers from the checks the engine makes once it is subscribed
+// again (the record, or the outcome record for KEEP 0). At most maxChecks
+// checks run at once.
 func testResubscribe(t *testing.T, up *upstream) {
 	ctx := context.Background()
 	ps := startProxies(t, up, 2, Config{})
 	c0 := dial(t, ps[0])
-	const n = 6
+	const n = 40
 	keys := make([]string, n)
 	toks := make([]int64, n)
 	res := make(chan reply, n)
@@ -558,25 +569,44 @@ func testResubscribe(t *testing.T, up *upstream) {
 		c := dial(t, ps[1])
 		go func(k string) { res <- do(ctx, c, "ONCE.CLAIM", k, "WAIT", 20000) }(keys[i])
 	}
-	eventually(t, 5*time.Second, "the waiters", func() bool { return ps[1].e.Waiting() == n })
-	eventually(t, 5*time.Second, "the subscriptions", func() bool { return ps[1].e.Stats.Subscribes.Load() > 0 })
-	before := ps[1].e.Stats.Subscribes.Load()
-	kill := func() {
-		var nodes []*redis.Client
-		if up.cluster != nil {
-			for _, a := range up.cluster.Addrs() {
-				nodes = append(nodes, up.cluster.Node(a).Client())
+	e := ps[1].e
+	eventually(t, 5*time.Second, "the waiters", func() bool { return e.Waiting() == n })
+	eventually(t, 5*time.Second, "the subscriptions", func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		for _, sub := range e.slots {
+			if sub.state != subActive {
+				return false
 			}
-		} else {
-			nodes = append(nodes, up.server.Client())
 		}
-		for _, c := range nodes {
-			c.Do(ctx, "client", "kill", "type", "pubsub")
+		return len(e.slots) > 0
+	})
+	eventually(t, 5*time.Second, "the first checks", func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.checksNow == 0 && len(e.checkQ) == 0
+	})
+	hold := make(chan struct{})
+	e.holdSubscribe.Store(&hold)
+	subsBefore, recheckedBefore, eventsBefore := e.Stats.Subscribes.Load(), e.Stats.Rechecked.Load(), e.Stats.Events.Load()
+	e.mu.Lock()
+	e.checksPeak = 0
+	e.mu.Unlock()
+	var nodes []*redis.Client
+	if up.cluster != nil {
+		for _, a := range up.cluster.Addrs() {
+			nodes = append(nodes, up.cluster.Node(a).Client())
+		}
+	} else {
+		nodes = append(nodes, up.server.Client())
+	}
+	for _, c := range nodes {
+		if err := c.Do(ctx, "client", "kill", "type", "pubsub").Err(); err != nil {
+			t.Fatal(err)
 		}
 	}
-	kill()
 	// Complete half with KEEP 0 (no record left to read) and half kept,
-	// right after the kill, while the subscriptions are down.
+	// while no subscription is up.
 	for i, k := range keys {
 		keep := []any{"KEEP", 0}
 		if i%2 == 1 {
@@ -586,6 +616,12 @@ func testResubscribe(t *testing.T, up *upstream) {
 			t.Fatal(err)
 		}
 	}
+	time.Sleep(100 * time.Millisecond)
+	if e.Waiting() != n {
+		t.Fatalf("%d waiters left before the subscriptions are back: the announcements reached them", e.Waiting())
+	}
+	e.holdSubscribe.Store(nil)
+	close(hold)
 	got := map[string]bool{}
 	for i := 0; i < n; i++ {
 		select {
@@ -601,8 +637,81 @@ func testResubscribe(t *testing.T, up *upstream) {
 	if len(got) != n {
 		t.Fatalf("answers %v", got)
 	}
-	if after := ps[1].e.Stats.Subscribes.Load(); after <= before {
-		t.Logf("no resubscription counted (%d → %d): the waiters were served by the checks", before, after)
+	if after := e.Stats.Subscribes.Load(); after <= subsBefore {
+		t.Errorf("no resubscription counted (%d → %d)", subsBefore, after)
+	}
+	if d := e.Stats.Rechecked.Load() - recheckedBefore; d != n {
+		t.Errorf("%d waiters answered by a check, want all %d (events received meanwhile: %d)", d, n, e.Stats.Events.Load()-eventsBefore)
+	}
+	e.mu.Lock()
+	peak := e.checksPeak
+	e.mu.Unlock()
+	if peak > maxChecks || peak == 0 {
+		t.Errorf("%d checks ran at once, want between 1 and %d", peak, maxChecks)
+	}
+	t.Logf("%d waiters answered by the checks after resubscribing; at most %d checks at once", n, peak)
+}
+
+// testMissed: a waiter that misses the announcement of the outcome (a
+// test hook drops them) looks again at the lease deadline it saw, long
+// after OutcomeTTL: it must get the outcome of the run it waited for,
+// never the claim of a key whose run completed while it waited: for KEEP
+// 0, a KEEP shorter than the lease, and ABORT. (The outcome record is kept
+// for the run's remaining lease plus OutcomeTTL.)
+func testMissed(t *testing.T, up *upstream) {
+	ctx := context.Background()
+	ps := startProxies(t, up, 2, Config{OutcomeTTL: 100 * time.Millisecond})
+	e := ps[1].e
+	e.dropEvents.Store(true)
+	c0 := dial(t, ps[0])
+	const lease = 1200
+	for _, tc := range []struct {
+		name  string
+		end   func(k string, tok int64) error
+		state string
+	}{
+		{"keep-0", func(k string, tok int64) error { return c0.Do(ctx, "ONCE.COMPLETE", k, tok, "ans-"+k, "KEEP", 0).Err() }, "done"},
+		{"keep-shorter-than-the-lease", func(k string, tok int64) error {
+			return c0.Do(ctx, "ONCE.COMPLETE", k, tok, "ans-"+k, "KEEP", 300).Err()
+		}, "done"},
+		{"abort", func(k string, tok int64) error { return c0.Do(ctx, "ONCE.ABORT", k, tok, "ans-"+k).Err() }, "failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := key(t, "k")
+			tok := do(ctx, c0, "ONCE.CLAIM", k, "LEASE", lease).n
+			res := make(chan reply, 2)
+			go func() { res <- do(ctx, dial(t, ps[1]), "ONCE.CLAIM", k, "LEASE", 5000, "WAIT", 10000) }()
+			go func() { res <- do(ctx, dial(t, ps[1]), "ONCE.WAIT", k, "TIMEOUT", 10000) }()
+			eventually(t, 5*time.Second, "the waiters, subscribed and checked once", func() bool {
+				e.mu.Lock()
+				defer e.mu.Unlock()
+				sub := e.slots[chanID(0, Slot([]byte(k)))]
+				return e.Waiting() == 2 && sub != nil && sub.state == subActive && e.checksNow == 0 && len(e.checkQ) == 0
+			})
+			before := e.Stats.Rechecked.Load()
+			start := time.Now()
+			if err := tc.end(k, tok); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 2; i++ {
+				r := <-res
+				if r.err != nil || r.state != tc.state || r.detail != "ans-"+k {
+					t.Fatalf("waiter that missed the announcement got %v, want %s ans-%s", r, tc.state, k)
+				}
+			}
+			if el := time.Since(start); el < lease*time.Millisecond/2 {
+				t.Errorf("answered %v after the outcome: not at the lease deadline, the announcement was not missed", el)
+			}
+			if d := e.Stats.Rechecked.Load() - before; d != 2 {
+				t.Errorf("%d waiters answered by a check, want 2", d)
+			}
+			// The key is free (KEEP 0, ABORT) or done; nobody else runs it.
+			if tc.name != "keep-shorter-than-the-lease" {
+				if r := do(ctx, c0, "ONCE.CLAIM", k); r.state != "claimed" || r.n <= tok {
+					t.Fatalf("CLAIM afterwards = %v", r)
+				}
+			}
+		})
 	}
 }
 
@@ -795,7 +904,7 @@ func testTouched(t *testing.T, up *upstream, ps []*proxy) {
 	if err := up.client(t).Del(ctx, k).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := ps[2].e.Touched(ctx, []byte(k)); err != nil {
+	if err := ps[2].e.Touched(ctx, 0, []byte(k)); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -809,27 +918,38 @@ func testTouched(t *testing.T, up *upstream, ps []*proxy) {
 	}
 }
 
-// Two engines on two databases of one standalone server: same key names,
-// separate records and separate announcements.
+// KV-7: each command runs in the caller's database (SELECT): the same key
+// names in two databases are two records, with separate tokens, waiters
+// and announcements, and the records are in the selected database in the
+// upstream. Touched and Flushed act on one database.
 func testDatabases(t *testing.T, up *upstream) {
 	ctx := context.Background()
-	db1 := &upstream{name: "db1", server: up.server, client: func(tb testing.TB) redis.UniversalClient {
-		c := redis.NewClient(&redis.Options{Addr: up.server.Addr(), DB: 1})
-		tb.Cleanup(func() { c.Close() })
+	p, q := startProxy(t, up, Config{}), startProxy(t, up, Config{})
+	c0, c1 := dialDB(t, p, 0, 2), dialDB(t, p, 1, 2)
+	raw := func(db int) *redis.Client {
+		c := redis.NewClient(&redis.Options{Addr: up.server.Addr(), DB: db})
+		t.Cleanup(func() { c.Close() })
 		return c
-	}}
-	p0, p1 := startProxy(t, up, Config{}), startProxy(t, db1, Config{})
-	c0, c1 := dial(t, p0), dial(t, p1)
+	}
 	k := key(t, "k")
-	t0 := do(ctx, c0, "ONCE.CLAIM", k).n
 	t1 := do(ctx, c1, "ONCE.CLAIM", k)
 	if t1.state != "claimed" {
-		t.Fatalf("CLAIM on db 1 = %v, want its own claim", t1)
+		t.Fatalf("CLAIM on db 1 = %v", t1)
+	}
+	if n := raw(0).Exists(ctx, k).Val(); n != 0 {
+		t.Fatalf("a claim in db 1 made a record in db 0")
+	}
+	if n := raw(1).Exists(ctx, k).Val(); n != 1 {
+		t.Fatalf("the claim in db 1 has no record in db 1")
+	}
+	t0 := do(ctx, c0, "ONCE.CLAIM", k)
+	if t0.state != "claimed" {
+		t.Fatalf("CLAIM on db 0 = %v, want its own claim", t0)
 	}
 	res := make(chan reply, 1)
-	go func() { res <- do(ctx, dial(t, p1), "ONCE.CLAIM", k, "WAIT", 20000) }()
-	eventually(t, 5*time.Second, "the waiter on db 1", func() bool { return p1.e.Waiting() == 1 })
-	if err := c0.Do(ctx, "ONCE.COMPLETE", k, t0, "db0", "KEEP", 0).Err(); err != nil {
+	go func() { res <- do(ctx, dialDB(t, q, 1, 2), "ONCE.CLAIM", k, "WAIT", 20000) }()
+	eventually(t, 5*time.Second, "the waiter on db 1", func() bool { return q.e.Waiting() == 1 })
+	if err := c0.Do(ctx, "ONCE.COMPLETE", k, t0.n, "db0", "KEEP", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -837,9 +957,68 @@ func testDatabases(t *testing.T, up *upstream) {
 		t.Fatalf("db 1 waiter woken by db 0's run: %v", r)
 	case <-time.After(300 * time.Millisecond):
 	}
-	c1.Do(ctx, "ONCE.COMPLETE", k, t1.n, "db1")
+	if err := c1.Do(ctx, "ONCE.COMPLETE", k, t1.n, "db1").Err(); err != nil {
+		t.Fatal(err)
+	}
 	if r := <-res; r.state != "done" || r.detail != "db1" {
 		t.Fatalf("db 1 waiter got %v", r)
+	}
+	if r := do(ctx, c1, "ONCE.CLAIM", k); r.state != "done" || r.detail != "db1" {
+		t.Fatalf("CLAIM on db 1 after = %v", r)
+	}
+	if r := do(ctx, c0, "ONCE.CLAIM", k); r.state != "claimed" {
+		t.Fatalf("CLAIM on db 0 after its KEEP 0 = %v", r)
+	}
+	if v, err := dialDB(t, p, 2, 2).Do(ctx, "ONCE.STATUS", k).Result(); err != redis.Nil {
+		t.Fatalf("STATUS on db 2 = %v %v, want nil", v, err)
+	}
+
+	// A DEL in db 1 announced by Touched, and a FLUSHDB of db 3
+	// announced by Flushed (through the other engine: the broadcast),
+	// are lapses at once for the waiters of that database only.
+	for _, tc := range []struct {
+		name   string
+		db     int
+		remove func(k string) error
+	}{
+		{"touched", 1, func(k string) error {
+			if err := raw(1).Del(ctx, k).Err(); err != nil {
+				return err
+			}
+			return p.e.Touched(ctx, 1, []byte(k))
+		}},
+		{"flushed", 3, func(k string) error {
+			if err := raw(3).FlushDB(ctx).Err(); err != nil {
+				return err
+			}
+			return p.e.Flushed(ctx, 3)
+		}},
+	} {
+		k := key(t, tc.name)
+		dead := do(ctx, dialDB(t, p, tc.db, 2), "ONCE.CLAIM", k, "LEASE", 20000).n
+		other := do(ctx, dialDB(t, p, 0, 2), "ONCE.CLAIM", k, "LEASE", 20000)
+		res := make(chan reply, 2)
+		go func() { res <- do(ctx, dialDB(t, q, tc.db, 2), "ONCE.CLAIM", k, "WAIT", 20000) }()
+		go func() { res <- do(ctx, dialDB(t, q, 0, 2), "ONCE.CLAIM", k, "WAIT", 3000) }()
+		eventually(t, 5*time.Second, "the waiters", func() bool { return q.e.Waiting() == 2 })
+		time.Sleep(100 * time.Millisecond) // subscribed
+		if err := tc.remove(k); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		for i := 0; i < 2; i++ {
+			r := <-res
+			switch {
+			case r.state == "claimed" && r.n > dead && time.Since(start) < 2*time.Second:
+			case r.state == "running":
+				// The db 0 waiter: its run was not touched; it ran out.
+			default:
+				t.Fatalf("%s: waiter got %v after %v", tc.name, r, time.Since(start))
+			}
+		}
+		if err := dialDB(t, p, 0, 2).Do(ctx, "ONCE.COMPLETE", k, other.n, "kept").Err(); err != nil {
+			t.Fatalf("%s: the db 0 run was disturbed: %v", tc.name, err)
+		}
 	}
 }
 
@@ -865,4 +1044,57 @@ func testUnsubscribe(t *testing.T, up *upstream) {
 	c.Do(ctx, "ONCE.COMPLETE", k, tok, "v")
 	<-res
 	eventually(t, 4*unsubscribeAfter, "the unsubscription", func() bool { return subs() == 0 })
+}
+
+// testFlushed: FLUSHDB / FLUSHALL of the upstream removes running records;
+// Flushed, called by another instance, makes the waiters take the keys
+// over at once rather than at the lease deadline (in a cluster the
+// broadcast reaches every instance through any node).
+func testFlushed(t *testing.T, up *upstream) {
+	ctx := context.Background()
+	ps := startProxies(t, up, 2, Config{})
+	c0 := dial(t, ps[0])
+	keys := []string{key(t, "a"), key(t, "b"), key(t, "c")}
+	res := make(chan reply, len(keys))
+	var dead int64
+	for _, k := range keys {
+		dead = max(dead, do(ctx, c0, "ONCE.CLAIM", k, "LEASE", 30000).n)
+		go func(k string) { res <- do(ctx, dial(t, ps[1]), "ONCE.CLAIM", k, "WAIT", 30000) }(k)
+	}
+	eventually(t, 5*time.Second, "the waiters", func() bool { return ps[1].e.Waiting() == int64(len(keys)) })
+	eventually(t, 5*time.Second, "the subscriptions", func() bool {
+		e := ps[1].e
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		for _, k := range keys {
+			if sub := e.slots[chanID(0, Slot([]byte(k)))]; sub == nil || sub.state != subActive {
+				return false
+			}
+		}
+		return true
+	})
+	if up.cluster != nil {
+		if err := up.cluster.Client().ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			return c.FlushAll(ctx).Err()
+		}); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := up.server.Client().FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := ps[0].e.Flushed(ctx, -1); err != nil {
+		t.Fatal(err)
+	}
+	for range keys {
+		select {
+		case r := <-res:
+			if r.state != "claimed" || r.n <= 0 {
+				t.Fatalf("waiter after FLUSHALL got %v", r)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the waiters were not told of the FLUSHALL (lease 30 s)")
+		}
+	}
+	t.Logf("handed over %v after the FLUSHALL", time.Since(start).Round(time.Millisecond))
 }

@@ -3,6 +3,7 @@ package onceup
 import (
 	"bytes"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -117,17 +118,37 @@ func Channel(s, db int) string {
 // ended.
 func OutcomeKey(s int, key []byte) string { return outcomePrefix + Tag(s) + "}" + string(key) }
 
-// slotOfChannel returns the slot of a channel of database db, or -1 if it
-// is not one.
-func slotOfChannel(ch string, db int) int {
+// chanID numbers the channel of slot s in database db: the engine keeps
+// one subscription per channel.
+func chanID(db, s int) int { return db*Slots + s }
+
+// channelOf is the channel chanID numbers.
+func channelOf(id int) string { return Channel(id%Slots, id/Slots) }
+
+// chanIDOf returns the chanID of an announcement channel, or -1 if ch is
+// not one.
+func chanIDOf(ch string) int {
 	if len(ch) < len(channelPrefix)+2 || ch[:len(channelPrefix)] != channelPrefix {
 		return -1
 	}
-	s := Slot([]byte(ch))
+	end := strings.IndexByte(ch[len(channelPrefix):], '}')
+	if end <= 0 {
+		return -1
+	}
+	end += len(channelPrefix) + 1
+	db := 0
+	if rest := ch[end:]; rest != "" {
+		n, err := strconv.Atoi(rest)
+		if err != nil || n <= 0 {
+			return -1
+		}
+		db = n
+	}
+	s := Slot([]byte(ch[:end]))
 	if Channel(s, db) != ch {
 		return -1
 	}
-	return s
+	return chanID(db, s)
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -39,17 +39,18 @@ func TestTags(t *testing.T) {
 				t.Fatalf("%q is in slot %d, want %d", name, got, s)
 			}
 		}
-		if got := slotOfChannel(Channel(s, 0), 0); got != s {
-			t.Fatalf("slotOfChannel(%q) = %d, want %d", Channel(s, 0), got, s)
-		}
-		if slotOfChannel(Channel(s, 2), 0) != -1 || slotOfChannel(Channel(s, 0), 2) != -1 || slotOfChannel(Channel(s, 2), 2) != s {
-			t.Fatalf("slotOfChannel mixes databases")
+		for _, db := range []int{0, 2, 15} {
+			if got := chanIDOf(Channel(s, db)); got != chanID(db, s) || channelOf(got) != Channel(s, db) {
+				t.Fatalf("chanIDOf(%q) = %d, want %d (slot %d, db %d)", Channel(s, db), got, chanID(db, s), s, db)
+			}
 		}
 	}
 	if longest > 3 {
 		t.Errorf("longest tag %d characters", longest)
 	}
-	if slotOfChannel("oncekv:ev:{zz9}x", 0) != -1 || slotOfChannel("other", 0) != -1 {
-		t.Error("slotOfChannel accepted a foreign channel")
+	for _, ch := range []string{"oncekv:ev:{zz9}x", "oncekv:ev:{0}0", "oncekv:ev:{0}-1", "oncekv:ev:{}", "oncekv:ev:{0", "other", flushChannel} {
+		if chanIDOf(ch) != -1 {
+			t.Errorf("chanIDOf accepted a foreign channel %q", ch)
+		}
 	}
 }

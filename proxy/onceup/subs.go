@@ -15,15 +15,19 @@ import (
 	"go.uber.org/zap"
 )
 
-// Subscriptions. An instance subscribes to a slot's channel while it has
+// Subscriptions. An instance subscribes to a slot's channel (one per
+// database: the subscriptions are numbered by chanID) while it has
 // waiters on keys of that slot (and for unsubscribeAfter more, to spare
 // churn), over one connection per upstream master of its own (go-redis's
 // PubSub resubscribes every channel in one command after a reconnection,
 // which a cluster node refuses when they span slots). A slot is routed to
 // the master the client's slot map names; a lost connection, a MOVED reply
 // or an unsubscription the server sends (the slot moved) routes it again,
-// after asking the cluster client to reload its map. Once a subscription
-// is confirmed, every waiting key of the slot is checked.
+// after asking the cluster client to reload its map; with a Sentinel
+// upstream, a connection opened while another master was named is closed
+// (Config.MasterAddr). Once a subscription is confirmed, every waiting key
+// of the slot is checked. Every connection also listens to flushChannel.
+// "slot" below means a slot's channel in one database.
 
 const (
 	unsubscribeAfter = 2 * time.Second
@@ -45,7 +49,7 @@ const (
 
 // slotSub is the subscription of one slot's channel.
 type slotSub struct {
-	slot      int
+	id        int // chanID
 	state     subState
 	node      *nodeConn
 	keys      map[*keyState]struct{} // waited keys of the slot
@@ -55,13 +59,14 @@ type slotSub struct {
 // slotRefLocked counts ks in (add) or out of its slot, subscribing when the
 // slot gets its first waited key.
 func (e *Engine) slotRefLocked(ks *keyState, add bool) {
-	sub := e.slots[ks.slot]
+	id := chanID(ks.db, ks.slot)
+	sub := e.slots[id]
 	if sub == nil {
 		if !add {
 			return
 		}
-		sub = &slotSub{slot: ks.slot, keys: make(map[*keyState]struct{})}
-		e.slots[ks.slot] = sub
+		sub = &slotSub{id: id, keys: make(map[*keyState]struct{})}
+		e.slots[id] = sub
 	}
 	if !add {
 		delete(sub.keys, ks)
@@ -79,7 +84,7 @@ func (e *Engine) slotRefLocked(ks *keyState, add bool) {
 func (e *Engine) routeLocked(sub *slotSub) {
 	sub.state = subRouting
 	sub.node = nil
-	e.toRoute[sub.slot] = true
+	e.toRoute[sub.id] = true
 	select {
 	case e.routeWake <- struct{}{}:
 	default:
@@ -143,13 +148,13 @@ func (e *Engine) routePending() (failed bool) {
 		return false
 	}
 	type routed struct {
-		slot int
+		slot int // chanID
 		opt  *redis.Options
 	}
 	var ok []routed
 	for _, s := range slots {
 		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.Timeout)
-		c, err := e.master(ctx, TokenKey(s))
+		c, err := e.master(ctx, TokenKey(s%Slots))
 		cancel()
 		if err != nil {
 			failed = true
@@ -176,6 +181,9 @@ func (e *Engine) routePending() (failed bool) {
 				continue
 			}
 			n = &nodeConn{e: e, addr: r.opt.Addr, opt: r.opt, slots: make(map[int]bool), quit: make(chan struct{})}
+			if e.cfg.MasterAddr != nil {
+				n.master = e.cfg.MasterAddr()
+			}
 			e.nodes[n.addr] = n
 			e.wg.Add(1)
 			go n.run()
@@ -195,26 +203,40 @@ func (e *Engine) routePending() (failed bool) {
 }
 
 // sweep unsubscribes from slots without waiters for a while, closes idle
-// node connections, and moves subscriptions whose slot moved to another
-// master in the client's map.
+// node connections, moves subscriptions whose slot moved to another master
+// in the client's map, and closes the connections to a master the
+// sentinels no longer name.
 func (e *Engine) sweep() {
 	now := time.Now()
 	unsub := map[*nodeConn][]int{}
 	var idle []*nodeConn
 	var check []*slotSub
+	master := ""
+	if e.cfg.MasterAddr != nil {
+		master = e.cfg.MasterAddr()
+	}
 	e.mu.Lock()
 	for _, sub := range e.slots {
 		switch {
 		case len(sub.keys) == 0 && sub.state == subActive && now.Sub(sub.idleSince) >= unsubscribeAfter:
 			sub.state = subUnsubscribing
-			unsub[sub.node] = append(unsub[sub.node], sub.slot)
+			unsub[sub.node] = append(unsub[sub.node], sub.id)
 		case len(sub.keys) == 0 && sub.state == subIdle:
-			delete(e.slots, sub.slot)
+			delete(e.slots, sub.id)
 		case e.cc != nil && (sub.state == subActive || sub.state == subSubscribing) && sub.node != nil:
 			check = append(check, sub)
 		}
 	}
 	for _, n := range e.nodes {
+		if master != "" && n.master == "" {
+			n.master = master
+		}
+		if master != "" && n.master != master {
+			e.log.Info("onceup: the sentinels name another master: subscribing there", zap.String("was", n.master), zap.String("master", master))
+			idle = append(idle, n) // run() routes its slots again
+			delete(e.nodes, n.addr)
+			continue
+		}
 		if len(n.slots) > 0 {
 			n.idleSince = time.Time{}
 		} else if n.idleSince.IsZero() {
@@ -236,7 +258,7 @@ func (e *Engine) sweep() {
 	var mv []moved
 	for i, sub := range check {
 		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.Timeout)
-		c, err := e.master(ctx, TokenKey(sub.slot))
+		c, err := e.master(ctx, TokenKey(sub.id%Slots))
 		cancel()
 		if err == nil && c.Options().Addr != addrs[i] {
 			mv = append(mv, moved{sub: sub})
@@ -249,13 +271,13 @@ func (e *Engine) sweep() {
 			continue
 		}
 		mv[i].node = sub.node
-		delete(sub.node.slots, sub.slot)
+		delete(sub.node.slots, sub.id)
 		e.routeLocked(sub)
 	}
 	e.mu.Unlock()
 	for _, m := range mv {
 		if m.node != nil {
-			m.node.subscribe("sunsubscribe", m.sub.slot)
+			m.node.subscribe("sunsubscribe", m.sub.id)
 		}
 	}
 	for n, slots := range unsub {
@@ -277,7 +299,8 @@ type nodeConn struct {
 	bw  *bufio.Writer
 
 	// Under e.mu:
-	slots     map[int]bool // slots routed here
+	slots     map[int]bool // slots routed here (chanIDs)
+	master    string       // Sentinel: the master named when it was opened
 	ready     bool         // connected: subscriptions can be sent
 	idleSince time.Time
 
@@ -355,6 +378,7 @@ func (n *nodeConn) serve() error {
 		slots = append(slots, s)
 	}
 	e.mu.Unlock()
+	n.send("subscribe", flushChannel)
 	n.subscribe("ssubscribe", slots...)
 
 	e.wg.Add(1)
@@ -389,8 +413,14 @@ func (n *nodeConn) pinger() {
 // subscribe sends one SSUBSCRIBE or SUNSUBSCRIBE per slot (a cluster node
 // refuses one command over channels of several slots).
 func (n *nodeConn) subscribe(cmd string, slots ...int) {
+	if h := n.e.holdSubscribe.Load(); h != nil && cmd == "ssubscribe" && len(slots) > 0 {
+		select {
+		case <-*h:
+		case <-n.quit:
+		}
+	}
 	for _, s := range slots {
-		n.send(cmd, Channel(s, n.e.db))
+		n.send(cmd, channelOf(s))
 	}
 }
 
@@ -415,7 +445,7 @@ func (n *nodeConn) handle(v any) error {
 		if strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ") {
 			f := strings.Fields(msg)
 			if s, err := strconv.Atoi(f[1]); err == nil && s >= 0 && s < Slots {
-				n.lost(s)
+				n.lostSlot(s)
 				return nil
 			}
 		}
@@ -428,15 +458,21 @@ func (n *nodeConn) handle(v any) error {
 		ch, _ := v[1].([]byte)
 		switch string(kind) {
 		case "smessage":
-			if len(v) == 3 {
+			if id := chanIDOf(string(ch)); id >= 0 && len(v) == 3 {
 				if msg, ok := v[2].([]byte); ok {
-					e.dispatch(msg)
+					e.dispatch(id/Slots, msg)
+				}
+			}
+		case "message":
+			if string(ch) == flushChannel && len(v) == 3 {
+				if msg, ok := v[2].([]byte); ok {
+					e.flushEvent(msg)
 				}
 			}
 		case "ssubscribe":
-			n.confirmed(slotOfChannel(string(ch), e.db))
+			n.confirmed(chanIDOf(string(ch)))
 		case "sunsubscribe":
-			n.unsubscribed(slotOfChannel(string(ch), e.db))
+			n.unsubscribed(chanIDOf(string(ch)))
 		}
 	}
 	return nil
@@ -500,7 +536,28 @@ func (n *nodeConn) unsubscribed(s int) {
 	}
 }
 
-// lost routes slot s again: it is not (or no longer) served here.
+// lostSlot routes every channel of hash slot s again (a MOVED: only a
+// cluster, whose only database is 0, sends one).
+func (n *nodeConn) lostSlot(s int) {
+	e := n.e
+	e.mu.Lock()
+	var ids []int
+	for id := range n.slots {
+		if id%Slots == s {
+			ids = append(ids, id)
+		}
+	}
+	e.mu.Unlock()
+	if len(ids) == 0 {
+		ids = []int{s}
+	}
+	for _, id := range ids {
+		n.lost(id)
+	}
+}
+
+// lost routes slot s (a chanID) again: it is not (or no longer) served
+// here.
 func (n *nodeConn) lost(s int) {
 	e := n.e
 	e.mu.Lock()
