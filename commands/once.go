@@ -332,21 +332,28 @@ func onceStatus(x *Ctx) {
 		x.W.NullArray()
 		return
 	}
-	w := x.W
+	WriteOnceStatus(x.W, st.State.String(), st.Token, st.LeaseMs, st.KeepMs, st.Waiters, st.Fingerprint, st.HasFP)
+}
+
+// WriteOnceStatus writes ONCE.STATUS's reply for a key that has a record:
+// a map of state, token, lease-ms, keep-ms, waiters and fingerprint (null
+// when hasFP is false). Proxy mode's ONCE engine answers with it too, so
+// that both reply alike.
+func WriteOnceStatus(w *resp.Writer, state string, token uint64, leaseMs, keepMs int64, waiters int, fp []byte, hasFP bool) {
 	w.Map(6)
 	w.BulkString("state")
-	w.BulkString(st.State.String())
+	w.BulkString(state)
 	w.BulkString("token")
-	w.Int(int64(st.Token))
+	w.Int(int64(token))
 	w.BulkString("lease-ms")
-	w.Int(st.LeaseMs)
+	w.Int(leaseMs)
 	w.BulkString("keep-ms")
-	w.Int(st.KeepMs)
+	w.Int(keepMs)
 	w.BulkString("waiters")
-	w.Int(int64(st.Waiters))
+	w.Int(int64(waiters))
 	w.BulkString("fingerprint")
-	if st.HasFP {
-		w.Bulk(st.Fingerprint)
+	if hasFP {
+		w.Bulk(fp)
 	} else {
 		w.Null()
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oncekv/oncekv/internal/testredis"
 	"github.com/oncekv/oncekv/internal/testserver"
 )
 
@@ -186,39 +187,15 @@ func flagValue(args []string, name string) (string, bool) {
 }
 
 // StartRedis starts Debian's redis-server (7.0) on a free 127.0.0.1 port in
-// tb.TempDir(), with `--save "" --appendonly no --bind 127.0.0.1 --port N
-// --dir D` and extra appended. Cleanup kills it. It returns "127.0.0.1:port".
+// tb.TempDir() with testredis.Standalone (`--save "" --appendonly no` and
+// extra appended). Cleanup kills it. It returns "127.0.0.1:port". Unlike
+// testredis, a missing redis-server fails the test instead of skipping it.
 func StartRedis(tb testing.TB, extra ...string) string {
 	tb.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
+	if _, err := exec.LookPath("redis-server"); err != nil {
 		tb.Fatalf("redis-server not found: install it with `apt-get install -y redis-server redis-tools` (./test.sh does)")
 	}
-	dir := tb.TempDir()
-	var last string
-	for attempt := 0; attempt < 5; attempt++ {
-		port := FreePort(tb)
-		args := []string{"--save", "", "--appendonly", "no", "--bind", "127.0.0.1",
-			"--port", strconv.Itoa(port), "--dir", dir}
-		args = append(args, extra...)
-		p, err := startProc(exec.Command(bin, args...))
-		if err != nil {
-			tb.Fatalf("starting redis-server: %v", err)
-		}
-		addr := addrOf(port)
-		if err := waitReady(p, addr, startTimeout); err != nil {
-			p.kill()
-			last = fmt.Sprintf("%v\n%s", err, p.tail(4000))
-			if strings.Contains(p.out.String(), "in use") {
-				continue // lost the port to someone else: try another
-			}
-			break
-		}
-		tb.Cleanup(p.kill)
-		return addr
-	}
-	tb.Fatalf("redis-server did not start: %s", last)
-	return ""
+	return testredis.Standalone(tb, extra...).Addr()
 }
 
 // build holds the binary BuildOncekv builds once per test process.

@@ -83,9 +83,22 @@ func TestOnceStress(t *testing.T) {
 	duration := 3 * time.Second
 	c := onceClient(t, addr, 3, func(o *redis.Options) { o.PoolSize = workers + 4 })
 	c2 := onceClient(t, addr, 2, func(o *redis.Options) { o.PoolSize = workers + 4 })
+	all := runOnceStress([]*redis.Client{c, c2}, workers, keys, 60, duration)
+	checkStress(t, all)
+	ctx := grCtx(t, 5*time.Second)
+	waitFor(t, 3*time.Second, 10*time.Millisecond, "no waiting clients after the stress", func() (bool, string) {
+		n := onceInfo(t, ctx, c)["waiting_clients"]
+		return n == 0, fmt.Sprintf("waiting_clients = %d", n)
+	})
+}
+
+// runOnceStress runs workers stress workers on keys keys for duration,
+// worker w on clients[w%len(clients)], and returns the history. A claim
+// the worker won is completed with probability completePct% (< 80),
+// aborted with the rest up to 80% and left to die in the last 20%.
+func runOnceStress(clients []*redis.Client, workers, keys, completePct int, duration time.Duration) []*stressOp {
 	lease := strconv.FormatInt(stressLease.Milliseconds(), 10)
 	keep := strconv.FormatInt(stressKeep.Milliseconds(), 10)
-
 	hist := make([][]*stressOp, workers)
 	end := time.Now().Add(duration)
 	var wg sync.WaitGroup
@@ -94,10 +107,7 @@ func TestOnceStress(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(42, uint64(w)))
-			cl := c
-			if w%2 == 1 {
-				cl = c2
-			}
+			cl := clients[w%len(clients)]
 			for time.Now().Before(end) {
 				op := &stressOp{worker: w, key: fmt.Sprintf("stress:%d", rng.IntN(keys)), waitMs: -1}
 				var args []any
@@ -122,7 +132,7 @@ func TestOnceStress(t *testing.T) {
 				if op.err == nil && op.r.State == "claimed" {
 					tok := op.r.Token
 					switch p := rng.IntN(100); {
-					case p < 60:
+					case p < completePct:
 						op.fate = "complete"
 						work := time.Duration(rng.IntN(40)) * time.Millisecond
 						if rng.IntN(2) == 0 {
@@ -151,17 +161,11 @@ func TestOnceStress(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-
 	var all []*stressOp
 	for _, h := range hist {
 		all = append(all, h...)
 	}
-	checkStress(t, all)
-	ctx := grCtx(t, 5*time.Second)
-	waitFor(t, 3*time.Second, 10*time.Millisecond, "no waiting clients after the stress", func() (bool, string) {
-		n := onceInfo(t, ctx, c)["waiting_clients"]
-		return n == 0, fmt.Sprintf("waiting_clients = %d", n)
-	})
+	return all
 }
 
 func checkStress(t *testing.T, all []*stressOp) {

@@ -22,16 +22,13 @@ package integration
 //     cluster: its history checks hold across instances.
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -460,7 +457,10 @@ func TestProxyOnceStress(t *testing.T) {
 			for i, addr := range []string{p1.Addr, p2.Addr, p1.Addr, p2.Addr} {
 				clients = append(clients, onceClient(t, addr, 2+i/2, func(o *redis.Options) { o.PoolSize = workers + 4 }))
 			}
-			all := runOnceStress(t, clients, workers, keys, 3*time.Second)
+			// More aborts (40%) and fewer keys than in TestOnceStress, so
+			// that ABORTs find claim waiters to tell "failed" (KV-12) often
+			// enough for checkStress's coverage check in a few seconds.
+			all := runOnceStress(clients, workers, keys, 40, 3*time.Second)
 			checkStress(t, all)
 			ctx := grCtx(t, 5*time.Second)
 			for _, c := range clients[:2] {
@@ -475,84 +475,6 @@ func TestProxyOnceStress(t *testing.T) {
 			}
 		})
 	}
-}
-
-// runOnceStress runs the stress workers, worker w on clients[w%len], and
-// returns the history.
-func runOnceStress(t *testing.T, clients []*redis.Client, workers, keys int, duration time.Duration) []*stressOp {
-	lease := strconv.FormatInt(stressLease.Milliseconds(), 10)
-	keep := strconv.FormatInt(stressKeep.Milliseconds(), 10)
-	hist := make([][]*stressOp, workers)
-	end := time.Now().Add(duration)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(42, uint64(w)))
-			cl := clients[w%len(clients)]
-			for time.Now().Before(end) {
-				op := &stressOp{worker: w, key: fmt.Sprintf("stress:%d", rng.IntN(keys)), waitMs: -1}
-				var args []any
-				switch p := rng.IntN(100); {
-				case p < 15:
-					op.kind = "claim"
-					args = []any{"ONCE.CLAIM", op.key, "LEASE", lease}
-				case p < 85:
-					op.kind = "claimwait"
-					op.waitMs = int64(20 + rng.IntN(400))
-					args = []any{"ONCE.CLAIM", op.key, "LEASE", lease, "WAIT", op.waitMs}
-				default:
-					op.kind = "wait"
-					op.waitMs = int64(20 + rng.IntN(400))
-					args = []any{"ONCE.WAIT", op.key, "TIMEOUT", op.waitMs}
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				op.sent = time.Now()
-				op.r, op.err = onceDo(ctx, cl, args...)
-				op.recv = time.Now()
-				hist[w] = append(hist[w], op)
-				if op.err == nil && op.r.State == "claimed" {
-					tok := op.r.Token
-					// More aborts (40%) and fewer keys than in
-					// TestOnceStress, so that ABORTs find claim waiters to
-					// tell "failed" (KV-12) often enough for checkStress's
-					// coverage check in a few seconds.
-					switch p := rng.IntN(100); {
-					case p < 40:
-						op.fate = "complete"
-						work := time.Duration(rng.IntN(40)) * time.Millisecond
-						if rng.IntN(2) == 0 {
-							time.Sleep(work / 2)
-							op.extSent = time.Now()
-							op.extOK = cl.Do(ctx, "ONCE.EXTEND", op.key, tok, "LEASE", lease).Err() == nil
-							time.Sleep(work / 2)
-						} else {
-							time.Sleep(work)
-						}
-						op.endSent = time.Now()
-						op.endErr = cl.Do(ctx, "ONCE.COMPLETE", op.key, tok, fmt.Sprintf("%s:%d", op.key, tok), "KEEP", keep).Err()
-						op.endRecv = time.Now()
-					case p < 80:
-						op.fate = "abort"
-						time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
-						op.endSent = time.Now()
-						op.endErr = cl.Do(ctx, "ONCE.ABORT", op.key, tok, fmt.Sprintf("fail:%s:%d", op.key, tok)).Err()
-						op.endRecv = time.Now()
-					default:
-						op.fate = "die"
-					}
-				}
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
-	var all []*stressOp
-	for _, h := range hist {
-		all = append(all, h...)
-	}
-	return all
 }
 
 // TestProxyClusterFailover: a master of a cluster with replicas dies; once

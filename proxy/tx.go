@@ -34,6 +34,23 @@ func (p *Proxy) localArityOK(args [][]byte) bool {
 	return cmd == nil || arityOK(cmd.Arity, len(args))
 }
 
+// pinNode pins s to a connection of n, the node a route gave (with
+// errReply, its error reply, if any). It answers the error and returns
+// false when there is one or no connection can be had.
+func (p *Proxy) pinNode(s *session, n *node, errReply string) bool {
+	if errReply != "" {
+		s.c.W.Error(errReply)
+		return false
+	}
+	conn, err := n.get(s.c.W.Proto)
+	if err != nil {
+		s.c.W.Error(p.upstreamError(n, err))
+		return false
+	}
+	s.pinTo(conn)
+	return true
+}
+
 // multi is MULTI outside a transaction.
 func (p *Proxy) multi(s *session, args [][]byte) {
 	if !p.localArityOK(args) {
@@ -47,17 +64,9 @@ func (p *Proxy) multi(s *session, args [][]byte) {
 		return
 	}
 	if s.pin == nil {
-		n, errReply := p.route(args)
-		if errReply != "" {
-			s.c.W.Error(errReply)
+		if n, errReply := p.route(args); !p.pinNode(s, n, errReply) {
 			return
 		}
-		conn, err := n.get(s.c.W.Proto)
-		if err != nil {
-			s.c.W.Error(p.upstreamError(n, err))
-			return
-		}
-		s.pinTo(conn)
 	}
 	r := s.call(s.pin, args)
 	if isOK(r) {
@@ -77,17 +86,9 @@ func (p *Proxy) watch(s *session, args [][]byte) {
 		return
 	}
 	if s.pin == nil {
-		n, errReply := p.routeFirstKey(args)
-		if errReply != "" {
-			s.c.W.Error(errReply)
+		if n, errReply := p.routeFirstKey(args); !p.pinNode(s, n, errReply) {
 			return
 		}
-		conn, err := n.get(s.c.W.Proto)
-		if err != nil {
-			s.c.W.Error(p.upstreamError(n, err))
-			return
-		}
-		s.pinTo(conn)
 	}
 	r := s.call(s.pin, args)
 	if isOK(r) {
@@ -199,23 +200,14 @@ func (p *Proxy) serveTx(s *session, k kind, args [][]byte) {
 // command's keys, pins that connection, and reports whether the command
 // can be queued there; if not, it answered the client.
 func (p *Proxy) startPendingMulti(s *session, args [][]byte) bool {
-	n, errReply := p.route(args)
-	if errReply != "" {
-		// As Redis Cluster: CROSSSLOT while queueing spoils the
-		// transaction.
+	if n, errReply := p.route(args); !p.pinNode(s, n, errReply) {
+		// As Redis Cluster: CROSSSLOT (or no connection) while queueing
+		// spoils the transaction.
 		s.dirty = true
-		s.c.W.Error(errReply)
 		return false
 	}
-	conn, err := n.get(s.c.W.Proto)
-	if err != nil {
-		s.dirty = true
-		s.c.W.Error(p.upstreamError(n, err))
-		return false
-	}
-	s.pinTo(conn)
 	s.pendingMulti, s.multi = false, true
-	s.enqueue(conn, [][]byte{[]byte("MULTI")}, true)
+	s.enqueue(s.pin, [][]byte{[]byte("MULTI")}, true)
 	return true
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/oncekv/oncekv/commands"
 	"github.com/oncekv/oncekv/resp"
 )
 
@@ -102,26 +103,9 @@ func (e *Engine) Command(c *resp.Conn, w *resp.Writer, db int, args [][]byte) {
 		if !ok {
 			return
 		}
-		keep := int64(-1)
-		switch len(args) {
-		case 4:
-		case 6:
-			if !eq(args[4], "keep") {
-				w.Error(errSyntax.Error())
-				return
-			}
-			n, ok := resp.ParseInt(args[5])
-			if !ok {
-				w.Error(errNotInteger.Error())
-				return
-			}
-			if n < 0 {
-				w.Error(errInvalidKeep.Error())
-				return
-			}
-			keep = n
-		default:
-			w.Error(errSyntax.Error())
+		keep, err := optionalInt(args[4:], "keep", -1, errNotInteger, errInvalidKeep)
+		if err != nil {
+			w.Error(err.Error())
 			return
 		}
 		okOr(w, e.complete(ctx, db, key, tok, args[3], keep))
@@ -163,6 +147,26 @@ func (e *Engine) Command(c *resp.Conn, w *resp.Writer, db int, args [][]byte) {
 // eq compares an argument with a lower-case keyword, ignoring case.
 func eq(arg []byte, lower string) bool {
 	return len(arg) == len(lower) && strings.ToLower(string(arg)) == lower
+}
+
+// optionalInt parses an optional trailing `NAME n` (name in lower case):
+// no opts gives dflt; n must be an integer (else notInt) and not negative
+// (else neg); anything else is a syntax error.
+func optionalInt(opts [][]byte, name string, dflt int64, notInt, neg error) (int64, error) {
+	switch {
+	case len(opts) == 0:
+		return dflt, nil
+	case len(opts) != 2 || !eq(opts[0], name):
+		return 0, errSyntax
+	}
+	n, ok := resp.ParseInt(opts[1])
+	if !ok {
+		return 0, notInt
+	}
+	if n < 0 {
+		return 0, neg
+	}
+	return n, nil
 }
 
 func tokenArg(w *resp.Writer, b []byte) (uint64, bool) {
@@ -247,26 +251,9 @@ func (e *Engine) cmdClaim(ctx context.Context, c *resp.Conn, w *resp.Writer, db 
 }
 
 func (e *Engine) cmdWait(ctx context.Context, c *resp.Conn, w *resp.Writer, db int, key []byte, opts [][]byte) {
-	var timeout int64
-	switch len(opts) {
-	case 0:
-	case 2:
-		if !eq(opts[0], "timeout") {
-			w.Error(errSyntax.Error())
-			return
-		}
-		n, ok := resp.ParseInt(opts[1])
-		if !ok {
-			w.Error(errTimeout.Error())
-			return
-		}
-		if n < 0 {
-			w.Error(errNegTimeout.Error())
-			return
-		}
-		timeout = n
-	default:
-		w.Error(errSyntax.Error())
+	timeout, err := optionalInt(opts, "timeout", 0, errTimeout, errNegTimeout)
+	if err != nil {
+		w.Error(err.Error())
 		return
 	}
 	r, wt, err := e.wait(ctx, db, key, c != nil)
@@ -347,21 +334,5 @@ func (e *Engine) cmdStatus(ctx context.Context, w *resp.Writer, db int, key []by
 		w.NullArray()
 		return
 	}
-	w.Map(6)
-	w.BulkString("state")
-	w.BulkString(st.state)
-	w.BulkString("token")
-	w.Int(int64(st.token))
-	w.BulkString("lease-ms")
-	w.Int(st.leaseMs)
-	w.BulkString("keep-ms")
-	w.Int(st.keepMs)
-	w.BulkString("waiters")
-	w.Int(int64(st.waiters))
-	w.BulkString("fingerprint")
-	if st.hasFP {
-		w.Bulk(st.fp)
-	} else {
-		w.Null()
-	}
+	commands.WriteOnceStatus(w, st.state, st.token, st.leaseMs, st.keepMs, st.waiters, st.fp, st.hasFP)
 }
