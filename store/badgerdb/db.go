@@ -424,16 +424,21 @@ func (s *DB) View(fn func(tx store.Tx) error) (store.Ticket, error) {
 	s.mu.RLock()
 	err := fn(t)
 	s.mu.RUnlock()
-	return s.ticketFor(t.readMax), err
+	return s.ticketFor(t.readMax, false), err
 }
 
-// ticketFor is the ticket of op n: nil when it is durable already. Under
+// ticketFor is the ticket of op n: nil when there is none (n == 0), or
+// when it is durable already and wrote is false (what View promises); done
+// when it is durable already and the transaction wrote. Under
 // "always" it is done once the op's log record is synced, else once it is
 // written to the log (in the kernel's hands, as Redis's AOF write is before
 // its reply).
-func (s *DB) ticketFor(n uint64) store.Ticket {
-	if n == 0 || s.synced.Load() >= n {
+func (s *DB) ticketFor(n uint64, wrote bool) store.Ticket {
+	if n == 0 || (!wrote && s.synced.Load() >= n) {
 		return nil
+	}
+	if s.synced.Load() >= n {
+		return store.Done{}
 	}
 	if s.opts.Fsync != FsyncAlways {
 		if s.logged.Load() >= n {
@@ -458,7 +463,7 @@ func (s *DB) Update(fn func(tx store.Tx) error) (store.Ticket, error) {
 	if t.last != 0 {
 		s.poke()
 	}
-	return s.ticketFor(max(t.last, t.readMax)), err
+	return s.ticketFor(max(t.last, t.readMax), t.last != 0), err
 }
 
 // writeError is why writes are refused, or nil: the committer cannot write
