@@ -114,21 +114,7 @@ func New(cfg config.Config, log *zap.Logger) (*App, error) {
 		ConfigFile:  cfg.ConfigFile,
 		Logger:      log.Named("commands"),
 	}, st)
-	a.Wire = resp.NewServer(resp.Config{
-		Addrs:       cfg.Addrs(),
-		MaxClients:  cfg.MaxClients,
-		IdleTimeout: cfg.IdleTimeout(),
-		RequirePass: cfg.RequirePass != "",
-		Logger:      log.Named("resp"),
-
-		TLSAddrs:      cfg.TLSAddrs(),
-		TLS:           tlsCfg,
-		ProtectedMode: cfg.ProtectedMode,
-		Limits: resp.Limits{
-			MaxBulkLen:       cfg.ProtoMaxBulkLen,
-			QueryBufferLimit: cfg.ClientQueryBufferLimit,
-		},
-	}, a.Commands)
+	a.Wire = resp.NewServer(wireConfig(cfg, tlsCfg, log), a.Commands)
 	a.Commands.Attach(a.Wire)
 	a.Engine = once.New(st, once.Config{DefaultLease: cfg.OnceLease, Logger: log.Named("once")})
 	a.Commands.EnableOnce(a.Engine)
@@ -250,4 +236,22 @@ func (a *App) Close() error {
 	obsErr := a.closeObservability()
 	a.Engine.Close()
 	return errors.Join(wireErr, obsErr, a.Store.Close())
+}
+
+// wireConfig is the wire server's configuration, the same in both modes.
+func wireConfig(cfg config.Config, tlsCfg *tls.Config, log *zap.Logger) resp.Config {
+	return resp.Config{
+		Addrs:         cfg.Addrs(),
+		MaxClients:    cfg.MaxClients,
+		IdleTimeout:   cfg.IdleTimeout(),
+		RequirePass:   cfg.RequirePass != "",
+		Logger:        log.Named("resp"),
+		TLSAddrs:      cfg.TLSAddrs(),
+		TLS:           tlsCfg,
+		ProtectedMode: cfg.ProtectedMode,
+		Limits: resp.Limits{
+			MaxBulkLen:       cfg.ProtoMaxBulkLen,
+			QueryBufferLimit: cfg.ClientQueryBufferLimit,
+		},
+	}
 }

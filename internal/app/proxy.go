@@ -76,20 +76,7 @@ func newProxy(cfg config.Config, log *zap.Logger) (*App, error) {
 		Renames:     renames,
 		Logger:      log.Named("proxy"),
 	})
-	a.Wire = resp.NewServer(resp.Config{
-		Addrs:         cfg.Addrs(),
-		MaxClients:    cfg.MaxClients,
-		IdleTimeout:   cfg.IdleTimeout(),
-		RequirePass:   cfg.RequirePass != "",
-		Logger:        log.Named("resp"),
-		TLSAddrs:      cfg.TLSAddrs(),
-		TLS:           tlsCfg,
-		ProtectedMode: cfg.ProtectedMode,
-		Limits: resp.Limits{
-			MaxBulkLen:       cfg.ProtoMaxBulkLen,
-			QueryBufferLimit: cfg.ClientQueryBufferLimit,
-		},
-	}, a.Proxy)
+	a.Wire = resp.NewServer(wireConfig(cfg, tlsCfg, log), a.Proxy)
 	a.Commands.Attach(a.Wire)
 	if err := a.wireOnce(up, cfg); err != nil {
 		return nil, err
