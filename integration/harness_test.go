@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -55,13 +54,13 @@ func FreePort(tb testing.TB) int {
 // proc is a child process whose Wait runs in the background.
 type proc struct {
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *testredis.SyncBuffer
 	done chan struct{}
 	err  error // Wait's result, valid once done is closed
 }
 
 func startProc(cmd *exec.Cmd) (*proc, error) {
-	p := &proc{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{cmd: cmd, out: &testredis.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout = p.out
 	cmd.Stderr = p.out
 	setDeathSignal(cmd)
@@ -113,25 +112,6 @@ func (p *proc) tail(n int) string {
 		s = "…" + s[len(s)-n:]
 	}
 	return s
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's writes and the
-// test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // waitReady waits until addr answers PING (any reply but -LOADING counts:

@@ -84,7 +84,7 @@ type Server struct {
 
 	mu   sync.Mutex
 	p    *proc
-	logs []*syncBuffer // one per run
+	logs []*SyncBuffer // one per run
 }
 
 // Standalone starts a redis-server on a free 127.0.0.1 port in a
@@ -122,7 +122,7 @@ func (s *Server) run() error {
 		"--dir", s.dir, "--save", "", "--appendonly", "no"}
 	argv = append(argv, s.args...)
 	cmd := exec.Command(s.bin, argv...)
-	out := &syncBuffer{}
+	out := &SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	setDeathSignal(cmd)
 	p := &proc{cmd: cmd, done: make(chan struct{})}
@@ -347,20 +347,21 @@ func tail(s string, n int) string {
 	return s
 }
 
-// syncBuffer is a bytes.Buffer safe for the process's writes and the test's
-// reads.
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for a process's writes (as its
+// Stdout/Stderr) and a test's reads; the integration harness uses it for
+// the oncekv processes it runs.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
