@@ -98,6 +98,9 @@ type Options struct {
 	SweepKeys int
 	// GCInterval is how often Badger's value log is garbage collected.
 	GCInterval time.Duration
+	// TrimInterval is how often the pages of Badger's table mappings are
+	// handed back to the page cache (trim_linux.go); 0 never.
+	TrimInterval time.Duration
 	// MaxPending is how many staged writes may wait for the committer
 	// before writers wait (back-pressure).
 	MaxPending int
@@ -137,6 +140,7 @@ func DefaultOptions(dir string) Options {
 		SweepInterval:  100 * time.Millisecond,
 		SweepKeys:      64,
 		GCInterval:     5 * time.Minute,
+		TrimInterval:   time.Second,
 		MaxPending:     100000,
 		CacheSize:      32 << 20,
 	}
@@ -223,6 +227,10 @@ type DB struct {
 	// SetMinFreeDisk changes while the store runs.
 	minFree atomic.Int64
 
+	// realDir is Dir with symbolic links resolved, as /proc/self/maps
+	// names the table files (trim_linux.go).
+	realDir string
+
 	kick    chan struct{}
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -291,6 +299,13 @@ func Open(opts Options) (*DB, error) {
 	if s.now == nil {
 		s.now = func() int64 { return time.Now().UnixMilli() }
 	}
+	s.realDir = opts.Dir
+	if abs, err := filepath.Abs(opts.Dir); err == nil {
+		s.realDir = abs
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			s.realDir = real
+		}
+	}
 	s.minFree.Store(opts.MinFreeDisk)
 	if err := s.recoverWAL(); err != nil {
 		bdb.Close()
@@ -344,6 +359,10 @@ func (s *DB) Start() {
 	if s.opts.GCInterval > 0 {
 		s.wg.Add(1)
 		go s.gcLoop()
+	}
+	if s.opts.TrimInterval > 0 {
+		s.wg.Add(1)
+		go s.trimLoop()
 	}
 }
 
@@ -1010,6 +1029,25 @@ func (s *DB) gcLoop() {
 		select {
 		case <-t.C:
 			for s.bdb.RunValueLogGC(0.5) == nil {
+			}
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+// trimLoop hands table pages back to the page cache now and then, so that
+// the process's resident memory is its own (trim_linux.go).
+func (s *DB) trimLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.TrimInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			if _, err := s.trimTables(); err != nil {
+				s.log.Warn("could not trim table mappings; they stay resident", zap.Error(err))
+				return
 			}
 		case <-s.stop:
 			return

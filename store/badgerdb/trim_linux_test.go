@@ -1,0 +1,125 @@
+package badgerdb
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// tableRSS is how much of dir's table mappings is resident in this
+// process, from /proc/self/smaps.
+func tableRSS(tb testing.TB, dir string) int64 {
+	tb.Helper()
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	data, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var total int64
+	in := false
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := sc.Text()
+		if first, _, _ := strings.Cut(line, " "); !strings.HasSuffix(first, ":") {
+			// A mapping's first line; its attributes follow.
+			_, _, path, ok := parseMapsLine([]byte(line))
+			in = ok && filepath.Ext(path) == ".sst" && filepath.Dir(path) == real
+			continue
+		}
+		if in && strings.HasPrefix(line, "Rss:") {
+			kb, err := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			total += kb << 10
+		}
+	}
+	return total
+}
+
+// The memory target counts resident memory: a trim must take the table
+// pages that reads brought in out of it, and lose nothing they hold.
+func TestTrimReleasesTablePagesAndKeepsData(t *testing.T) {
+	dir := t.TempDir()
+	opts := DefaultOptions(dir)
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	opts.CacheSize = 0 // every read goes to Badger's tables
+	opts.BlockCacheSize = 0
+	const n = 20000
+	// Values that do not compress, so that the tables are as large.
+	value := func(i int) string {
+		h := sha256.Sum256([]byte(strconv.Itoa(i)))
+		return strings.Repeat(hex.EncodeToString(h[:]), 3)
+	}
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	for i := 0; i < n; i++ {
+		set(t, s, 0, "k"+strconv.Itoa(i), str(value(i), 0))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = Open(opts) // tables mapped, not read yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(func() { s.Close() })
+	readAll := func() {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			if v, ok := get(t, s, 0, "k"+strconv.Itoa(i)); !ok || v != value(i) {
+				t.Fatalf("k%d = %q, %v; want its value", i, v, ok)
+			}
+		}
+	}
+	readAll()
+	resident := tableRSS(t, dir)
+	if resident < 1<<20 {
+		t.Fatalf("only %d bytes of tables resident after reading %d values: the test reads nothing from them", resident, n)
+	}
+	trimmed, err := s.trimTables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if trimmed < resident {
+		t.Fatalf("trimmed %d bytes of mappings; %d were resident", trimmed, resident)
+	}
+	if after := tableRSS(t, dir); after > resident/10 {
+		t.Fatalf("table pages resident: %d before the trim, %d after", resident, after)
+	}
+	readAll() // the pages come back from the page cache, intact
+}
+
+func TestParseMapsLine(t *testing.T) {
+	for _, tc := range []struct {
+		line       string
+		start, end uintptr
+		path       string
+		ok         bool
+	}{
+		{"7f01a000-7f02b000 r--s 00000000 fd:01 1234                       /data/d ir/000042.sst", 0x7f01a000, 0x7f02b000, "/data/d ir/000042.sst", true},
+		{"7ffd1000-7ffd2000 rw-p 00000000 00:00 0                          [stack]", 0, 0, "", false},
+		{"00400000-00452000 r-xp 00000000 08:02 173521 ", 0, 0, "", false},
+		{"zz-7f02b000 r--s 00000000 fd:01 1234 /a.sst", 0, 0, "", false},
+	} {
+		start, end, path, ok := parseMapsLine([]byte(tc.line))
+		if ok != tc.ok || start != tc.start || end != tc.end || path != tc.path {
+			t.Errorf("parseMapsLine(%q) = %x, %x, %q, %v; want %x, %x, %q, %v",
+				tc.line, start, end, path, ok, tc.start, tc.end, tc.path, tc.ok)
+		}
+	}
+}
