@@ -20,7 +20,7 @@ const memoryHeadroom = 96 << 20
 // runs sooner instead of letting the heap double, which is what kept the
 // RSS of a loaded server at two to three times its live data.
 func MemoryLimit(cfg config.Config) int64 {
-	const memtables = 6 // Badger's default of 5 in memory, plus one flushing
+	const memtables = 4 // the store's 3 in memory (store/badgerdb), plus one flushing
 	return cfg.ValueCacheSize + cfg.BlockCacheSize + memtables*cfg.MemTableSize + memoryHeadroom
 }
 

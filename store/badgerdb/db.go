@@ -104,6 +104,11 @@ type Options struct {
 	// MaxPending is how many staged writes may wait for the committer
 	// before writers wait (back-pressure).
 	MaxPending int
+	// ApplyDelay is how long logged writes gather before they are applied
+	// to Badger in one batch (see gather); 0 applies each log round at
+	// once. Half of MaxPending writes, a full log segment or a reader
+	// that needs Badger up to date (FLUSHDB, a backup) cut it short.
+	ApplyDelay time.Duration
 	// WALSegmentSize is the size after which the write-ahead log moves
 	// to a new segment (wal.go); 0 is 64 MiB.
 	WALSegmentSize int64
@@ -142,6 +147,7 @@ func DefaultOptions(dir string) Options {
 		GCInterval:     5 * time.Minute,
 		TrimInterval:   time.Second,
 		MaxPending:     100000,
+		ApplyDelay:     100 * time.Millisecond,
 		CacheSize:      32 << 20,
 	}
 }
@@ -211,8 +217,15 @@ type DB struct {
 	segsDone  []segEnd
 	applyKick chan struct{}
 	roundMu   sync.Mutex // commitRound's, for a store that was not started
+	// applyNow asks the applier to apply at once, without gathering.
+	applyNow chan struct{}
+	// progLog and progApply are closed and replaced whenever the logger
+	// (logged, synced) or the applier (committed) makes progress, and on
+	// a failure: two, so that an apply does not wake the writers waiting
+	// for the log, nor a log round those waiting for an apply.
 	progMu    sync.Mutex
-	progress  chan struct{} // closed and replaced whenever progress is made
+	progLog   chan struct{}
+	progApply chan struct{}
 	failure   atomic.Pointer[error]
 	syncErr   atomic.Pointer[error] // the last everysec fsync failed
 	expired   atomic.Int64
@@ -291,7 +304,9 @@ func Open(opts Options) (*DB, error) {
 		counted:   make(chan struct{}),
 		mem:       make(map[string]*entry),
 		dirty:     make(map[string]*entry),
-		progress:  make(chan struct{}),
+		progLog:   make(chan struct{}),
+		progApply: make(chan struct{}),
+		applyNow:  make(chan struct{}, 1),
 		kick:      make(chan struct{}, 1),
 		applyKick: make(chan struct{}, 1),
 		stop:      make(chan struct{}),
@@ -325,6 +340,7 @@ func badgerOptions(opts Options) badger.Options {
 		WithNumVersionsToKeep(1).
 		WithDetectConflicts(false).
 		WithNumCompactors(2).
+		WithNumMemtables(3).
 		WithValueLogFileSize(64 << 20)
 	if opts.MemTableSize > 0 {
 		bopts = bopts.WithMemTableSize(opts.MemTableSize)
@@ -528,7 +544,8 @@ func (s *DB) backPressure() {
 		if staged-s.committed.Load() < uint64(s.opts.MaxPending) || !s.started {
 			return
 		}
-		ch := s.progressCh()
+		ch := s.progressCh(&s.committed)
+		kickChan(s.applyNow)
 		if staged-s.committed.Load() < uint64(s.opts.MaxPending) {
 			return
 		}
@@ -540,16 +557,27 @@ func (s *DB) backPressure() {
 	}
 }
 
-func (s *DB) progressCh() chan struct{} {
+// progressCh is the channel closed when counter moves.
+func (s *DB) progressCh(counter *atomic.Uint64) chan struct{} {
 	s.progMu.Lock()
 	defer s.progMu.Unlock()
-	return s.progress
+	if counter == &s.committed {
+		return s.progApply
+	}
+	return s.progLog
 }
 
-func (s *DB) announce() {
+// announce wakes the waiters of the logger (log) or of the applier (apply).
+func (s *DB) announce(log, apply bool) {
 	s.progMu.Lock()
-	close(s.progress)
-	s.progress = make(chan struct{})
+	if log {
+		close(s.progLog)
+		s.progLog = make(chan struct{})
+	}
+	if apply {
+		close(s.progApply)
+		s.progApply = make(chan struct{})
+	}
 	s.progMu.Unlock()
 }
 
@@ -563,7 +591,7 @@ func (s *DB) waitFor(ctx context.Context, n uint64, counter *atomic.Uint64) erro
 		if counter.Load() >= n {
 			return nil
 		}
-		ch := s.progressCh()
+		ch := s.progressCh(counter)
 		if counter.Load() >= n {
 			return nil
 		}
@@ -606,6 +634,7 @@ func (s *DB) drain() error {
 		return nil
 	}
 	s.poke()
+	kickChan(s.applyNow)
 	return s.waitFor(context.Background(), n, &s.committed)
 }
 
@@ -811,11 +840,35 @@ func (s *DB) applyLoop() {
 	for {
 		select {
 		case <-s.applyKick:
-			s.applyRound()
 		case <-s.stop:
 			return // Close applies what is left, after the last log round
 		}
+		if !s.gather() {
+			return
+		}
+		s.applyRound()
 	}
+}
+
+// gather lets logged writes pile up for ApplyDelay before they are applied,
+// unless they are many or someone waits for them (applyNow). Writes are
+// durable in the log already and readable from memory; what the delay buys
+// is fewer, larger Badger batches, each with fixed costs (a commit through
+// Badger's writer goroutine), where rewrites of one key collapse into one.
+// It reports false when the store is stopping.
+func (s *DB) gather() bool {
+	if s.opts.ApplyDelay <= 0 {
+		return true
+	}
+	t := time.NewTimer(s.opts.ApplyDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.applyNow:
+	case <-s.stop:
+		return false
+	}
+	return true
 }
 
 // commitRound logs and applies everything staged so far, in the calling
@@ -843,7 +896,7 @@ func (s *DB) retry(write func() error) bool {
 			s.log.Error("store write failed; refusing writes until it succeeds", zap.Error(err))
 		}
 		s.failure.Store(&err)
-		s.announce()
+		s.announce(true, true)
 		select {
 		case <-s.stop:
 			if attempt > 3 {
@@ -904,9 +957,13 @@ func (s *DB) logRound() {
 		if end != nil {
 			s.segsDone = append(s.segsDone, *end)
 		}
+		queued := len(s.applyQ)
 		s.applyMu.Unlock()
 		kickChan(s.applyKick)
-		s.announce()
+		if queued >= s.opts.MaxPending/2 || end != nil {
+			kickChan(s.applyNow)
+		}
+		s.announce(true, false)
 		select {
 		case <-s.kick:
 		default:
@@ -919,39 +976,32 @@ func (s *DB) logRound() {
 // one batch, then makes its entries clean; and deletes the log segments
 // that Badger now holds (after syncing Badger).
 func (s *DB) applyRound() {
-	for {
-		s.applyMu.Lock()
-		ops := s.applyQ
-		s.applyQ = nil
-		hi := s.applyHi
-		var done []segEnd
-		for len(s.segsDone) > 0 && s.segsDone[0].hi <= hi {
-			done = append(done, s.segsDone[0])
-			s.segsDone = s.segsDone[1:]
-		}
-		s.applyMu.Unlock()
-		if len(ops) == 0 {
-			return
-		}
-		if s.applyHook != nil {
-			s.applyHook()
-		}
-		if !s.retry(func() error { return s.write(ops) }) {
-			return
-		}
-		s.omu.Lock()
-		s.cleanLocked(ops, hi)
-		s.omu.Unlock()
-		s.committed.Store(hi)
-		s.announce()
-		if len(done) > 0 {
-			s.checkpoint(done[len(done)-1].seg)
-		}
-		select {
-		case <-s.applyKick:
-		default:
-			return
-		}
+	s.applyMu.Lock()
+	ops := s.applyQ
+	s.applyQ = nil
+	hi := s.applyHi
+	var done []segEnd
+	for len(s.segsDone) > 0 && s.segsDone[0].hi <= hi {
+		done = append(done, s.segsDone[0])
+		s.segsDone = s.segsDone[1:]
+	}
+	s.applyMu.Unlock()
+	if len(ops) == 0 {
+		return
+	}
+	if s.applyHook != nil {
+		s.applyHook()
+	}
+	if !s.retry(func() error { return s.write(ops) }) {
+		return
+	}
+	s.omu.Lock()
+	s.cleanLocked(ops, hi)
+	s.omu.Unlock()
+	s.committed.Store(hi)
+	s.announce(false, true)
+	if len(done) > 0 {
+		s.checkpoint(done[len(done)-1].seg)
 	}
 }
 
