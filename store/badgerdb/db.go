@@ -191,6 +191,14 @@ type DB struct {
 	counted  chan struct{}
 	countTxn *badger.Txn
 	counting sync.Once
+	// nextSweep is, per database and under mu, the earliest deadline
+	// that the expiry index may hold (Unix ms): the first one the last
+	// sweep left, lowered by every deadline set since. Before it, the
+	// sweeper does not scan the index, where the deadlines of deleted
+	// or changed keys linger as tombstones it would have to skip.
+	nextSweep []int64
+	// sweepScans counts the sweeper's scans of the index (for tests).
+	sweepScans int
 
 	// omu guards the entries in memory, the staged batch and their
 	// counters; the committer takes only omu, never mu.
@@ -301,6 +309,7 @@ func Open(opts Options) (*DB, error) {
 		expiring:  make([]int, opts.Databases),
 		base:      make([]int, opts.Databases),
 		baseExp:   make([]int, opts.Databases),
+		nextSweep: make([]int64, opts.Databases),
 		counted:   make(chan struct{}),
 		mem:       make(map[string]*entry),
 		dirty:     make(map[string]*entry),

@@ -549,3 +549,43 @@ func TestCountAfterReopenWithWritesDuringCount(t *testing.T) {
 		t.Fatalf("Expiring = %v, want %v", exps, want)
 	}
 }
+
+// The sweeper scans the expiry index only once a deadline may have passed
+// (the ONCE workload leaves hundreds of thousands of tombstones of lease
+// deadlines there, which each scan skipped under the keyspace lock), and a
+// deadline set after a scan, earlier than any the scan saw, still counts.
+func TestSweepScansOnlyWhenADeadlineMayHavePassed(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(1_000_000)
+	s := open(t, t.TempDir(), FsyncEverysec, &clock)
+	set(t, s, 0, "late", str("v", 1_005_000))
+	sweep := func(want int) {
+		t.Helper()
+		if got := s.Sweep(time.Second); got != want {
+			t.Fatalf("at %d: swept %d keys, want %d", clock.Load(), got, want)
+		}
+	}
+	scans := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.sweepScans
+	}
+	sweep(0) // the first sweep scans and learns 1_005_000
+	before := scans()
+	clock.Store(1_001_000)
+	sweep(0)
+	if scans() != before {
+		t.Fatalf("the sweeper scanned the index %d time(s) before any deadline", scans()-before)
+	}
+	set(t, s, 0, "soon", str("v", 1_002_000))
+	clock.Store(1_002_500)
+	sweep(1) // "soon", though it is earlier than what the last scan saw
+	if _, ok := get(t, s, 0, "late"); !ok {
+		t.Fatal("late swept before its deadline")
+	}
+	clock.Store(1_005_000)
+	sweep(1)
+	if n := s.counts[0]; n != 0 {
+		t.Fatalf("count after sweeping both = %d", n)
+	}
+}

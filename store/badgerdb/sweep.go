@@ -2,6 +2,7 @@ package badgerdb
 
 import (
 	"encoding/binary"
+	"math"
 	"time"
 
 	"go.uber.org/zap"
@@ -57,6 +58,10 @@ func (s *DB) sweepRound(db int) (deleted int, more bool) {
 		return 0, false
 	}
 	t := &tx{s: s, now: s.now(), write: true}
+	if t.now < s.nextSweep[db] {
+		return 0, false // no deadline has passed yet
+	}
+	s.sweepScans++
 	prefix := dbPrefix(spaceExpiry, db)
 	type cand struct {
 		idx []byte
@@ -64,12 +69,14 @@ func (s *DB) sweepRound(db int) (deleted int, more bool) {
 		key []byte
 	}
 	var cands []cand
+	next := int64(math.MaxInt64) // the first deadline still ahead
 	err := s.scanRaw(prefix, prefix, nil, func(raw, _ []byte) (bool, error) {
 		if len(raw) < 11 {
 			return true, nil
 		}
 		at := int64(binary.BigEndian.Uint64(raw[3:11]))
 		if at > t.now {
+			next = at
 			return false, nil
 		}
 		c := cand{idx: append([]byte(nil), raw...), at: at}
@@ -99,5 +106,9 @@ func (s *DB) sweepRound(db int) (deleted int, more bool) {
 		s.poke()
 	}
 	s.expired.Add(int64(deleted))
-	return deleted, len(cands) == s.opts.SweepKeys
+	full := len(cands) == s.opts.SweepKeys
+	if !full {
+		s.nextSweep[db] = next
+	}
+	return deleted, full
 }

@@ -82,6 +82,7 @@ func (t *tx) Set(db int, key []byte, v store.Value) error {
 	if v.ExpireAt != 0 && (!existed || old.ExpireAt != v.ExpireAt) {
 		t.stage(expiryKey(db, v.ExpireAt, key), []byte{}, false)
 		t.s.expiring[db]++
+		t.s.nextSweep[db] = min(t.s.nextSweep[db], v.ExpireAt)
 	}
 	if !existed {
 		t.s.counts[db]++
