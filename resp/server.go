@@ -103,7 +103,6 @@ type Server struct {
 	closed    bool
 
 	nextID   atomic.Int64
-	gate     sync.RWMutex // commands hold it shared; Close exclusively
 	wg       sync.WaitGroup
 	started  time.Time
 	Accepted atomic.Int64
@@ -228,10 +227,9 @@ func (s *Server) Close() error {
 		nc.Close()
 	}
 	s.mu.Unlock()
+	// Commands run only on their connection's goroutine, so this also
+	// waits for the commands in flight.
 	s.wg.Wait()
-	// Wait for commands in flight.
-	s.gate.Lock()
-	defer s.gate.Unlock()
 	return nil
 }
 
@@ -425,9 +423,7 @@ func (s *Server) serve(c *Conn) error {
 			// Nothing complete is left in what was read: send the
 			// pipeline's replies, then read on.
 			if c.W.Len() > 0 || len(c.waits) > 0 {
-				s.gate.RLock()
 				ok := s.flush(c)
-				s.gate.RUnlock()
 				if !ok {
 					return nil
 				}
@@ -440,7 +436,6 @@ func (s *Server) serve(c *Conn) error {
 			}
 			continue
 		}
-		s.gate.RLock()
 		s.Commands.Add(1)
 		s.call(c, args)
 		if c.block != nil {
@@ -448,7 +443,6 @@ func (s *Server) serve(c *Conn) error {
 			// the rest of the connection in serveDetached, which notices
 			// a disconnect while the command blocks.
 			ok := s.flush(c)
-			s.gate.RUnlock()
 			if !ok {
 				c.block = nil
 				return nil
@@ -459,7 +453,6 @@ func (s *Server) serve(c *Conn) error {
 		if c.closing || c.W.Len() > flushAt {
 			ok = s.flush(c)
 		}
-		s.gate.RUnlock()
 		if c.closing || !ok {
 			return nil
 		}
@@ -477,9 +470,7 @@ func (s *Server) protocolError(c *Conn, err error) error {
 	}
 	s.log.Debug("protocol error; closing the client", zap.Int64("id", c.ID), zap.String("addr", c.Addr), zap.Error(err))
 	c.W.Error("ERR " + pe.Error())
-	s.gate.RLock()
 	ok := s.flush(c)
-	s.gate.RUnlock()
 	if ok {
 		linger(c.nc)
 	}
@@ -590,10 +581,8 @@ func (s *Server) serveDetached(c *Conn) error {
 	}()
 	send := func() bool { return s.flush(c) && !c.closing }
 	serve := func(args [][]byte) bool {
-		s.gate.RLock()
 		s.Commands.Add(1)
 		s.call(c, args)
-		s.gate.RUnlock()
 		c.rd.SetAuthed(c.Authed || !s.requirePass.Load())
 		c.rd.SetHeld(c.queued())
 		return !c.closing
