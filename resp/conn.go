@@ -50,9 +50,11 @@ type Conn struct {
 	// blocked is set while a blocking command waits: the client is not
 	// idle then (timeout does not apply), as in Redis.
 	blocked atomic.Bool
-	// idleWait is set, under mu, while the connection waits for input
-	// with the idle timeout armed (see Server.armIdle).
-	idleWait bool
+	// idleWait is set while the connection waits for input (see
+	// Server.armIdle).
+	idleWait atomic.Bool
+	// deadline is set while a read deadline may be armed on nc.
+	deadline atomic.Bool
 	// The memory the MULTI queue holds, counted incrementally.
 	queueSeen  int
 	queueBytes int64

@@ -151,6 +151,35 @@ func TestIdleTimeoutSparesBlockedClients(t *testing.T) {
 	}
 }
 
+// CONFIG SET timeout applies to the clients already waiting for input, from
+// now, and setting it back to 0 keeps idle clients open (Redis 7).
+func TestIdleTimeoutChangedWhileWaiting(t *testing.T) {
+	cfg := Config{Addrs: []string{"127.0.0.1:0"}}
+	s := NewServer(cfg, handlerFunc(echoHandler))
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	addr := s.Addrs()[0].String()
+	nc, r := dialTest(t, addr)
+	expectLines(t, nc, r, "ping\r\n", "+ping\r\n") // now waiting, with no timeout
+
+	s.SetIdleTimeout(200 * time.Millisecond)
+	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	if _, err := r.ReadString('\n'); err == nil || time.Since(start) > 3*time.Second {
+		t.Fatalf("a client waiting when the timeout was set was not closed by it (err %v after %v)", err, time.Since(start))
+	}
+
+	s.SetIdleTimeout(0)
+	other, ro := dialTest(t, addr)
+	expectLines(t, other, ro, "ping\r\n", "+ping\r\n")
+	s.SetIdleTimeout(200 * time.Millisecond)
+	s.SetIdleTimeout(0) // armed, then lifted while it waits
+	time.Sleep(500 * time.Millisecond)
+	expectLines(t, other, ro, "ping\r\n", "+ping\r\n")
+}
+
 // A protocol error is answered after the replies of the requests before
 // it, then the connection is closed; in a blocked connection too.
 func TestProtocolErrorAfterEarlierReplies(t *testing.T) {

@@ -31,9 +31,13 @@ func (s *Server) SetLimits(l Limits) {
 func (s *Server) SetIdleTimeout(d time.Duration) {
 	s.idle.Store(int64(d))
 	for _, c := range s.Clients() {
+		if !c.idleWait.Load() {
+			continue
+		}
 		c.mu.Lock()
-		if c.idleWait {
+		if c.idleWait.Load() {
 			_ = c.nc.SetReadDeadline(idleDeadline(d))
+			c.deadline.Store(d > 0)
 		}
 		c.mu.Unlock()
 	}
@@ -41,19 +45,24 @@ func (s *Server) SetIdleTimeout(d time.Duration) {
 
 // armIdle sets the read deadline of a connection about to wait for input:
 // now plus the idle timeout, or none. SetIdleTimeout re-arms it while it
-// waits; disarmIdle ends the wait.
+// waits; disarmIdle ends the wait. With no timeout and no deadline left
+// from an earlier one (the usual case), it only marks the wait: no lock,
+// no deadline reset on the read path. The wait is marked before the
+// timeout is read, and SetIdleTimeout stores the timeout before it looks
+// for waits, so one of the two always arms a changed timeout.
 func (s *Server) armIdle(c *Conn) {
+	c.idleWait.Store(true)
+	d := time.Duration(s.idle.Load())
+	if d <= 0 && !c.deadline.Load() {
+		return
+	}
 	c.mu.Lock()
-	c.idleWait = true
-	_ = c.nc.SetReadDeadline(idleDeadline(time.Duration(s.idle.Load())))
+	_ = c.nc.SetReadDeadline(idleDeadline(d))
+	c.deadline.Store(d > 0)
 	c.mu.Unlock()
 }
 
-func (s *Server) disarmIdle(c *Conn) {
-	c.mu.Lock()
-	c.idleWait = false
-	c.mu.Unlock()
-}
+func (s *Server) disarmIdle(c *Conn) { c.idleWait.Store(false) }
 
 func idleDeadline(d time.Duration) time.Time {
 	if d <= 0 {
