@@ -20,7 +20,12 @@ const memoryHeadroom = 96 << 20
 // runs sooner instead of letting the heap double, which is what kept the
 // RSS of a loaded server at two to three times its live data.
 func MemoryLimit(cfg config.Config) int64 {
-	const memtables = 4 // the store's 3 in memory (store/badgerdb), plus one flushing
+	// Badger's memtables: the store keeps 3 (store/badgerdb); the limit
+	// allows for 6, so that a write burst, with compactions and the
+	// applier's batches in flight, does not hold the heap at the limit,
+	// where the collector runs all the time (measured: a third fewer
+	// SET -d 256 -P 16 requests/s with a limit 16 MB lower).
+	const memtables = 6
 	return cfg.ValueCacheSize + cfg.BlockCacheSize + memtables*cfg.MemTableSize + memoryHeadroom
 }
 
