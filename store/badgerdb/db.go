@@ -378,16 +378,13 @@ func (s *DB) Start() {
 		go s.syncLoop()
 	}
 	if s.opts.SweepInterval > 0 {
-		s.wg.Add(1)
-		go s.sweepLoop()
+		s.every(s.opts.SweepInterval, func() bool { s.Sweep(sweepBudget); return true })
 	}
 	if s.opts.GCInterval > 0 {
-		s.wg.Add(1)
-		go s.gcLoop()
+		s.every(s.opts.GCInterval, s.collectValueLog)
 	}
 	if s.opts.TrimInterval > 0 {
-		s.wg.Add(1)
-		go s.trimLoop()
+		s.every(s.opts.TrimInterval, s.trim)
 	}
 }
 
@@ -1080,38 +1077,42 @@ func (s *DB) syncLoop() {
 	}
 }
 
-func (s *DB) gcLoop() {
-	defer s.wg.Done()
-	t := time.NewTicker(s.opts.GCInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			for s.bdb.RunValueLogGC(0.5) == nil {
-			}
-		case <-s.stop:
-			return
-		}
-	}
-}
-
-// trimLoop hands table pages back to the page cache now and then, so that
-// the process's resident memory is its own (trim_linux.go).
-func (s *DB) trimLoop() {
-	defer s.wg.Done()
-	t := time.NewTicker(s.opts.TrimInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			if _, err := s.trimTables(); err != nil {
-				s.log.Warn("could not trim table mappings; they stay resident", zap.Error(err))
+// every runs fn every d, in a goroutine of the store's, until the store
+// stops or fn reports false.
+func (s *DB) every(d time.Duration, fn func() bool) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				if !fn() {
+					return
+				}
+			case <-s.stop:
 				return
 			}
-		case <-s.stop:
-			return
 		}
+	}()
+}
+
+// collectValueLog garbage-collects Badger's value log.
+func (s *DB) collectValueLog() bool {
+	for s.bdb.RunValueLogGC(0.5) == nil {
 	}
+	return true
+}
+
+// trim hands table pages back to the page cache, so that the process's
+// resident memory is its own (trim_linux.go).
+func (s *DB) trim() bool {
+	if _, err := s.trimTables(); err != nil {
+		s.log.Warn("could not trim table mappings; they stay resident", zap.Error(err))
+		return false
+	}
+	return true
 }
 
 // badgerLogger passes Badger's log on: its errors and warnings as such,

@@ -12,20 +12,6 @@ import (
 // expire cycle to a share of each 100 ms.
 const sweepBudget = 25 * time.Millisecond
 
-func (s *DB) sweepLoop() {
-	defer s.wg.Done()
-	t := time.NewTicker(s.opts.SweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			s.Sweep(sweepBudget)
-		case <-s.stop:
-			return
-		}
-	}
-}
-
 // Sweep deletes expired keys for at most about budget, in rounds of at most
 // SweepKeys keys, each round under the keyspace lock. It returns how many
 // keys it deleted.
