@@ -77,6 +77,7 @@ func New(cfg config.Config, log *zap.Logger) (*App, error) {
 	opts.MemTableSize = cfg.MemTableSize
 	opts.BlockCacheSize = cfg.BlockCacheSize
 	opts.CacheSize = cfg.ValueCacheSize
+	opts.TrimInterval = cfg.TableTrim
 	opts.MinFreeDisk = cfg.MinFreeDisk
 	st, err := badgerdb.Open(opts)
 	if err != nil {

@@ -36,6 +36,10 @@ type Config struct {
 	ValueCacheSize int64
 	// OnceLease is the lease of a ONCE.CLAIM that names none.
 	OnceLease time.Duration
+	// TableTrim is how often the pages of Badger's tables that reads
+	// mapped in are handed back to the page cache (table-trim-ms); 0
+	// never: they then stay in the server's RSS.
+	TableTrim time.Duration
 
 	// ProtoMaxBulkLen is the longest argument a client may send, and the
 	// longest string a command may build (Redis's proto-max-bulk-len).
@@ -104,6 +108,7 @@ func Default() Config {
 		BlockCacheSize: 32 << 20,
 		ValueCacheSize: 32 << 20,
 		OnceLease:      30 * time.Second,
+		TableTrim:      time.Second,
 
 		ProtoMaxBulkLen:        512 << 20,
 		ClientQueryBufferLimit: 1 << 30,
@@ -345,6 +350,10 @@ func (c *Config) Set(name string, vals []string) error {
 		var ms int
 		ms, err = num()
 		c.OnceLease = time.Duration(ms) * time.Millisecond
+	case "table-trim-ms":
+		var ms int
+		ms, err = num()
+		c.TableTrim = time.Duration(ms) * time.Millisecond
 	case "slowlog-log-slower-than", "slowlog-max-len":
 		var n int
 		n, err = num()
@@ -404,6 +413,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("timeout must not be negative")
 	case c.OnceLease <= 0:
 		return fmt.Errorf("once-lease-ms must be positive")
+	case c.TableTrim < 0:
+		return fmt.Errorf("table-trim-ms must be 0 (off) or positive")
 	case c.Dir == "":
 		return fmt.Errorf("dir must not be empty")
 	case c.ProtoMaxBulkLen < 1<<20:
@@ -507,6 +518,7 @@ func (c Config) Directives() map[string]string {
 		"block-cache-size":          strconv.FormatInt(c.BlockCacheSize, 10),
 		"value-cache-size":          strconv.FormatInt(c.ValueCacheSize, 10),
 		"once-lease-ms":             strconv.FormatInt(c.OnceLease.Milliseconds(), 10),
+		"table-trim-ms":             strconv.FormatInt(c.TableTrim.Milliseconds(), 10),
 		"min-free-disk":             strconv.FormatInt(c.MinFreeDisk, 10),
 		"backup-dir":                c.BackupDir,
 		"proto-max-bulk-len":        strconv.FormatInt(c.ProtoMaxBulkLen, 10),

@@ -57,6 +57,7 @@ var runtimeKinds = map[string]runtimeKind{
 	"block-cache-size": kindImmutable,
 	"value-cache-size": kindImmutable,
 	"once-lease-ms":    kindImmutable,
+	"table-trim-ms":    kindImmutable,
 	"metrics-addr":     kindImmutable,
 	// Proxy mode is chosen at startup.
 	"upstream":           kindImmutable,

@@ -248,6 +248,8 @@ type DB struct {
 	// SetMinFreeDisk changes while the store runs.
 	minFree atomic.Int64
 
+	// trims counts the periodic trims (for tests).
+	trims atomic.Int64
 	// realDir is Dir with symbolic links resolved, as /proc/self/maps
 	// names the table files (trim_linux.go).
 	realDir string
@@ -1108,6 +1110,7 @@ func (s *DB) collectValueLog() bool {
 // trim hands table pages back to the page cache, so that the process's
 // resident memory is its own (trim_linux.go).
 func (s *DB) trim() bool {
+	s.trims.Add(1)
 	if _, err := s.trimTables(); err != nil {
 		s.log.Warn("could not trim table mappings; they stay resident", zap.Error(err))
 		return false

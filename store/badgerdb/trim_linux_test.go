@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // tableRSS is how much of dir's table mappings is resident in this
@@ -46,10 +47,11 @@ func tableRSS(tb testing.TB, dir string) int64 {
 	return total
 }
 
-// The memory target counts resident memory: a trim must take the table
-// pages that reads brought in out of it, and lose nothing they hold.
-func TestTrimReleasesTablePagesAndKeepsData(t *testing.T) {
-	dir := t.TempDir()
+// tablesRead opens a store in dir whose values are in Badger's tables
+// only, with no trim of its own, and reads every value once, so that
+// the tables' pages are resident. readAll checks every value again.
+func tablesRead(t *testing.T, dir string) (s *DB, readAll func()) {
+	t.Helper()
 	opts := DefaultOptions(dir)
 	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
 	opts.CacheSize = 0 // every read goes to Badger's tables
@@ -78,7 +80,7 @@ func TestTrimReleasesTablePagesAndKeepsData(t *testing.T) {
 	}
 	s.Start()
 	t.Cleanup(func() { s.Close() })
-	readAll := func() {
+	readAll = func() {
 		t.Helper()
 		for i := 0; i < n; i++ {
 			if v, ok := get(t, s, 0, "k"+strconv.Itoa(i)); !ok || v != value(i) {
@@ -87,10 +89,18 @@ func TestTrimReleasesTablePagesAndKeepsData(t *testing.T) {
 		}
 	}
 	readAll()
-	resident := tableRSS(t, dir)
-	if resident < 1<<20 {
+	if resident := tableRSS(t, dir); resident < 1<<20 {
 		t.Fatalf("only %d bytes of tables resident after reading %d values: the test reads nothing from them", resident, n)
 	}
+	return s, readAll
+}
+
+// The memory target counts resident memory: a trim must take the table
+// pages that reads brought in out of it, and lose nothing they hold.
+func TestTrimReleasesTablePagesAndKeepsData(t *testing.T) {
+	dir := t.TempDir()
+	s, readAll := tablesRead(t, dir)
+	resident := tableRSS(t, dir)
 	trimmed, err := s.trimTables()
 	if err != nil {
 		t.Fatal(err)
@@ -102,6 +112,29 @@ func TestTrimReleasesTablePagesAndKeepsData(t *testing.T) {
 		t.Fatalf("table pages resident: %d before the trim, %d after", resident, after)
 	}
 	readAll() // the pages come back from the page cache, intact
+}
+
+// With TrimInterval set (table-trim-ms), the store trims by itself; with 0,
+// never.
+func TestTrimRunsEveryInterval(t *testing.T) {
+	for _, every := range []time.Duration{0, 20 * time.Millisecond} {
+		opts := DefaultOptions(t.TempDir())
+		opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, every
+		s, err := Open(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Start()
+		time.Sleep(300 * time.Millisecond)
+		n := s.trims.Load()
+		s.Close()
+		if every == 0 && n != 0 {
+			t.Fatalf("%d trims with TrimInterval 0", n)
+		}
+		if every > 0 && n < 2 {
+			t.Fatalf("%d trims in 300 ms with TrimInterval %v", n, every)
+		}
+	}
 }
 
 func TestParseMapsLine(t *testing.T) {
