@@ -242,6 +242,9 @@ type Engine struct {
 	// set, makes every SSUBSCRIBE wait until the channel is closed.
 	dropEvents    atomic.Bool
 	holdSubscribe atomic.Pointer[chan struct{}]
+	// checkRan, when set (under mu), runs after a check's script and
+	// before its reply is acted on.
+	checkRan func(key string)
 }
 
 // result is the outcome of a call or a wait.
@@ -992,14 +995,16 @@ func (e *Engine) checkLoop(ks *keyState) {
 				break
 			}
 		}
+		asked := ks.awaited
 		awaited := ""
-		if ks.awaited > 0 {
-			awaited = strconv.FormatUint(ks.awaited, 10)
+		if asked > 0 {
+			awaited = strconv.FormatUint(asked, 10)
 		}
 		args := []any{"w", e.leaseMs(0), "0", "", b01(ks.recHasFP), ks.recFP, awaited, ""}
 		if w0 != nil {
 			args = []any{"t", e.leaseMs(w0.lease), b01(w0.hasFP), w0.fp, b01(ks.recHasFP), ks.recFP, awaited, w0.reqID}
 		}
+		hook := e.checkRan
 		e.mu.Unlock()
 
 		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.Timeout)
@@ -1009,6 +1014,9 @@ func (e *Engine) checkLoop(ks *keyState) {
 		}
 		rep, err := e.run(ctx, claimScript, ks.db, []byte(ks.key), ks.slot, repl, args...)
 		cancel()
+		if hook != nil {
+			hook(ks.key)
+		}
 
 		e.mu.Lock()
 		if err != nil {
@@ -1024,7 +1032,7 @@ func (e *Engine) checkLoop(ks *keyState) {
 			return
 		}
 		ks.fails = 0
-		rel := e.applyLocked(ks, w0, rep)
+		rel := e.applyLocked(ks, w0, rep, asked)
 		again := ks.again || rel != 0
 		if !again {
 			ks.checking = false
@@ -1044,9 +1052,17 @@ func (e *Engine) checkLoop(ks *keyState) {
 	}
 }
 
-// applyLocked acts on a check's reply. It returns a token to release: a
+// applyLocked acts on a check's reply; asked is the run the check asked
+// about (ks.awaited when it started). It returns a token to release: a
 // claim taken for a waiter that has gone meanwhile.
-func (e *Engine) applyLocked(ks *keyState, w0 *waiter, rep []any) uint64 {
+func (e *Engine) applyLocked(ks *keyState, w0 *waiter, rep []any, asked uint64) uint64 {
+	if s := str(rep, 0); (s == "done" || s == "failed") && ks.awaited != asked {
+		// A newer run was seen while the check ran (a waiter came that
+		// found it running): the reply may be how the older run ended,
+		// which the newer run's waiters must not get. Look again.
+		ks.again = true
+		return 0
+	}
 	switch str(rep, 0) {
 	case "claimed":
 		t := tok(rep, 1)

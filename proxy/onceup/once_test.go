@@ -20,6 +20,7 @@ func TestStandalone(t *testing.T) {
 	runSuite(t, up)
 	t.Run("resubscribe", func(t *testing.T) { testResubscribe(t, up) })
 	t.Run("missed-announcement", func(t *testing.T) { testMissed(t, up) })
+	t.Run("stale-check", func(t *testing.T) { testStaleCheck(t, up) })
 	t.Run("databases", func(t *testing.T) { testDatabases(t, up) })
 	t.Run("unsubscribe", func(t *testing.T) { testUnsubscribe(t, up) })
 	t.Run("flushed", func(t *testing.T) { testFlushed(t, up) }) // last: flushes everything
@@ -712,6 +713,74 @@ func testMissed(t *testing.T, up *upstream) {
 				}
 			}
 		})
+	}
+}
+
+// testStaleCheck: a check asks how the run a waiter waited for ended; while
+// it runs, a new run starts and a second waiter comes that finds it
+// running. The check's answer (the first run failed) must not reach the
+// second waiter, whose call came after the new run started (a failure of
+// TestProxyOnceStress: "got fail:…, but run … had already started").
+func testStaleCheck(t *testing.T, up *upstream) {
+	ctx := context.Background()
+	ps := startProxies(t, up, 2, Config{OutcomeTTL: 5 * time.Second})
+	e := ps[1].e
+	e.dropEvents.Store(true) // waiters learn outcomes from checks only
+	c0 := dial(t, ps[0])
+	k := key(t, "k")
+	tok1 := do(ctx, c0, "ONCE.CLAIM", k, "LEASE", 600).n
+	first := make(chan reply, 1)
+	go func() { first <- do(ctx, dial(t, ps[1]), "ONCE.WAIT", k, "TIMEOUT", 20000) }()
+	eventually(t, 5*time.Second, "the first waiter, subscribed and checked once", func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		sub := e.slots[chanID(0, Slot([]byte(k)))]
+		return e.Waiting() == 1 && sub != nil && sub.state == subActive && e.checksNow == 0 && len(e.checkQ) == 0
+	})
+	if err := c0.Do(ctx, "ONCE.ABORT", k, tok1, "run-1-failed").Err(); err != nil {
+		t.Fatal(err)
+	}
+	tok2 := do(ctx, c0, "ONCE.CLAIM", k, "LEASE", 20000).n
+	second := make(chan reply, 1)
+	hooked := make(chan struct{})
+	var once sync.Once
+	e.mu.Lock()
+	e.checkRan = func(key string) {
+		if key != k {
+			return
+		}
+		once.Do(func() { // between the check's script and its reply's use
+			go func() { second <- do(ctx, dial(t, ps[1]), "ONCE.WAIT", k, "TIMEOUT", 20000) }()
+			deadline := time.Now().Add(5 * time.Second)
+			for e.Waiting() < 2 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			close(hooked)
+		})
+	}
+	e.mu.Unlock()
+	// The first run's lease deadline (600 ms) has the first waiter's key
+	// checked; the second waiter comes during that check.
+	select {
+	case <-hooked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no check of the key within 10 s of the first run's lease deadline")
+	}
+	time.Sleep(100 * time.Millisecond) // the check's reply is acted on
+	select {
+	case r := <-second:
+		t.Fatalf("the second waiter, which found run %d running, got %v", tok2, r)
+	default:
+	}
+	e.dropEvents.Store(false)
+	if err := c0.Do(ctx, "ONCE.COMPLETE", k, tok2, "run-2-answer").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-second; r.err != nil || r.state != "done" || r.detail != "run-2-answer" {
+		t.Fatalf("the second waiter got %v, want done run-2-answer", r)
+	}
+	if r := <-first; r.err != nil || !(r.state == "failed" && r.detail == "run-1-failed" || r.state == "done" && r.detail == "run-2-answer") {
+		t.Fatalf("the first waiter got %v, want its run's failure or the next run's answer", r)
 	}
 }
 
