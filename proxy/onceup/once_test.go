@@ -653,6 +653,18 @@ func testResubscribe(t *testing.T, up *upstream) {
 	t.Logf("%d waiters answered by the checks after resubscribing; at most %d checks at once", n, peak)
 }
 
+// waitersSettled waits until e has n waiters of key k, subscribed to its
+// slot and checked once.
+func waitersSettled(tb testing.TB, e *Engine, k string, n int64) {
+	tb.Helper()
+	eventually(tb, 5*time.Second, "the waiters, subscribed and checked once", func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		sub := e.slots[chanID(0, Slot([]byte(k)))]
+		return e.Waiting() == n && sub != nil && sub.state == subActive && e.checksNow == 0 && len(e.checkQ) == 0
+	})
+}
+
 // testMissed: a waiter that misses the announcement of the outcome (a
 // test hook drops them) looks again at the lease deadline it saw, long
 // after OutcomeTTL: it must get the outcome of the run it waited for,
@@ -683,12 +695,7 @@ func testMissed(t *testing.T, up *upstream) {
 			res := make(chan reply, 2)
 			go func() { res <- do(ctx, dial(t, ps[1]), "ONCE.CLAIM", k, "LEASE", 5000, "WAIT", 10000) }()
 			go func() { res <- do(ctx, dial(t, ps[1]), "ONCE.WAIT", k, "TIMEOUT", 10000) }()
-			eventually(t, 5*time.Second, "the waiters, subscribed and checked once", func() bool {
-				e.mu.Lock()
-				defer e.mu.Unlock()
-				sub := e.slots[chanID(0, Slot([]byte(k)))]
-				return e.Waiting() == 2 && sub != nil && sub.state == subActive && e.checksNow == 0 && len(e.checkQ) == 0
-			})
+			waitersSettled(t, e, k, 2)
 			before := e.Stats.Rechecked.Load()
 			start := time.Now()
 			if err := tc.end(k, tok); err != nil {
@@ -731,12 +738,7 @@ func testStaleCheck(t *testing.T, up *upstream) {
 	tok1 := do(ctx, c0, "ONCE.CLAIM", k, "LEASE", 600).n
 	first := make(chan reply, 1)
 	go func() { first <- do(ctx, dial(t, ps[1]), "ONCE.WAIT", k, "TIMEOUT", 20000) }()
-	eventually(t, 5*time.Second, "the first waiter, subscribed and checked once", func() bool {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		sub := e.slots[chanID(0, Slot([]byte(k)))]
-		return e.Waiting() == 1 && sub != nil && sub.state == subActive && e.checksNow == 0 && len(e.checkQ) == 0
-	})
+	waitersSettled(t, e, k, 1)
 	if err := c0.Do(ctx, "ONCE.ABORT", k, tok1, "run-1-failed").Err(); err != nil {
 		t.Fatal(err)
 	}
