@@ -2,8 +2,12 @@ package badgerdb
 
 import (
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/oncekv/oncekv/store"
 )
 
 // openDelayed is a started store whose applier gathers for delay.
@@ -67,5 +71,112 @@ func TestApplyDelayCutShort(t *testing.T) {
 	s.omu.RUnlock()
 	if c := s.committed.Load(); c != staged {
 		t.Fatalf("after drain: committed %d of %d staged ops", c, staged)
+	}
+}
+
+// A drain right after a write that the logger has not logged yet: the
+// apply round that the drain starts applies only what was logged before,
+// and the next round, with the write, must still not gather (FLUSHDB and
+// BACKUP would wait out the delay).
+func TestDrainOfUnloggedWriteDoesNotGather(t *testing.T) {
+	s := openDelayed(t, time.Hour, 1<<20)
+	// A slow log: the drain's kick reaches the applier first.
+	s.writeHook = func([]op) error { time.Sleep(5 * time.Millisecond); return nil }
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 20; i++ {
+			// One write logged, which the applier gathers...
+			set(t, s, 0, "a"+strconv.Itoa(i), str("v", 0))
+			// ...and one the drain finds still in the slow log (Update
+			// returns before its write is logged).
+			if _, err := s.Update(func(tx store.Tx) error {
+				return tx.Set(0, []byte("k"+strconv.Itoa(i)), str("v", 0))
+			}); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := s.drainForTest(); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a drain waited for the hour-long apply delay")
+	}
+}
+
+// Rewrites of a key that wait for the applier reach Badger as one write,
+// its last.
+func TestApplyCollapsesRewrites(t *testing.T) {
+	s := openDelayed(t, time.Hour, 1<<20)
+	var mu sync.Mutex
+	applied := map[string][]string{}
+	s.applyHook = func(ops []op) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, o := range ops {
+			applied[o.key] = append(applied[o.key], string(o.val))
+		}
+	}
+	for i := 0; i < 100; i++ {
+		set(t, s, 0, "hot", str(strconv.Itoa(i), 0))
+		set(t, s, 0, "k"+strconv.Itoa(i), str("v", 0))
+	}
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	hot := string(dbPrefix(spaceKeys, 0)) + "hot"
+	if got := applied[hot]; len(got) != 1 {
+		t.Fatalf("100 rewrites of a key reached Badger as %d writes, want 1", len(got))
+	}
+	if len(applied) < 101 {
+		t.Fatalf("Badger got writes for %d keys, want at least the 101 written", len(applied))
+	}
+	if v, ok := get(t, s, 0, "hot"); !ok || v != "99" {
+		t.Fatalf("hot = %q, %v after the apply; want the last write, 99", v, ok)
+	}
+}
+
+// Waiting writes and cached values share the cache's budget: writes over
+// it are applied without waiting out the delay, and the cache makes room.
+func TestPendingBytesBoundedByCache(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	opts.ApplyDelay = time.Hour
+	opts.CacheSize = 64 << 10
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(func() { s.Close() })
+	val := strings.Repeat("x", 200)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 2000; i++ { // about 600 KiB of writes
+			set(t, s, 0, "k"+strconv.Itoa(i), str(val, 0))
+			s.omu.RLock()
+			held := s.cacheBytes + s.dirtyBytes
+			s.omu.RUnlock()
+			if held > 2*opts.CacheSize {
+				t.Errorf("after %d writes memory holds %d bytes of entries, over twice the %d budget", i+1, held, opts.CacheSize)
+				return
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("writes over the cache's budget waited for the hour-long apply delay")
+	}
+	if c := s.committed.Load(); c == 0 {
+		t.Fatal("nothing was applied although the writes exceeded the budget")
 	}
 }

@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/tidwall/btree"
 	"go.uber.org/zap"
 
 	"github.com/oncekv/oncekv/store"
@@ -101,13 +102,15 @@ type Options struct {
 	// TrimInterval is how often the pages of Badger's table mappings are
 	// handed back to the page cache (trim_linux.go); 0 never.
 	TrimInterval time.Duration
-	// MaxPending is how many staged writes may wait for the committer
-	// before writers wait (back-pressure).
+	// MaxPending is how many keys may hold writes that Badger does not
+	// have yet before writers wait (back-pressure). It bounds the memory
+	// of the write-back: rewrites of a waiting key count once.
 	MaxPending int
 	// ApplyDelay is how long logged writes gather before they are applied
 	// to Badger in one batch (see gather); 0 applies each log round at
-	// once. Half of MaxPending writes, a full log segment or a reader
-	// that needs Badger up to date (FLUSHDB, a backup) cut it short.
+	// once. Half of the pending bounds (overPending), a full log segment
+	// or a reader that needs Badger up to date (FLUSHDB, a backup: drain)
+	// cut it short.
 	ApplyDelay time.Duration
 	// WALSegmentSize is the size after which the write-ahead log moves
 	// to a new segment (wal.go); 0 is 64 MiB.
@@ -146,8 +149,8 @@ func DefaultOptions(dir string) Options {
 		SweepKeys:      64,
 		GCInterval:     5 * time.Minute,
 		TrimInterval:   time.Second,
-		MaxPending:     100000,
-		ApplyDelay:     100 * time.Millisecond,
+		MaxPending:     1 << 20,
+		ApplyDelay:     time.Second,
 		CacheSize:      32 << 20,
 	}
 }
@@ -204,12 +207,20 @@ type DB struct {
 	// counters; the committer takes only omu, never mu.
 	omu sync.RWMutex
 	// mem holds every dirty entry and the cached clean ones; dirty
-	// indexes the dirty ones (the overlay that scans merge).
+	// indexes the dirty ones (the overlay that scans merge), and order,
+	// while scans run (ordered.go), indexes them in key order too.
 	mem        map[string]*entry
 	dirty      map[string]*entry
+	order      *btree.Map[string, *entry]
+	lastScan   atomic.Int64 // when a scan last used order (Unix ns)
 	batch      []op
 	staged     uint64
 	cacheBytes int64 // the cost of mem's clean entries
+	dirtyBytes int64 // the cost of the dirty ones
+	// cleanMu is held shared by scans, which read the overlay as they go,
+	// and exclusively by the applier while it makes entries clean: an
+	// entry in the overlay when a scan starts stays there until it ends.
+	cleanMu sync.RWMutex
 
 	// Op numbers reached: logged (written to the log, wal.go), committed
 	// (applied to Badger), synced (on stable storage).
@@ -219,14 +230,20 @@ type DB struct {
 	wal       *wal
 	// applyMu guards the writes the logger has logged and hands to the
 	// applier, and the log segments waiting for a checkpoint.
-	applyMu   sync.Mutex
-	applyQ    []op
+	applyMu sync.Mutex
+	applyQ  []op
+	// applyAt indexes applyQ by key: a key's later write replaces its
+	// earlier one in place, so each key costs Badger one write a round.
+	applyAt   map[string]int
 	applyHi   uint64
 	segsDone  []segEnd
 	applyKick chan struct{}
 	roundMu   sync.Mutex // commitRound's, for a store that was not started
 	// applyNow asks the applier to apply at once, without gathering.
 	applyNow chan struct{}
+	// drainTo is the highest op that a drain waits to see applied: until
+	// then the applier does not gather.
+	drainTo atomic.Uint64
 	// progLog and progApply are closed and replaced whenever the logger
 	// (logged, synced) or the applier (committed) makes progress, and on
 	// a failure: two, so that an apply does not wake the writers waiting
@@ -241,8 +258,9 @@ type DB struct {
 	// writeHook, when set (by tests), runs before each Badger write; an
 	// error fails the write as a full disk would.
 	writeHook func([]op) error
-	// applyHook, when set (by tests), runs before each Badger apply.
-	applyHook func()
+	// applyHook, when set (by tests), runs before each Badger apply, with
+	// its ops.
+	applyHook func([]op)
 	space     spaceState
 	// minFree is the free-space reserve in force (min-free-disk), which
 	// SetMinFreeDisk changes while the store runs.
@@ -273,7 +291,7 @@ func Open(opts Options) (*DB, error) {
 		opts.Logger = zap.NewNop()
 	}
 	if opts.MaxPending <= 0 {
-		opts.MaxPending = 100000
+		opts.MaxPending = 1 << 20
 	}
 	if opts.WALSegmentSize <= 0 {
 		opts.WALSegmentSize = walSegmentSize
@@ -320,6 +338,7 @@ func Open(opts Options) (*DB, error) {
 		applyNow:  make(chan struct{}, 1),
 		kick:      make(chan struct{}, 1),
 		applyKick: make(chan struct{}, 1),
+		applyAt:   make(map[string]int),
 		stop:      make(chan struct{}),
 	}
 	if s.now == nil {
@@ -543,18 +562,16 @@ func kickChan(c chan struct{}) {
 	}
 }
 
-// backPressure waits while too many writes are staged.
+// backPressure waits while the writes that Badger does not have yet are
+// too many (overPending).
 func (s *DB) backPressure() {
 	for {
-		s.omu.RLock()
-		staged := s.staged
-		s.omu.RUnlock()
-		if staged-s.committed.Load() < uint64(s.opts.MaxPending) || !s.started {
+		if !s.started || !s.overPending(1) {
 			return
 		}
 		ch := s.progressCh(&s.committed)
 		kickChan(s.applyNow)
-		if staged-s.committed.Load() < uint64(s.opts.MaxPending) {
+		if !s.overPending(1) {
 			return
 		}
 		select {
@@ -563,6 +580,18 @@ func (s *DB) backPressure() {
 			return
 		}
 	}
+}
+
+// overPending reports whether the dirty entries, the writes that Badger
+// does not have yet, are at 1/div of their bounds: MaxPending keys, or
+// values costing CacheSize bytes. Dirty and cached entries share the
+// cache's budget (cached ones are evicted to make room), so holding
+// writes back to collapse them costs no memory beyond the cache's.
+func (s *DB) overPending(div int) bool {
+	s.omu.RLock()
+	defer s.omu.RUnlock()
+	return len(s.dirty) >= s.opts.MaxPending/div ||
+		(s.opts.CacheSize > 0 && s.dirtyBytes >= s.opts.CacheSize/int64(div))
 }
 
 // progressCh is the channel closed when counter moves.
@@ -641,6 +670,15 @@ func (s *DB) drain() error {
 		s.commitRound()
 		return nil
 	}
+	// Raise the mark before the kick: an apply round that the kick starts
+	// before the logger has logged up to n leaves the mark, so the next
+	// round does not gather (see gather).
+	for {
+		w := s.drainTo.Load()
+		if w >= n || s.drainTo.CompareAndSwap(w, n) {
+			break
+		}
+	}
 	s.poke()
 	kickChan(s.applyNow)
 	return s.waitFor(context.Background(), n, &s.committed)
@@ -683,12 +721,15 @@ func (s *DB) stage(key []byte, val []byte, del bool) uint64 {
 	case e == nil:
 		e = &entry{key: string(key)}
 		s.mem[e.key] = e
-		s.dirty[e.key] = e
+		s.makeDirty(e)
 	case e.n == 0:
 		s.cacheBytes -= e.cost()
-		s.dirty[e.key] = e
+		s.makeDirty(e)
+	default:
+		s.dirtyBytes -= e.cost()
 	}
 	e.val, e.del, e.n = val, del, n
+	s.dirtyBytes += e.cost()
 	s.batch = append(s.batch, op{key: e.key, val: val, del: del, n: n})
 	s.omu.Unlock()
 	return n
@@ -739,10 +780,11 @@ func (s *DB) getRaw(key []byte) (val []byte, ok bool, n uint64, err error) {
 func (e *entry) cost() int64 { return int64(len(e.key)+len(e.val)) + 96 }
 
 // cacheable reports whether a clean entry may stay in memory: keyspace
-// values (and absences) that are not too large to be worth a slot.
+// values (and absences) that are not too large to be worth a slot, while
+// dirty entries leave room in the budget.
 func (s *DB) cacheable(e *entry) bool {
 	return s.opts.CacheSize > 0 && e.key != "" && e.key[0] == spaceKeys &&
-		e.cost() <= s.opts.CacheSize/16
+		e.cost() <= s.opts.CacheSize/16 && s.dirtyBytes < s.opts.CacheSize*9/10
 }
 
 // cacheLocked keeps a clean entry that is not in mem yet, evicting clean
@@ -756,13 +798,13 @@ func (s *DB) cacheLocked(e *entry) {
 	s.evictLocked()
 }
 
-// evictLocked drops clean entries until the cache is within 90% of its
-// budget, once it is over it.
+// evictLocked drops clean entries until clean and dirty ones together are
+// within 90% of the budget, once they are over it.
 func (s *DB) evictLocked() {
-	if s.cacheBytes <= s.opts.CacheSize {
+	if s.cacheBytes == 0 || s.cacheBytes+s.dirtyBytes <= s.opts.CacheSize {
 		return
 	}
-	target := s.opts.CacheSize * 9 / 10
+	target := max(s.opts.CacheSize*9/10-s.dirtyBytes, 0)
 	for k, e := range s.mem {
 		if s.cacheBytes <= target {
 			break
@@ -784,6 +826,10 @@ func (s *DB) cleanLocked(ops []op, hi uint64) {
 		}
 		e.n = 0
 		delete(s.dirty, e.key)
+		if s.order != nil {
+			s.order.Delete(e.key)
+		}
+		s.dirtyBytes -= e.cost()
 		if s.cacheable(e) {
 			s.cacheBytes += e.cost()
 		} else {
@@ -862,10 +908,11 @@ func (s *DB) applyLoop() {
 // unless they are many or someone waits for them (applyNow). Writes are
 // durable in the log already and readable from memory; what the delay buys
 // is fewer, larger Badger batches, each with fixed costs (a commit through
-// Badger's writer goroutine), where rewrites of one key collapse into one.
-// It reports false when the store is stopping.
+// Badger's writer goroutine), where rewrites of one key collapse into one
+// (queueLocked). It does not wait while a drain waits (drainTo). It
+// reports false when the store is stopping.
 func (s *DB) gather() bool {
-	if s.opts.ApplyDelay <= 0 {
+	if s.opts.ApplyDelay <= 0 || s.drainTo.Load() > s.committed.Load() {
 		return true
 	}
 	t := time.NewTimer(s.opts.ApplyDelay)
@@ -960,15 +1007,15 @@ func (s *DB) logRound() {
 			s.synced.Store(hi)
 		}
 		s.applyMu.Lock()
-		s.applyQ = append(s.applyQ, ops...)
 		s.applyHi = hi
 		if end != nil {
 			s.segsDone = append(s.segsDone, *end)
 		}
+		s.queueLocked(ops)
 		queued := len(s.applyQ)
 		s.applyMu.Unlock()
 		kickChan(s.applyKick)
-		if queued >= s.opts.MaxPending/2 || end != nil {
+		if queued >= s.opts.MaxPending/2 || end != nil || s.overPending(2) {
 			kickChan(s.applyNow)
 		}
 		s.announce(true, false)
@@ -987,6 +1034,7 @@ func (s *DB) applyRound() {
 	s.applyMu.Lock()
 	ops := s.applyQ
 	s.applyQ = nil
+	clear(s.applyAt)
 	hi := s.applyHi
 	var done []segEnd
 	for len(s.segsDone) > 0 && s.segsDone[0].hi <= hi {
@@ -998,20 +1046,32 @@ func (s *DB) applyRound() {
 		return
 	}
 	if s.applyHook != nil {
-		s.applyHook()
+		s.applyHook(ops)
 	}
 	if !s.retry(func() error { return s.write(ops) }) {
 		return
 	}
+	// Clean in slices, so that readers and writers, who need omu, wait
+	// for one slice at most rather than for a whole round.
+	s.cleanMu.Lock()
+	for i := 0; i < len(ops); i += cleanSlice {
+		s.omu.Lock()
+		s.cleanLocked(ops[i:min(i+cleanSlice, len(ops))], hi)
+		s.omu.Unlock()
+	}
 	s.omu.Lock()
-	s.cleanLocked(ops, hi)
+	s.dropOrderLocked()
 	s.omu.Unlock()
+	s.cleanMu.Unlock()
 	s.committed.Store(hi)
 	s.announce(false, true)
 	if len(done) > 0 {
 		s.checkpoint(done[len(done)-1].seg)
 	}
 }
+
+// cleanSlice is how many entries the applier makes clean under one lock.
+const cleanSlice = 2048
 
 // checkpoint syncs Badger and deletes the log segments up to seg, whose
 // writes it holds.
@@ -1025,20 +1085,25 @@ func (s *DB) checkpoint(seg uint64) {
 	}
 }
 
-// write applies ops to Badger in staging order, keeping only the last
-// write of each key.
-func (s *DB) write(ops []op) error {
-	last := make(map[string]int, len(ops))
+// queueLocked hands logged ops to the applier, each key's latest write
+// replacing the one already waiting. Called with applyMu held.
+func (s *DB) queueLocked(ops []op) {
 	for i := range ops {
-		last[ops[i].key] = i
+		if j, ok := s.applyAt[ops[i].key]; ok {
+			s.applyQ[j] = ops[i]
+			continue
+		}
+		s.applyAt[ops[i].key] = len(s.applyQ)
+		s.applyQ = append(s.applyQ, ops[i])
 	}
+}
+
+// write applies ops, one per key (queueLocked), to Badger in one batch.
+func (s *DB) write(ops []op) error {
 	wb := s.bdb.NewWriteBatch()
 	defer wb.Cancel()
 	for i := range ops {
 		o := &ops[i]
-		if last[o.key] != i {
-			continue
-		}
 		var err error
 		if o.del {
 			err = wb.Delete([]byte(o.key))

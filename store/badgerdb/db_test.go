@@ -114,11 +114,13 @@ func (s *DB) drainForTest() error {
 }
 
 // TestScanMergesOverlay checks KV-7's byte order over keys that are partly
-// committed, partly staged, some deleted while staged.
+// committed, partly staged, some deleted while staged: more of them than a
+// scan reads from the overlay at once (overlayChunk).
 func TestScanMergesOverlay(t *testing.T) {
+	const n = 5*overlayChunk + 7
 	s := open(t, t.TempDir(), FsyncEverysec, nil)
-	for i := 0; i < 50; i += 2 {
-		set(t, s, 0, fmt.Sprintf("k%03d", i), str("x", 0))
+	for i := 0; i < n; i += 2 {
+		set(t, s, 0, fmt.Sprintf("k%04d", i), str("x", 0))
 	}
 	if err := s.drainForTest(); err != nil {
 		t.Fatal(err)
@@ -127,30 +129,30 @@ func TestScanMergesOverlay(t *testing.T) {
 	// committer run: hold omu's batch by writing under the keyspace lock.
 	s.mu.Lock()
 	tx := &tx{s: s, now: s.now(), write: true}
-	for i := 1; i < 50; i += 2 {
-		if err := tx.Set(0, []byte(fmt.Sprintf("k%03d", i)), str("y", 0)); err != nil {
+	for i := 1; i < n; i += 2 {
+		if err := tx.Set(0, []byte(fmt.Sprintf("k%04d", i)), str("y", 0)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for i := 0; i < 50; i += 4 {
-		if _, err := tx.Delete(0, []byte(fmt.Sprintf("k%03d", i))); err != nil {
+	for i := 0; i < n; i += 4 {
+		if _, err := tx.Delete(0, []byte(fmt.Sprintf("k%04d", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	s.mu.Unlock()
 	var want []string
-	for i := 0; i < 50; i++ {
+	for i := 0; i < n; i++ {
 		if i%4 == 0 {
 			continue
 		}
-		want = append(want, fmt.Sprintf("k%03d", i))
+		want = append(want, fmt.Sprintf("k%04d", i))
 	}
 	got := keys(t, s, 0, "")
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("scan:\n got %v\nwant %v", got, want)
 	}
-	if got := keys(t, s, 0, "k040"); got[0] != "k041" || len(got) != 7 {
-		t.Fatalf("scan from k040 = %v", got)
+	if got := keys(t, s, 0, "k0040"); got[0] != "k0041" || len(got) != len(want)-30 {
+		t.Fatalf("scan from k0040 = %d keys from %v, want %d from k0041", len(got), got[0], len(want)-30)
 	}
 	if n := s.counts[0]; n != len(want) {
 		t.Fatalf("count = %d, want %d", n, len(want))
@@ -315,7 +317,7 @@ func TestAlwaysTicketIsDurable(t *testing.T) {
 			hold := make(chan struct{})
 			var once sync.Once
 			release := func() { once.Do(func() { close(hold) }) }
-			s.applyHook = func() { <-hold }
+			s.applyHook = func([]op) { <-hold }
 			s.Start()
 			defer func() { release(); s.Close() }()
 			want := map[string]string{}

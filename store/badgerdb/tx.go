@@ -195,57 +195,44 @@ func (t *tx) SetMeta(name string, value []byte) error {
 // valid only during the call.
 //
 // staged, if not nil, is told the op number of each overlay entry used.
+//
+// The overlay is read in key order, a few entries at a time, as the merge
+// reaches them, so a scan that stops early costs little however many
+// writes wait for Badger. cleanMu keeps every entry that is in the overlay
+// when the Badger iterator opens there until the scan ends (the applier
+// waits to make entries clean), so none can leave it for a write in
+// Badger that the iterator does not see. Callers hold mu, so the only
+// entries that join the overlay meanwhile are those fn itself stages.
 func (s *DB) scanRaw(prefix, start []byte, staged func(n uint64), fn func(raw, val []byte) (bool, error)) error {
-	// Snapshot the overlay first: anything that leaves it afterwards has
-	// been committed, so the Badger iterator opened below sees it.
-	type kv struct {
-		key string
-		p   entry
-	}
-	var over []kv
-	s.omu.RLock()
-	for k, e := range s.dirty {
-		if len(k) >= len(prefix) && k[:len(prefix)] == string(prefix) && k >= string(start) {
-			over = append(over, kv{k, *e})
-		}
-	}
-	s.omu.RUnlock()
-	slices.SortFunc(over, func(a, b kv) int {
-		if a.key < b.key {
-			return -1
-		}
-		if a.key > b.key {
-			return 1
-		}
-		return 0
-	})
+	s.cleanMu.RLock()
+	defer s.cleanMu.RUnlock()
+	s.ordered()
+	ov := overlay{s: s, prefix: string(prefix), from: string(start)}
 	return s.bdb.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
 		defer it.Close()
 		it.Seek(start)
-		i := 0
 		for {
 			var bkey []byte
 			if it.Valid() {
 				bkey = it.Item().Key()
 			}
-			if bkey == nil && i >= len(over) {
+			o, ok := ov.peek()
+			if bkey == nil && !ok {
 				return nil
 			}
-			useOver := i < len(over) && (bkey == nil || over[i].key <= string(bkey))
-			if useOver {
-				o := over[i]
-				i++
+			if ok && (bkey == nil || o.key <= string(bkey)) {
+				ov.next()
 				if bkey != nil && o.key == string(bkey) {
 					it.Next()
 				}
 				if staged != nil {
-					staged(o.p.n)
+					staged(o.n)
 				}
-				if o.p.del {
+				if o.del {
 					continue
 				}
-				more, err := fn([]byte(o.key), o.p.val)
+				more, err := fn([]byte(o.key), o.val)
 				if err != nil || !more {
 					return err
 				}

@@ -27,7 +27,7 @@ func TestWALTornTailIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	hold := make(chan struct{})
-	s.applyHook = func() { <-hold }
+	s.applyHook = func([]op) { <-hold }
 	s.Start()
 	defer func() { close(hold); s.Close() }()
 	for i := range 10 {
