@@ -207,12 +207,15 @@ type DB struct {
 	// counters; the committer takes only omu, never mu.
 	omu sync.RWMutex
 	// mem holds every dirty entry and the cached clean ones; dirty
-	// indexes the dirty ones (the overlay that scans merge), and order,
-	// while scans run (ordered.go), indexes them in key order too.
+	// indexes the dirty ones (the overlay that scans merge). They are
+	// also indexed in key order (ordered.go): those of the keyspace in
+	// keyOrder while scans run, the others (the expiry index, which the
+	// sweeper scans) always, in auxOrder.
 	mem        map[string]*entry
 	dirty      map[string]*entry
-	order      *btree.Map[string, *entry]
-	lastScan   atomic.Int64 // when a scan last used order (Unix ns)
+	keyOrder   *btree.Map[string, *entry]
+	auxOrder   btree.Map[string, *entry]
+	lastScan   atomic.Int64 // when a scan last used keyOrder (Unix ns)
 	batch      []op
 	staged     uint64
 	cacheBytes int64 // the cost of mem's clean entries
@@ -235,6 +238,7 @@ type DB struct {
 	// applyAt indexes applyQ by key: a key's later write replaces its
 	// earlier one in place, so each key costs Badger one write a round.
 	applyAt   map[string]int
+	spareQ    []op // an applied round's queue, for the next round
 	applyHi   uint64
 	segsDone  []segEnd
 	applyKick chan struct{}
@@ -826,8 +830,8 @@ func (s *DB) cleanLocked(ops []op, hi uint64) {
 		}
 		e.n = 0
 		delete(s.dirty, e.key)
-		if s.order != nil {
-			s.order.Delete(e.key)
+		if o := s.orderOf(e.key); o != nil {
+			o.Delete(e.key)
 		}
 		s.dirtyBytes -= e.cost()
 		if s.cacheable(e) {
@@ -1033,8 +1037,13 @@ func (s *DB) logRound() {
 func (s *DB) applyRound() {
 	s.applyMu.Lock()
 	ops := s.applyQ
-	s.applyQ = nil
-	clear(s.applyAt)
+	s.applyQ = s.spareQ
+	s.spareQ = nil
+	if len(s.applyAt) > reuseLimit {
+		s.applyAt = make(map[string]int) // do not keep a burst's buckets
+	} else {
+		clear(s.applyAt)
+	}
 	hi := s.applyHi
 	var done []segEnd
 	for len(s.segsDone) > 0 && s.segsDone[0].hi <= hi {
@@ -1065,10 +1074,22 @@ func (s *DB) applyRound() {
 	s.cleanMu.Unlock()
 	s.committed.Store(hi)
 	s.announce(false, true)
+	if cap(ops) <= reuseLimit {
+		// The next round queues into this slice (cleared: its values
+		// may be large) rather than growing a new one from nothing.
+		clear(ops)
+		s.applyMu.Lock()
+		s.spareQ = ops[:0]
+		s.applyMu.Unlock()
+	}
 	if len(done) > 0 {
 		s.checkpoint(done[len(done)-1].seg)
 	}
 }
+
+// reuseLimit is the largest round whose queue and key index the applier
+// keeps for the next round.
+const reuseLimit = 1 << 16
 
 // cleanSlice is how many entries the applier makes clean under one lock.
 const cleanSlice = 2048

@@ -11,11 +11,13 @@ import (
 // Scans merge Badger's keys with the overlay of dirty entries in key
 // order. Writes waiting for Badger can number hundreds of thousands, so a
 // scan cannot sort them all for each call (a SCAN with COUNT 10 would pay
-// for every waiting write). Instead, while scans run, the dirty entries are
-// also indexed in key order (DB.order): the first scan builds the index,
-// writes and the applier keep it, and the applier drops it once no scan
-// has used it for orderIdle, so that writes pay for it only while someone
-// scans.
+// for every waiting write). Instead the dirty entries are also indexed in
+// key order. Those of the expiry index, which the sweeper scans ten times
+// a second, always are (auxOrder). Those of the keyspace are only while
+// SCAN, KEYS and the like run (keyOrder): the first scan builds the
+// index, writes and the applier keep it, and the applier drops it once no
+// scan has used it for orderIdle, so that writes pay for it only while
+// someone scans.
 
 // orderIdle is how long the ordered index outlives the last scan.
 const orderIdle = time.Second
@@ -23,53 +25,68 @@ const orderIdle = time.Second
 // overlayChunk is how many overlay entries a scan copies under one lock.
 const overlayChunk = 64
 
+// orderOf is the ordered index that holds key when it is dirty, or nil
+// (a keyspace key while no scan runs). Called with omu held.
+func (s *DB) orderOf(key string) *btree.Map[string, *entry] {
+	if key != "" && key[0] == spaceKeys {
+		return s.keyOrder
+	}
+	return &s.auxOrder
+}
+
 // makeDirty indexes an entry that has just become dirty. Called with omu
 // held.
 func (s *DB) makeDirty(e *entry) {
 	s.dirty[e.key] = e
-	if s.order != nil {
-		s.order.Set(e.key, e)
+	if o := s.orderOf(e.key); o != nil {
+		o.Set(e.key, e)
 	}
 }
 
-// ordered makes sure the ordered index exists, for a scan that holds
-// cleanMu shared (so the applier cannot drop it before the scan ends).
-func (s *DB) ordered() {
+// ordered makes sure that the ordered index of prefix's space exists, for
+// a scan that holds cleanMu shared (so that the applier cannot drop it
+// before the scan ends).
+func (s *DB) ordered(prefix []byte) {
+	if len(prefix) == 0 || prefix[0] != spaceKeys {
+		return // auxOrder, always there
+	}
 	s.lastScan.Store(time.Now().UnixNano())
 	s.omu.RLock()
-	built := s.order != nil
+	built := s.keyOrder != nil
 	s.omu.RUnlock()
 	if built {
 		return
 	}
 	s.omu.Lock()
 	defer s.omu.Unlock()
-	if s.order != nil {
+	if s.keyOrder != nil {
 		return
 	}
-	keys := make([]string, 0, len(s.dirty))
+	var keys []string
 	for k := range s.dirty {
-		keys = append(keys, k)
+		if k[0] == spaceKeys {
+			keys = append(keys, k)
+		}
 	}
 	slices.Sort(keys)
-	s.order = new(btree.Map[string, *entry])
+	s.keyOrder = new(btree.Map[string, *entry])
 	for _, k := range keys {
-		s.order.Load(k, s.dirty[k]) // in order: appends
+		s.keyOrder.Load(k, s.dirty[k]) // in order: appends
 	}
 }
 
-// dropOrderLocked drops the ordered index once no scan has used it for
-// orderIdle. Called with cleanMu and omu held exclusively, so no scan is
-// reading it.
+// dropOrderLocked drops the keyspace's ordered index once no scan has
+// used it for orderIdle. Called with cleanMu and omu held exclusively, so
+// no scan is reading it.
 func (s *DB) dropOrderLocked() {
-	if s.order != nil && time.Since(time.Unix(0, s.lastScan.Load())) > orderIdle {
-		s.order = nil
+	if s.keyOrder != nil && time.Since(time.Unix(0, s.lastScan.Load())) > orderIdle {
+		s.keyOrder = nil
 	}
 }
 
 // overlay reads the dirty entries with a prefix in key order, from a key
 // on, overlayChunk copies at a time (under omu each time), from the
-// ordered index.
+// ordered index of the prefix's space.
 type overlay struct {
 	s      *DB
 	prefix string
@@ -96,7 +113,7 @@ func (o *overlay) next() { o.i++ }
 func (o *overlay) fill() {
 	o.buf, o.i = o.buf[:0], 0
 	o.s.omu.RLock()
-	o.s.order.Ascend(o.from, func(k string, e *entry) bool {
+	o.s.orderOf(o.prefix).Ascend(o.from, func(k string, e *entry) bool {
 		if o.after && k == o.from {
 			return true
 		}

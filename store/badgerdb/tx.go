@@ -206,7 +206,7 @@ func (t *tx) SetMeta(name string, value []byte) error {
 func (s *DB) scanRaw(prefix, start []byte, staged func(n uint64), fn func(raw, val []byte) (bool, error)) error {
 	s.cleanMu.RLock()
 	defer s.cleanMu.RUnlock()
-	s.ordered()
+	s.ordered(prefix)
 	ov := overlay{s: s, prefix: string(prefix), from: string(start)}
 	return s.bdb.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
