@@ -144,6 +144,11 @@ type Ctx struct {
 	// start is when the command began, on the server's monotonic clock
 	// (stats.go).
 	start time.Duration
+	// after and panicked are what a write's transaction leaves to run
+	// (kept here rather than in variables its closure captures, each of
+	// which would be allocated per command).
+	after    []func(store.Ticket)
+	panicked *commandPanic
 }
 
 // Fail writes err as an error reply.
@@ -283,8 +288,7 @@ func (s *Server) run(x *Ctx) {
 	defer s.account(x, x.W.Errors())
 	switch {
 	case x.Cmd.Flags&Write != 0:
-		var after []func(store.Ticket)
-		var panicked *commandPanic
+		x.after, x.panicked = nil, nil
 		t, err := s.store.Update(func(tx store.Tx) error {
 			x.Tx = s.wrap(tx)
 			// A command that panics still ends its transaction the
@@ -293,17 +297,19 @@ func (s *Server) run(x *Ctx) {
 			// goes on to Serve, which answers it.
 			defer func() {
 				if p := recover(); p != nil {
-					panicked = &commandPanic{value: p, stack: debug.Stack()}
+					x.panicked = &commandPanic{value: p, stack: debug.Stack()}
 				}
-				after = s.commit()
+				x.after = s.commit()
 			}()
 			x.Cmd.Run(x)
 			return nil
 		})
 		x.Tx = nil
-		runAfter(after, t)
-		if panicked != nil {
-			panic(panicked)
+		runAfter(x.after, t)
+		x.after = nil
+		if p := x.panicked; p != nil {
+			x.panicked = nil
+			panic(p)
 		}
 		if err != nil && t == nil {
 			x.Fail(err)

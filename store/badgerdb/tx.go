@@ -18,6 +18,18 @@ type tx struct {
 	// readMax is the highest staged op whose value this tx read: the
 	// reply must wait until it is durable.
 	readMax uint64
+	// memo is the last key getAny looked up, until anything is staged or
+	// flushed: INCR, APPEND, SET … GET and the like read a key, then Set
+	// reads it again for its old deadline and existence.
+	memo memo
+}
+
+type memo struct {
+	ok      bool // memo holds a lookup
+	db      int
+	raw     []byte
+	v       store.Value
+	existed bool
 }
 
 func (t *tx) read(n uint64) {
@@ -39,13 +51,20 @@ func (t *tx) checkDB(db int) error {
 
 // getAny returns the stored value even when it has expired.
 func (t *tx) getAny(db int, key []byte) (store.Value, []byte, bool, error) {
+	if m := &t.memo; m.ok && m.db == db && bytes.Equal(m.raw[3:], key) {
+		return m.v, m.raw, m.existed, nil
+	}
 	raw := dataKey(db, key)
 	b, ok, n, err := t.s.getRaw(raw)
 	t.read(n)
-	if err != nil || !ok {
+	if err != nil {
 		return store.Value{}, raw, false, err
 	}
-	v, ok := decodeValue(b)
+	var v store.Value
+	if ok {
+		v, ok = decodeValue(b)
+	}
+	t.memo = memo{ok: true, db: db, raw: raw, v: v, existed: ok}
 	return v, raw, ok, nil
 }
 
@@ -61,6 +80,7 @@ func (t *tx) Get(db int, key []byte) (store.Value, bool, error) {
 }
 
 func (t *tx) stage(key, val []byte, del bool) {
+	t.memo.ok = false
 	t.last = t.s.stage(key, val, del)
 }
 
@@ -148,6 +168,7 @@ func (t *tx) Flush(db int) error {
 	if !t.write {
 		return store.ErrReadOnly
 	}
+	t.memo.ok = false
 	if err := t.checkDB(db); err != nil {
 		return err
 	}
