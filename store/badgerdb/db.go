@@ -916,7 +916,16 @@ func (s *DB) applyLoop() {
 // (queueLocked). It does not wait while a drain waits (drainTo). It
 // reports false when the store is stopping.
 func (s *DB) gather() bool {
-	if s.opts.ApplyDelay <= 0 || s.drainTo.Load() > s.committed.Load() {
+	if s.opts.ApplyDelay <= 0 {
+		return true
+	}
+	if s.drainTo.Load() > s.committed.Load() {
+		// The drain's kick is answered: drop it, or the next round would
+		// not gather.
+		select {
+		case <-s.applyNow:
+		default:
+		}
 		return true
 	}
 	t := time.NewTimer(s.opts.ApplyDelay)
