@@ -102,10 +102,14 @@ type Options struct {
 	// TrimInterval is how often the pages of Badger's table mappings are
 	// handed back to the page cache (trim_linux.go); 0 never.
 	TrimInterval time.Duration
-	// MaxPending is how many keys may hold writes that Badger does not
-	// have yet before writers wait (back-pressure). It bounds the memory
-	// of the write-back: rewrites of a waiting key count once.
-	MaxPending int
+	// MaxPending and MaxPendingBytes are how many keys, and how many
+	// bytes of keys and values, may hold writes that Badger does not have
+	// yet before writers wait (back-pressure): they bound the memory of
+	// the write-back, where rewrites of a waiting key count once. A
+	// quarter of either starts an apply at once. MaxPendingBytes 0 is
+	// DefaultMaxPendingBytes(CacheSize).
+	MaxPending      int
+	MaxPendingBytes int64
 	// ApplyDelay is how long logged writes gather before they are applied
 	// to Badger in one batch (see gather); 0 applies each log round at
 	// once. Half of the pending bounds (overPending), a full log segment
@@ -134,6 +138,13 @@ type Options struct {
 // after writes stop.
 func DefaultMinFreeDisk(memTableSize int64) int64 {
 	return max(64<<20, 8*memTableSize)
+}
+
+// DefaultMaxPendingBytes is the bound on the writes waiting for Badger
+// (Options.MaxPendingBytes) for a value cache size: twice it, at least
+// 64 MiB.
+func DefaultMaxPendingBytes(cacheSize int64) int64 {
+	return max(2*cacheSize, 64<<20)
 }
 
 // DefaultOptions are the options of a server started with no configuration.
@@ -296,6 +307,9 @@ func Open(opts Options) (*DB, error) {
 	}
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = 1 << 20
+	}
+	if opts.MaxPendingBytes <= 0 {
+		opts.MaxPendingBytes = DefaultMaxPendingBytes(opts.CacheSize)
 	}
 	if opts.WALSegmentSize <= 0 {
 		opts.WALSegmentSize = walSegmentSize
@@ -587,15 +601,13 @@ func (s *DB) backPressure() {
 }
 
 // overPending reports whether the dirty entries, the writes that Badger
-// does not have yet, are at 1/div of their bounds: MaxPending keys, or
-// values costing CacheSize bytes. Dirty and cached entries share the
-// cache's budget (cached ones are evicted to make room), so holding
-// writes back to collapse them costs no memory beyond the cache's.
+// does not have yet, are at 1/div of their bounds (MaxPending keys,
+// MaxPendingBytes bytes).
 func (s *DB) overPending(div int) bool {
 	s.omu.RLock()
 	defer s.omu.RUnlock()
 	return len(s.dirty) >= s.opts.MaxPending/div ||
-		(s.opts.CacheSize > 0 && s.dirtyBytes >= s.opts.CacheSize/int64(div))
+		s.dirtyBytes >= s.opts.MaxPendingBytes/int64(div)
 }
 
 // progressCh is the channel closed when counter moves.
@@ -784,11 +796,10 @@ func (s *DB) getRaw(key []byte) (val []byte, ok bool, n uint64, err error) {
 func (e *entry) cost() int64 { return int64(len(e.key)+len(e.val)) + 96 }
 
 // cacheable reports whether a clean entry may stay in memory: keyspace
-// values (and absences) that are not too large to be worth a slot, while
-// dirty entries leave room in the budget.
+// values (and absences) that are not too large to be worth a slot.
 func (s *DB) cacheable(e *entry) bool {
 	return s.opts.CacheSize > 0 && e.key != "" && e.key[0] == spaceKeys &&
-		e.cost() <= s.opts.CacheSize/16 && s.dirtyBytes < s.opts.CacheSize*9/10
+		e.cost() <= s.opts.CacheSize/16
 }
 
 // cacheLocked keeps a clean entry that is not in mem yet, evicting clean
@@ -802,13 +813,13 @@ func (s *DB) cacheLocked(e *entry) {
 	s.evictLocked()
 }
 
-// evictLocked drops clean entries until clean and dirty ones together are
-// within 90% of the budget, once they are over it.
+// evictLocked drops clean entries until the cache is within 90% of its
+// budget, once it is over it.
 func (s *DB) evictLocked() {
-	if s.cacheBytes == 0 || s.cacheBytes+s.dirtyBytes <= s.opts.CacheSize {
+	if s.cacheBytes <= s.opts.CacheSize {
 		return
 	}
-	target := max(s.opts.CacheSize*9/10-s.dirtyBytes, 0)
+	target := s.opts.CacheSize * 9 / 10
 	for k, e := range s.mem {
 		if s.cacheBytes <= target {
 			break
@@ -1025,10 +1036,9 @@ func (s *DB) logRound() {
 			s.segsDone = append(s.segsDone, *end)
 		}
 		s.queueLocked(ops)
-		queued := len(s.applyQ)
 		s.applyMu.Unlock()
 		kickChan(s.applyKick)
-		if queued >= s.opts.MaxPending/2 || end != nil || s.overPending(2) {
+		if end != nil || s.overPending(4) {
 			kickChan(s.applyNow)
 		}
 		s.announce(true, false)
