@@ -269,9 +269,6 @@ func (m *instMetric) rate() float64 {
 	return sum / instSamples
 }
 
-// Processed is the number of commands run so far.
-func (s *Server) Processed() uint64 { return uint64(s.stats.commands.Load()) }
-
 // Start starts the sampler of the instantaneous rates and memory peak
 // (every 100 ms, as Redis's cron does). Close stops it.
 func (s *Server) Start() {

@@ -43,9 +43,6 @@ type App struct {
 	// metrics is the Prometheus endpoint, nil without metrics-addr
 	// (observability.go).
 	metrics *metrics.Server
-	// idle returns free heap memory to the system when no command runs
-	// (idle.go).
-	idle *idleReleaser
 
 	// cfgMu guards cfg, the configuration in force, which CONFIG SET
 	// changes (runtime.go), and level, the logger's level if known.

@@ -7,7 +7,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/oncekv/oncekv/internal/config"
-	"github.com/oncekv/oncekv/store/badgerdb"
 )
 
 // memoryHeadroom is what a server needs beyond its configured caches:
@@ -17,12 +16,9 @@ const memoryHeadroom = 96 << 20
 
 // MemoryLimit is the soft limit of the Go heap for cfg: the caches the
 // configuration sizes (value cache, Badger's block cache, its memtables),
-// the writes that may wait for Badger (the store's write-back), plus
-// headroom. Under it the garbage collector runs as usual; near it, it
+// plus headroom. Under it the garbage collector runs as usual; near it, it
 // runs sooner instead of letting the heap double, which is what kept the
-// RSS of a loaded server at two to three times its live data. Idle, the
-// server hands its free heap back (idle.go), so the limit is what a
-// server under load may hold, not what an idle one does.
+// RSS of a loaded server at two to three times its live data.
 func MemoryLimit(cfg config.Config) int64 {
 	// Badger's memtables: the store keeps 3 (store/badgerdb); the limit
 	// allows for 6, so that a write burst, with compactions and the
@@ -30,10 +26,7 @@ func MemoryLimit(cfg config.Config) int64 {
 	// where the collector runs all the time (measured: a third fewer
 	// SET -d 256 -P 16 requests/s with a limit 16 MB lower).
 	const memtables = 6
-	// A third fewer SET -d 256 -P 16 requests/s, again, without room for
-	// the write-back's pending bytes (GOMEMLIMIT 208 vs 272 MiB).
-	pending := badgerdb.DefaultMaxPendingBytes(cfg.ValueCacheSize)
-	return cfg.ValueCacheSize + cfg.BlockCacheSize + memtables*cfg.MemTableSize + pending + memoryHeadroom
+	return cfg.ValueCacheSize + cfg.BlockCacheSize + memtables*cfg.MemTableSize + memoryHeadroom
 }
 
 // ApplyMemoryLimit sets the Go runtime's soft memory limit to MemoryLimit,

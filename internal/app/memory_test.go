@@ -18,8 +18,7 @@ func TestMemoryLimit(t *testing.T) {
 
 	cfg := config.Default()
 	cfg.ValueCacheSize, cfg.BlockCacheSize, cfg.MemTableSize = 100<<20, 50<<20, 10<<20
-	// The write-back may hold twice the value cache (200 MiB) waiting.
-	want := int64(100<<20 + 50<<20 + 6*10<<20 + 200<<20 + memoryHeadroom)
+	want := int64(100<<20 + 50<<20 + 6*10<<20 + memoryHeadroom)
 	if got := MemoryLimit(cfg); got != want {
 		t.Fatalf("MemoryLimit = %d, want %d", got, want)
 	}

@@ -35,15 +35,10 @@ func (a *App) startObservability() error {
 		a.log.Info("serving Prometheus metrics", zap.String("url", "http://"+a.metrics.Addr().String()+"/metrics"))
 	}
 	a.Commands.Start()
-	a.idle = newIdleReleaser(a.Commands.Processed)
-	a.idle.Start()
 	return nil
 }
 
 func (a *App) closeObservability() error {
-	if a.idle != nil {
-		a.idle.Close()
-	}
 	a.Commands.Close()
 	if a.metrics == nil {
 		return nil
