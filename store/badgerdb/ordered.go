@@ -46,33 +46,39 @@ func (s *DB) makeDirty(e *entry) {
 // ordered makes sure that the ordered index of prefix's space exists, for
 // a scan that holds cleanMu shared (so that the applier cannot drop it
 // before the scan ends).
+//
+// The scan's caller holds mu too, so while it runs no write is staged and
+// no entry is made clean: the dirty set cannot change. The index is
+// therefore built from a copy of the keys taken under omu shared and
+// sorted without a lock, so that reads (which take omu shared) do not wait
+// for the sort; omu is taken exclusively only to publish the index.
 func (s *DB) ordered(prefix []byte) {
 	if len(prefix) == 0 || prefix[0] != spaceKeys {
 		return // auxOrder, always there
 	}
 	s.lastScan.Store(time.Now().UnixNano())
 	s.omu.RLock()
-	built := s.keyOrder != nil
-	s.omu.RUnlock()
-	if built {
-		return
-	}
-	s.omu.Lock()
-	defer s.omu.Unlock()
 	if s.keyOrder != nil {
+		s.omu.RUnlock()
 		return
 	}
-	var keys []string
-	for k := range s.dirty {
+	var dirty []*entry
+	for k, e := range s.dirty {
 		if k[0] == spaceKeys {
-			keys = append(keys, k)
+			dirty = append(dirty, e)
 		}
 	}
-	slices.Sort(keys)
-	s.keyOrder = new(btree.Map[string, *entry])
-	for _, k := range keys {
-		s.keyOrder.Load(k, s.dirty[k]) // in order: appends
+	s.omu.RUnlock()
+	slices.SortFunc(dirty, func(a, b *entry) int { return strings.Compare(a.key, b.key) })
+	o := new(btree.Map[string, *entry])
+	for _, e := range dirty {
+		o.Load(e.key, e) // in order: appends
 	}
+	s.omu.Lock()
+	if s.keyOrder == nil { // another scan may have built it meanwhile
+		s.keyOrder = o
+	}
+	s.omu.Unlock()
 }
 
 // dropOrderLocked drops the keyspace's ordered index once no scan has
