@@ -1,11 +1,14 @@
 package badgerdb
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dgraph-io/badger/v4"
 
 	"github.com/oncekv/oncekv/store"
 )
@@ -178,5 +181,48 @@ func TestPendingBytesBounded(t *testing.T) {
 	}
 	if c := s.committed.Load(); c == 0 {
 		t.Fatal("nothing was applied although the writes exceeded the bound")
+	}
+}
+
+// A round that the applier gives up on while the store closes (Badger
+// failing) is applied by the next round with the writes logged since:
+// otherwise a later round that succeeds raises committed to logged, and
+// Close deletes the log that holds the dropped writes.
+func TestFailedApplyIsRequeued(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	s, err := Open(opts) // not started: each write logs and applies in place
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	stop := s.stop
+	closing := make(chan struct{})
+	close(closing)
+	s.stop = closing // retries give up at once, as while closing
+	s.applyErr = func() error { return errors.New("disk gone") }
+	set(t, s, 0, "a", str("1", 0))
+	s.applyErr = nil
+	s.stop = stop
+	// Writes are refused now (the failure state); stage one more as a
+	// write already in flight would be, then do what Close does.
+	s.mu.Lock()
+	w := &tx{s: s, now: s.now(), write: true}
+	if err := w.Set(0, []byte("b"), str("2", 0)); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Unlock()
+	s.commitRound()
+	if c, l := s.committed.Load(), s.logged.Load(); c != l {
+		t.Fatalf("committed %d of %d logged ops after a successful round", c, l)
+	}
+	for _, k := range []string{"a", "b"} {
+		err := s.bdb.View(func(txn *badger.Txn) error {
+			_, err := txn.Get(dataKey(0, []byte(k)))
+			return err
+		})
+		if err != nil {
+			t.Fatalf("Badger lacks %s although every logged op counts as applied: %v", k, err)
+		}
 	}
 }

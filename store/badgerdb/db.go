@@ -105,8 +105,10 @@ type Options struct {
 	// MaxPending and MaxPendingBytes are how many keys, and how many
 	// bytes of keys and values, may hold writes that Badger does not have
 	// yet before writers wait (back-pressure): they bound the memory of
-	// the write-back, where rewrites of a waiting key count once. A
-	// quarter of either starts an apply at once. MaxPendingBytes 0 is
+	// the write-back, where rewrites of a waiting key count once. An
+	// eighth of either starts an apply at once (more would hold more
+	// values in memory during a load of new keys, for little more
+	// collapsing). MaxPendingBytes 0 is
 	// DefaultMaxPendingBytes(CacheSize).
 	MaxPending      int
 	MaxPendingBytes int64
@@ -276,7 +278,10 @@ type DB struct {
 	// applyHook, when set (by tests), runs before each Badger apply, with
 	// its ops.
 	applyHook func([]op)
-	space     spaceState
+	// applyErr, when set (by tests), fails Badger applies as a broken
+	// disk would.
+	applyErr func() error
+	space    spaceState
 	// minFree is the free-space reserve in force (min-free-disk), which
 	// SetMinFreeDisk changes while the store runs.
 	minFree atomic.Int64
@@ -1038,7 +1043,7 @@ func (s *DB) logRound() {
 		s.queueLocked(ops)
 		s.applyMu.Unlock()
 		kickChan(s.applyKick)
-		if end != nil || s.overPending(4) {
+		if end != nil || s.overPending(8) {
 			kickChan(s.applyNow)
 		}
 		s.announce(true, false)
@@ -1076,7 +1081,18 @@ func (s *DB) applyRound() {
 	if s.applyHook != nil {
 		s.applyHook(ops)
 	}
-	if !s.retry(func() error { return s.write(ops) }) {
+	if !s.retry(func() error {
+		if s.applyErr != nil {
+			if err := s.applyErr(); err != nil {
+				return err
+			}
+		}
+		return s.write(ops)
+	}) {
+		// Closing while Badger fails: a later round (Close's) must still
+		// apply these ops, or, if it succeeded without them, committed
+		// would reach logged and Close would delete the log they are in.
+		s.requeue(ops, done)
 		return
 	}
 	// Clean in slices, so that readers and writers, who need omu, wait
@@ -1104,6 +1120,20 @@ func (s *DB) applyRound() {
 	if len(done) > 0 {
 		s.checkpoint(done[len(done)-1].seg)
 	}
+}
+
+// requeue puts back the ops and finished segments of a round that could
+// not be applied, before those logged since (whose writes of the same
+// keys are newer and win).
+func (s *DB) requeue(ops []op, done []segEnd) {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	newer := s.applyQ
+	s.applyQ = nil
+	clear(s.applyAt)
+	s.queueLocked(ops)
+	s.queueLocked(newer)
+	s.segsDone = append(done, s.segsDone...)
 }
 
 // reuseLimit is the largest round whose queue and key index the applier
