@@ -114,9 +114,9 @@ type Options struct {
 	MaxPendingBytes int64
 	// ApplyDelay is how long logged writes gather before they are applied
 	// to Badger in one batch (see gather); 0 applies each log round at
-	// once. Half of the pending bounds (overPending), a full log segment
-	// or a reader that needs Badger up to date (FLUSHDB, a backup: drain)
-	// cut it short.
+	// once. An eighth of the pending bounds (overPending), a full log
+	// segment, writers held back by those bounds, or a reader that needs
+	// Badger up to date (FLUSHDB, a backup: drain) cut it short.
 	ApplyDelay time.Duration
 	// WALSegmentSize is the size after which the write-ahead log moves
 	// to a new segment (wal.go); 0 is 64 MiB.
