@@ -2,6 +2,7 @@ package badgerdb
 
 import (
 	"errors"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -224,5 +225,34 @@ func TestFailedApplyIsRequeued(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Badger lacks %s although every logged op counts as applied: %v", k, err)
 		}
+	}
+}
+
+// Writers that are ready to run when the logger wakes share its round
+// (KV-6's group commit): the logger must not log the first writer's write
+// alone, then each of the others' in a round of its own. On one P the
+// writers, released together, are all in the run queue when the first
+// one's kick wakes the logger. (The race detector randomizes the
+// scheduler, which batches them by chance; test.sh also runs this test
+// without it.)
+func TestReadyWritersShareALogRound(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	s := openDelayed(t, time.Hour, 100000)
+	const writers = 32
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < writers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-release
+			set(t, s, 0, "k"+strconv.Itoa(i), str("v", 0))
+		}()
+	}
+	before := s.logWrites.Load()
+	close(release)
+	wg.Wait()
+	if n := s.logWrites.Load() - before; n > writers/4 {
+		t.Fatalf("%d writers took %d log writes; want them batched (at most %d)", writers, n, writers/4)
 	}
 }
