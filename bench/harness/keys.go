@@ -3,9 +3,9 @@ package main
 // The keys and values the harness loads: key i is "key:" and i in 12
 // digits (16 bytes), the very names `redis-benchmark -r N` reads, so that
 // its GETs over a loaded keyspace hit; value i is size printable bytes
-// drawn from i by splitmix64, so values differ, do not compress (Badger
-// compresses its tables with Snappy; Redis stores strings as they are)
-// and can be checked after a restart.
+// drawn from i by splitmix64, so values differ, do not compress (oncekv
+// can compress its tables, table-compression; Redis stores strings as
+// they are) and can be checked after a restart.
 
 import (
 	"fmt"

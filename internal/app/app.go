@@ -78,6 +78,7 @@ func New(cfg config.Config, log *zap.Logger) (*App, error) {
 	opts.BlockCacheSize = cfg.BlockCacheSize
 	opts.CacheSize = cfg.ValueCacheSize
 	opts.TrimInterval = cfg.TableTrim
+	opts.Compression = cfg.TableCompression
 	opts.MinFreeDisk = cfg.MinFreeDisk
 	st, err := badgerdb.Open(opts)
 	if err != nil {

@@ -40,6 +40,9 @@ type Config struct {
 	// mapped in are handed back to the page cache (table-trim-ms); 0
 	// never: they then stay in the server's RSS.
 	TableTrim time.Duration
+	// TableCompression is how Badger compresses the tables it writes
+	// (table-compression): none, snappy or zstd.
+	TableCompression string
 
 	// ProtoMaxBulkLen is the longest argument a client may send, and the
 	// longest string a command may build (Redis's proto-max-bulk-len).
@@ -97,18 +100,19 @@ type Rename struct{ From, To string }
 // Default is the configuration of `oncekv` run with no arguments.
 func Default() Config {
 	return Config{
-		Port:           6379,
-		Bind:           []string{"127.0.0.1"},
-		Dir:            "./data",
-		AppendFsync:    "everysec",
-		Databases:      16,
-		LogLevel:       "notice",
-		MaxClients:     10000,
-		MemTableSize:   8 << 20,
-		BlockCacheSize: 32 << 20,
-		ValueCacheSize: 32 << 20,
-		OnceLease:      30 * time.Second,
-		TableTrim:      time.Second,
+		Port:             6379,
+		Bind:             []string{"127.0.0.1"},
+		Dir:              "./data",
+		AppendFsync:      "everysec",
+		Databases:        16,
+		LogLevel:         "notice",
+		MaxClients:       10000,
+		MemTableSize:     8 << 20,
+		BlockCacheSize:   32 << 20,
+		ValueCacheSize:   32 << 20,
+		OnceLease:        30 * time.Second,
+		TableTrim:        time.Second,
+		TableCompression: "none",
 
 		ProtoMaxBulkLen:        512 << 20,
 		ClientQueryBufferLimit: 1 << 30,
@@ -354,6 +358,10 @@ func (c *Config) Set(name string, vals []string) error {
 		var ms int
 		ms, err = num()
 		c.TableTrim = time.Duration(ms) * time.Millisecond
+	case "table-compression":
+		var v string
+		v, err = one()
+		c.TableCompression = strings.ToLower(v)
 	case "slowlog-log-slower-than", "slowlog-max-len":
 		var n int
 		n, err = num()
@@ -415,6 +423,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("once-lease-ms must be positive")
 	case c.TableTrim < 0:
 		return fmt.Errorf("table-trim-ms must be 0 (off) or positive")
+	case c.TableCompression != "none" && c.TableCompression != "snappy" && c.TableCompression != "zstd":
+		return fmt.Errorf("table-compression must be none, snappy or zstd, not %q", c.TableCompression)
 	case c.Dir == "":
 		return fmt.Errorf("dir must not be empty")
 	case c.ProtoMaxBulkLen < 1<<20:
@@ -519,6 +529,7 @@ func (c Config) Directives() map[string]string {
 		"value-cache-size":          strconv.FormatInt(c.ValueCacheSize, 10),
 		"once-lease-ms":             strconv.FormatInt(c.OnceLease.Milliseconds(), 10),
 		"table-trim-ms":             strconv.FormatInt(c.TableTrim.Milliseconds(), 10),
+		"table-compression":         c.TableCompression,
 		"min-free-disk":             strconv.FormatInt(c.MinFreeDisk, 10),
 		"backup-dir":                c.BackupDir,
 		"proto-max-bulk-len":        strconv.FormatInt(c.ProtoMaxBulkLen, 10),

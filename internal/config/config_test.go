@@ -37,6 +37,8 @@ func TestParse(t *testing.T) {
 			want: func(c *Config) { c.BlockCacheSize, c.ValueCacheSize = 8<<20, 0 }},
 		{name: "table trim", args: []string{"--table-trim-ms", "0"}, want: func(c *Config) { c.TableTrim = 0 }},
 		{name: "bad table trim", args: []string{"--table-trim-ms", "-5"}, err: "table-trim-ms must be 0 (off) or positive"},
+		{name: "table compression", args: []string{"--table-compression", "ZSTD"}, want: func(c *Config) { c.TableCompression = "zstd" }},
+		{name: "bad table compression", args: []string{"--table-compression", "lz4"}, err: `table-compression must be none, snappy or zstd, not "lz4"`},
 		{name: "unknown", args: []string{"--nosuch", "1"}, err: `unknown directive "nosuch"`},
 		{name: "bad fsync", args: []string{"--appendfsync", "sometimes"}, err: `appendfsync must be always, everysec or no, not "sometimes"`},
 		{name: "bad port", args: []string{"--port", "x"}, err: `directive "port": "x" is not an integer`},

@@ -26,7 +26,7 @@ var directiveNames = func() []string {
 		"min-free-disk", "backup-dir", "proto-max-bulk-len",
 		"client-query-buffer-limit", "protected-mode", "tls-port",
 		"tls-cert-file", "tls-key-file", "tls-ca-cert-file", "tls-auth-clients",
-		"rename-command", "once-lease-ms", "table-trim-ms",
+		"rename-command", "once-lease-ms", "table-trim-ms", "table-compression",
 		"slowlog-log-slower-than", "slowlog-max-len", "metrics-addr",
 		"upstream", "once-wait-replicas",
 	}
