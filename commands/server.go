@@ -149,6 +149,20 @@ type Ctx struct {
 	// which would be allocated per command).
 	after    []func(store.Ticket)
 	panicked *commandPanic
+	// readFn and writeFn are read and write bound to this context once,
+	// when ctxPool makes it, rather than a closure made per command.
+	readFn, writeFn func(store.Tx) error
+}
+
+// ctxPool recycles the contexts of commands that Serve runs.
+var ctxPool = sync.Pool{New: func() any { return new(Ctx) }}
+
+// release returns x to ctxPool. Only a context that nothing holds on to
+// may go back: not one a blocking command's function still uses, nor one
+// whose command panicked.
+func (x *Ctx) release() {
+	*x = Ctx{readFn: x.readFn, writeFn: x.writeFn}
+	ctxPool.Put(x)
 }
 
 // Fail writes err as an error reply.
@@ -187,7 +201,8 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 		c.W.Simple("QUEUED")
 		return
 	}
-	x := &Ctx{Conn: c, S: s, Cmd: cmd, Args: args, W: c.W, start: start}
+	x := ctxPool.Get().(*Ctx)
+	x.Conn, x.S, x.Cmd, x.Args, x.W, x.start = c, s, cmd, args, c.W, start
 	mark := c.W.Len()
 	defer func() {
 		if p := recover(); p != nil {
@@ -202,6 +217,9 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 		}
 	}()
 	s.run(x)
+	if !c.Blocking() {
+		x.release()
+	}
 }
 
 // commandPanic carries a panic recovered inside a transaction, with the
@@ -286,24 +304,13 @@ func (s *Server) run(x *Ctx) {
 		x.start = s.mono()
 	}
 	defer s.account(x, x.W.Errors())
+	if x.readFn == nil {
+		x.readFn, x.writeFn = x.read, x.write
+	}
 	switch {
 	case x.Cmd.Flags&Write != 0:
 		x.after, x.panicked = nil, nil
-		t, err := s.store.Update(func(tx store.Tx) error {
-			x.Tx = s.wrap(tx)
-			// A command that panics still ends its transaction the
-			// normal way (the store keeps what it staged): the hooks are
-			// reset and their after-commit work runs; then the panic
-			// goes on to Serve, which answers it.
-			defer func() {
-				if p := recover(); p != nil {
-					x.panicked = &commandPanic{value: p, stack: debug.Stack()}
-				}
-				x.after = s.commit()
-			}()
-			x.Cmd.Run(x)
-			return nil
-		})
+		t, err := s.store.Update(x.writeFn)
 		x.Tx = nil
 		runAfter(x.after, t)
 		x.after = nil
@@ -317,11 +324,7 @@ func (s *Server) run(x *Ctx) {
 		}
 		x.Await(t)
 	case x.Cmd.Flags&ReadOnly != 0:
-		t, err := s.store.View(func(tx store.Tx) error {
-			x.Tx = tx
-			x.Cmd.Run(x)
-			return nil
-		})
+		t, err := s.store.View(x.readFn)
 		x.Tx = nil
 		if err != nil {
 			x.Fail(err)
@@ -331,6 +334,29 @@ func (s *Server) run(x *Ctx) {
 	default:
 		x.Cmd.Run(x)
 	}
+}
+
+// read runs x's command in a read transaction (run).
+func (x *Ctx) read(tx store.Tx) error {
+	x.Tx = tx
+	x.Cmd.Run(x)
+	return nil
+}
+
+// write runs x's command in a write transaction (run). A command that
+// panics still ends its transaction the normal way (the store keeps what
+// it staged): the hooks are reset and their after-commit work runs; then
+// the panic goes on to Serve, which answers it.
+func (x *Ctx) write(tx store.Tx) error {
+	x.Tx = x.S.wrap(tx)
+	defer func() {
+		if p := recover(); p != nil {
+			x.panicked = &commandPanic{value: p, stack: debug.Stack()}
+		}
+		x.after = x.S.commit()
+	}()
+	x.Cmd.Run(x)
+	return nil
 }
 
 // Disconnected forgets a closed connection's WATCHes.

@@ -71,6 +71,9 @@ type BlockFunc func(gone <-chan struct{})
 // this client's until fn has written its reply.
 func (c *Conn) Block(fn BlockFunc) { c.block = fn }
 
+// Blocking reports whether the current command called Block.
+func (c *Conn) Blocking() bool { return c.block != nil }
+
 // TakeBlock returns and clears the function a blocking command left with
 // Block (nil if none), for tests that call a Handler directly.
 func (c *Conn) TakeBlock() BlockFunc {

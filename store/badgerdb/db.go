@@ -529,11 +529,32 @@ func (s *DB) View(fn func(tx store.Tx) error) (store.Ticket, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	t := &tx{s: s, now: s.now()}
+	t := s.newTx(false)
 	s.mu.RLock()
 	err := fn(t)
 	s.mu.RUnlock()
-	return s.ticketFor(t.readMax, false), err
+	tk := s.ticketFor(t.readMax, false)
+	freeTx(t)
+	return tk, err
+}
+
+// txPool recycles transactions: one per command would otherwise be
+// garbage the collector must find, hundreds of thousands a second.
+var txPool = sync.Pool{New: func() any { return new(tx) }}
+
+// newTx is a transaction of s, from txPool.
+func (s *DB) newTx(write bool) *tx {
+	t := txPool.Get().(*tx)
+	*t = tx{s: s, now: s.now(), write: write}
+	return t
+}
+
+// freeTx returns t to txPool once View or Update is done with it. A
+// transaction must not be used after its function returns (it no longer
+// holds the keyspace lock); the cleared one fails loudly if it is.
+func freeTx(t *tx) {
+	*t = tx{}
+	txPool.Put(t)
 }
 
 // ticketFor is the ticket of op n: nil when there is none (n == 0), or
@@ -567,12 +588,14 @@ func (s *DB) Update(fn func(tx store.Tx) error) (store.Ticket, error) {
 		return nil, fmt.Errorf("%w: %v", store.ErrWrite, err)
 	}
 	s.backPressure()
-	t := &tx{s: s, now: s.now(), write: true}
+	t := s.newTx(true)
 	err := s.locked(t, fn)
 	if t.last != 0 {
 		s.poke()
 	}
-	return s.ticketFor(max(t.last, t.readMax), t.last != 0), err
+	tk := s.ticketFor(max(t.last, t.readMax), t.last != 0)
+	freeTx(t)
+	return tk, err
 }
 
 // writeError is why writes are refused, or nil: the committer cannot write
