@@ -49,6 +49,12 @@ func TestPanicIsAnsweredLoggedAndSurvived(t *testing.T) {
 			var m map[string]int
 			m["nil map"]++ // a runtime error, not a panic call
 		}},
+		&Command{Name: "debug-panic-read", Arity: 2, Flags: ReadOnly, Run: func(x *Ctx) {
+			if _, _, err := x.Tx.Get(x.DB, x.Args[1]); err != nil {
+				t.Errorf("get: %v", err)
+			}
+			panic("boom while reading")
+		}},
 		&Command{Name: "debug-panic-blocked", Arity: 1, Run: func(x *Ctx) {
 			x.Block(func(gone <-chan struct{}) {
 				x.W.Simple("half")
@@ -90,6 +96,9 @@ func TestPanicIsAnsweredLoggedAndSurvived(t *testing.T) {
 		"-ERR internal error while running 'debug-panic' (the server logged it)\r\n", "+PONG\r\n")
 	expect("DEBUG-PANIC-WRITE k\r\nSET k2 v\r\nGET k2\r\n",
 		"-ERR internal error while running 'debug-panic-write' (the server logged it)\r\n", "+OK\r\n", "$1\r\n", "v\r\n")
+	// The read transaction ends too: writers are not locked out.
+	expect("DEBUG-PANIC-READ k2\r\nSET k3 v\r\nGET k3\r\n",
+		"-ERR internal error while running 'debug-panic-read' (the server logged it)\r\n", "+OK\r\n", "$1\r\n", "v\r\n")
 	expect("MULTI\r\nDEBUG-PANIC\r\nEXEC\r\nPING\r\n",
 		"+OK\r\n", "+QUEUED\r\n", "-ERR internal error while running 'exec' (the server logged it)\r\n", "+PONG\r\n")
 	expect("DEBUG-PANIC-BLOCKED\r\nPING\r\n",
@@ -119,7 +128,7 @@ func TestPanicIsAnsweredLoggedAndSurvived(t *testing.T) {
 			}
 		}
 	}
-	if len(panics) != 4 {
-		t.Fatalf("logged panics: %q, want 4", panics)
+	if len(panics) != 5 {
+		t.Fatalf("logged panics: %q, want 5", panics)
 	}
 }

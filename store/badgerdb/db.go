@@ -530,9 +530,7 @@ func (s *DB) View(fn func(tx store.Tx) error) (store.Ticket, error) {
 		return nil, store.ErrClosed
 	}
 	t := s.newTx(false)
-	s.mu.RLock()
-	err := fn(t)
-	s.mu.RUnlock()
+	err := s.viewLocked(t, fn)
 	tk := s.ticketFor(t.readMax, false)
 	freeTx(t)
 	return tk, err
@@ -608,6 +606,14 @@ func (s *DB) writeError() error {
 		return *p
 	}
 	return nil
+}
+
+// viewLocked runs fn under the shared lock, which a panic in fn releases
+// too (or every writer would wait for it for good).
+func (s *DB) viewLocked(t *tx, fn func(store.Tx) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return fn(t)
 }
 
 // locked runs fn under the exclusive lock; a panic in fn releases the lock

@@ -591,3 +591,27 @@ func TestSweepScansOnlyWhenADeadlineMayHavePassed(t *testing.T) {
 		t.Fatalf("count after sweeping both = %d", n)
 	}
 }
+
+// A View whose function panics still ends: the panic goes on to the
+// caller (which answers it), and writers are not locked out.
+func TestPanicInViewReleasesTheLock(t *testing.T) {
+	s := open(t, t.TempDir(), FsyncEverysec, nil)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not reach View's caller")
+			}
+		}()
+		_, _ = s.View(func(tx store.Tx) error { panic("boom") })
+	}()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		set(t, s, 0, "k", str("v", 0))
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write after a panicking View never ran: the shared lock was not released")
+	}
+}
