@@ -18,7 +18,14 @@ func TestMemoryLimit(t *testing.T) {
 
 	cfg := config.Default()
 	cfg.ValueCacheSize, cfg.BlockCacheSize, cfg.MemTableSize = 100<<20, 50<<20, 10<<20
-	want := int64(100<<20 + 50<<20 + 6*10<<20 + memoryHeadroom)
+	// Compressed tables: the block cache's decompressed blocks are heap.
+	cfg.TableCompression = "snappy"
+	if got, want := MemoryLimit(cfg), int64(100<<20+50<<20+6*10<<20+memoryHeadroom); got != want {
+		t.Fatalf("MemoryLimit with snappy = %d, want %d", got, want)
+	}
+	// Uncompressed (the default): its blocks are views of memory maps.
+	cfg.TableCompression = "none"
+	want := int64(100<<20 + 6*10<<20 + memoryHeadroom)
 	if got := MemoryLimit(cfg); got != want {
 		t.Fatalf("MemoryLimit = %d, want %d", got, want)
 	}
