@@ -99,8 +99,12 @@ func TestPanicIsAnsweredLoggedAndSurvived(t *testing.T) {
 	// The read transaction ends too: writers are not locked out.
 	expect("DEBUG-PANIC-READ k2\r\nSET k3 v\r\nGET k3\r\n",
 		"-ERR internal error while running 'debug-panic-read' (the server logged it)\r\n", "+OK\r\n", "$1\r\n", "v\r\n")
-	expect("MULTI\r\nDEBUG-PANIC\r\nEXEC\r\nPING\r\n",
-		"+OK\r\n", "+QUEUED\r\n", "-ERR internal error while running 'exec' (the server logged it)\r\n", "+PONG\r\n")
+	expect("WATCH w\r\nMULTI\r\nDEBUG-PANIC\r\nEXEC\r\nPING\r\n",
+		"+OK\r\n", "+OK\r\n", "+QUEUED\r\n", "-ERR internal error while running 'exec' (the server logged it)\r\n", "+PONG\r\n")
+	// That EXEC ended the transaction: its WATCH is gone, so a write of w
+	// does not abort the next one.
+	expect("SET w 1\r\nMULTI\r\nPING\r\nEXEC\r\n",
+		"+OK\r\n", "+OK\r\n", "+QUEUED\r\n", "*1\r\n", "+PONG\r\n")
 	expect("DEBUG-PANIC-BLOCKED\r\nPING\r\n",
 		"-ERR internal error (the server logged it)\r\n", "+PONG\r\n")
 

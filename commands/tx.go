@@ -63,6 +63,9 @@ func execCmd(x *Ctx) {
 		return
 	}
 	s := x.S
+	// The transaction ends (queue dropped, WATCHes cleared) however EXEC
+	// does, a panic in a queued command included.
+	defer endMulti(x)
 	var after []func(store.Ticket)
 	t, err := s.store.Update(func(tx store.Tx) error {
 		if s.watch.dirty(x.Conn, tx.Now()) {
@@ -89,7 +92,6 @@ func execCmd(x *Ctx) {
 		}
 		return nil
 	})
-	endMulti(x)
 	runAfter(after, t)
 	if err != nil && t == nil {
 		x.Fail(err)
