@@ -32,7 +32,7 @@ func MemoryLimit(cfg config.Config) int64 {
 	// memory map, which is not heap (and is trimmed, table-trim-ms).
 	// Counting it anyway let the heap grow by as much: RSS with 1M keys
 	// 211 MiB, against 170 without it (bench/harness -s memory).
-	if cfg.TableCompression != "none" {
+	if c := cfg.TableCompression; c != "" && c != "none" {
 		limit += cfg.BlockCacheSize
 	}
 	return limit

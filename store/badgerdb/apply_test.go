@@ -1,6 +1,7 @@
 package badgerdb
 
 import (
+	"context"
 	"errors"
 	"runtime"
 	"strconv"
@@ -246,7 +247,15 @@ func TestReadyWritersShareALogRound(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-release
-			set(t, s, 0, "k"+strconv.Itoa(i), str("v", 0))
+			// Not set: t.Fatal must not be called from this goroutine.
+			key := "k" + strconv.Itoa(i)
+			tk, err := s.Update(func(tx store.Tx) error { return tx.Set(0, []byte(key), str("v", 0)) })
+			if err == nil && tk != nil {
+				err = tk.Wait(context.Background())
+			}
+			if err != nil {
+				t.Errorf("set %s: %v", key, err)
+			}
 		}()
 	}
 	before := s.logWrites.Load()

@@ -548,8 +548,9 @@ func (s *DB) newTx(write bool) *tx {
 }
 
 // freeTx returns t to txPool once View or Update is done with it. A
-// transaction must not be used after its function returns (it no longer
-// holds the keyspace lock); the cleared one fails loudly if it is.
+// transaction must not be used after its function returns: it no longer
+// holds the keyspace lock, and the pool hands it to the next command
+// (cleared, it fails on first use only until then).
 func freeTx(t *tx) {
 	*t = tx{}
 	txPool.Put(t)
