@@ -444,7 +444,13 @@ func (s *Server) serve(c *Conn) error {
 			// a disconnect while the command blocks.
 			ok := s.flush(c)
 			if !ok {
+				// The connection closes: the blocked command still runs,
+				// as if its client had left, so that it withdraws what it
+				// waits on (a ONCE waiter would otherwise keep a place
+				// in its key's queue).
+				fn := c.block
 				c.block = nil
+				s.runBlocked(c, fn, closedChan)
 				return nil
 			}
 			return s.serveDetached(c)
@@ -507,6 +513,13 @@ func (s *Server) call(c *Conn, args [][]byte) {
 	}()
 	s.handler.Serve(c, args)
 }
+
+// closedChan is a closed channel: the gone of a client that has left.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
 
 // runBlocked finishes a blocked command, recovering a panic as call does.
 func (s *Server) runBlocked(c *Conn, fn BlockFunc, gone <-chan struct{}) {

@@ -2,6 +2,8 @@ package resp
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"io"
 	"net"
 	"strings"
@@ -92,6 +94,20 @@ func echoHandler(c *Conn, args [][]byte) {
 			case <-gone:
 			}
 		})
+	case "failblock":
+		// A reply whose durability wait fails, then a blocking command:
+		// the connection closes, and the command must still be finished
+		// as if its client had left.
+		c.Await(failingWait{})
+		c.W.OK()
+		c.Block(func(gone <-chan struct{}) {
+			select {
+			case <-gone:
+				failBlockGone <- true
+			case <-time.After(5 * time.Second):
+				failBlockGone <- false
+			}
+		})
 	case "blockpanic":
 		c.Block(func(<-chan struct{}) { panic("boom while blocked") })
 	case "queue":
@@ -102,6 +118,35 @@ func echoHandler(c *Conn, args [][]byte) {
 		c.CloseAfterReply()
 	default:
 		c.W.Simple(string(args[0]))
+	}
+}
+
+type failingWait struct{}
+
+func (failingWait) Wait(context.Context) error { return errors.New("disk gone") }
+
+// failBlockGone reports whether failblock's function saw its client gone.
+var failBlockGone = make(chan bool, 1)
+
+// A blocked command whose connection closes before it is served (the
+// replies before it could not be sent) is still finished, told that its
+// client is gone: it must not be dropped with what it waits on.
+func TestBlockedCommandFinishedWhenFlushFails(t *testing.T) {
+	addr := startTest(t, Config{Logger: zap.NewNop()}, handlerFunc(echoHandler))
+	nc, r := dialTest(t, addr)
+	if _, err := nc.Write([]byte("failblock\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case sawGone := <-failBlockGone:
+		if !sawGone {
+			t.Fatal("the blocked command ran, but was not told its client is gone")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the blocked command was dropped: it never ran")
+	}
+	if line, err := r.ReadString('\n'); err == nil {
+		t.Fatalf("got %q from a connection whose write was not durable", line)
 	}
 }
 
