@@ -150,7 +150,8 @@ type Ctx struct {
 	after    []func(store.Ticket)
 	panicked *commandPanic
 	// readFn and writeFn are read and write bound to this context once,
-	// when ctxPool makes it, rather than a closure made per command.
+	// on its first run (run), rather than a closure made per command;
+	// release keeps them for the context's next command.
 	readFn, writeFn func(store.Tx) error
 }
 
