@@ -47,16 +47,25 @@ const (
 // errBadRecord ends the replay of a segment.
 var errBadRecord = errors.New("wal: damaged or incomplete record")
 
-// wal is the log's open segment. mu serializes appends, syncs and
-// rotations (the committer appends, the syncer and checkpoints sync).
+// wal is the log's open segment. mu serializes appends and rotations (the
+// committer appends). A sync holds it only to find the open file: the
+// syncer's once-a-second fsync, which can take tens of milliseconds, must
+// not hold up the appends that acknowledge writes meanwhile, as Redis's
+// background fsync does not hold up its AOF writes.
 type wal struct {
-	dir  string
-	max  int64 // segment size
-	mu   sync.Mutex
-	f    *os.File
-	seg  uint64 // number of the open segment
-	size int64  // bytes of the open segment that hold whole records
-	buf  []byte
+	dir string
+	max int64 // segment size
+	mu  sync.Mutex
+	// syncMu is held across a sync, and by rotate and close, so that the
+	// file being synced is not closed under it.
+	syncMu sync.Mutex
+	f      *os.File
+	seg    uint64 // number of the open segment
+	size   int64  // bytes of the open segment that hold whole records
+	buf    []byte
+	// syncHook, when set (by tests), runs in sync before the file is
+	// synced.
+	syncHook func()
 }
 
 func segName(n uint64) string { return fmt.Sprintf("%016d%s", n, walExt) }
@@ -242,13 +251,23 @@ func (w *wal) append(ops []op) error {
 }
 
 // sync makes the open segment durable.
+//
+// It syncs what was appended before it was called (appends meanwhile may
+// or may not be synced too). Records in the segments before the open one
+// were synced when it was opened (rotate).
 func (w *wal) sync() error {
+	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.f == nil {
+	f := w.f
+	w.mu.Unlock()
+	if f == nil {
 		return nil
 	}
-	if err := fdatasync(w.f); err != nil {
+	if w.syncHook != nil {
+		w.syncHook()
+	}
+	if err := fdatasync(f); err != nil {
 		return fmt.Errorf("wal: fsync: %w", err)
 	}
 	return nil
@@ -264,6 +283,8 @@ func (w *wal) full() bool {
 // rotate syncs and closes the open segment and starts the next one. It
 // returns the number of the segment it closed.
 func (w *wal) rotate() (uint64, error) {
+	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	old := w.seg
@@ -302,6 +323,8 @@ func (w *wal) remove(upTo uint64) error {
 }
 
 func (w *wal) close() error {
+	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.f == nil {

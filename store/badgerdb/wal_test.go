@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/oncekv/oncekv/store"
 )
@@ -122,5 +123,51 @@ func TestFlushIsNotUndoneByReplay(t *testing.T) {
 	}
 	if _, ok := get(t, c, 0, "kept"); !ok {
 		t.Fatal("the write after FLUSHDB was lost")
+	}
+}
+
+// TestWALSyncDoesNotHoldUpAppends: under everysec the syncer's fsync,
+// which can take tens of milliseconds on a real disk, runs while the
+// committer goes on appending (and so acknowledging writes), as Redis's
+// background fsync does; and a rotation meanwhile waits for it rather than
+// closing the file under it.
+func TestWALSyncDoesNotHoldUpAppends(t *testing.T) {
+	w, err := openWAL(t.TempDir(), nil, walSegmentSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	inSync, release := make(chan struct{}), make(chan struct{})
+	w.syncHook = func() { close(inSync); <-release }
+	synced := make(chan error, 1)
+	go func() { synced <- w.sync() }()
+	<-inSync
+
+	appended := make(chan error, 1)
+	go func() { appended <- w.append([]op{{key: "k", val: []byte("v"), n: 1}}) }()
+	select {
+	case err := <-appended:
+		if err != nil {
+			close(release)
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("an append waited for the fsync in progress")
+	}
+
+	rotated := make(chan error, 1)
+	go func() { _, err := w.rotate(); rotated <- err }()
+	select {
+	case <-rotated:
+		t.Error("the log rotated (closing the file) during an fsync of it")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if err := <-synced; err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	if err := <-rotated; err != nil {
+		t.Fatalf("rotate: %v", err)
 	}
 }
