@@ -247,6 +247,13 @@ type DB struct {
 	staged     uint64
 	cacheBytes int64 // the cost of mem's clean entries
 	dirtyBytes int64 // the cost of the dirty ones
+	// snap is a read-only Badger transaction that point reads share
+	// (readBadger), replaced after each apply; snapMu guards it, held
+	// shared while a read uses it.
+	snapMu sync.RWMutex
+	snap   *badger.Txn
+	// ownReads counts the point reads that had no snapshot (for tests).
+	ownReads atomic.Int64
 	// cleanMu is held shared by scans, which read the overlay as they go,
 	// and exclusively by the applier while it makes entries clean: an
 	// entry in the overlay when a scan starts stays there until it ends.
@@ -481,6 +488,7 @@ func (s *DB) Close() error {
 		}
 	}
 	s.wal.close()
+	s.swapSnap(nil)
 	if err := s.bdb.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: %w", err))
 	}
@@ -826,10 +834,10 @@ func (s *DB) getRaw(key []byte) (val []byte, ok bool, n uint64, err error) {
 	if e != nil {
 		return val, !del, n, nil
 	}
-	// Not in memory, so any committed write of key is in Badger now: a
-	// transaction opened after this point sees it.
+	// Not in memory, so any write of key is in Badger now, and in the
+	// read snapshot (refreshSnap) too.
 	var out []byte
-	err = s.bdb.View(func(txn *badger.Txn) error {
+	err = s.readBadger(func(txn *badger.Txn) error {
 		item, err := txn.Get(key)
 		if err != nil {
 			return err
@@ -849,6 +857,47 @@ func (s *DB) getRaw(key []byte) (val []byte, ok bool, n uint64, err error) {
 	}
 	s.omu.Unlock()
 	return out, !absent, 0, nil
+}
+
+// readBadger runs fn in the read snapshot, or, when there is none (before
+// the first apply, or once closing), in a new read transaction.
+//
+// A new transaction waits for every commit in flight to reach Badger's
+// memtable (its read timestamp's watermark): while the applier wrote a
+// round, every point read that missed memory waited for the whole round
+// to be written, and with it, under the keyspace lock, every writer: the
+// 20–200 ms stalls of ONCE.CLAIM on new keys. The snapshot is taken when
+// no commit is in flight, so reads never wait.
+func (s *DB) readBadger(fn func(*badger.Txn) error) error {
+	s.snapMu.RLock()
+	defer s.snapMu.RUnlock()
+	if s.snap != nil {
+		return fn(s.snap)
+	}
+	s.ownReads.Add(1)
+	return s.bdb.View(fn)
+}
+
+// refreshSnap replaces the read snapshot with one that sees every write
+// to Badger so far. The applier calls it after each round it wrote, and
+// before the round's entries leave memory, so that a key missing from
+// memory is always in the snapshot; and so does anything else that
+// changes Badger (a flush of a database).
+func (s *DB) refreshSnap() {
+	txn := s.bdb.NewTransaction(false)
+	s.swapSnap(txn)
+}
+
+// swapSnap installs txn as the read snapshot (nil: none) and discards the
+// one it replaces, once no read uses it.
+func (s *DB) swapSnap(txn *badger.Txn) {
+	s.snapMu.Lock()
+	old := s.snap
+	s.snap = txn
+	s.snapMu.Unlock()
+	if old != nil {
+		old.Discard()
+	}
 }
 
 // cost is what a clean entry is charged: its bytes and the map's overhead.
@@ -1159,6 +1208,7 @@ func (s *DB) applyRound() {
 		s.requeue(ops, done)
 		return
 	}
+	s.refreshSnap()
 	// Clean in slices, so that readers and writers, who need omu, wait
 	// for one slice at most rather than for a whole round.
 	s.cleanMu.Lock()

@@ -615,3 +615,67 @@ func TestPanicInViewReleasesTheLock(t *testing.T) {
 		t.Fatal("a write after a panicking View never ran: the shared lock was not released")
 	}
 }
+
+// TestPointReadsUseTheSnapshot: once the applier has written a round, a
+// read that misses memory reads the snapshot taken then, rather than a new
+// Badger transaction, which would wait for the commits in flight (a whole
+// apply round) while its caller holds the keyspace lock. The snapshot
+// follows every apply, deletion and flush.
+func TestPointReadsUseTheSnapshot(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.SweepInterval, opts.GCInterval = 0, 0
+	opts.CacheSize = 0 // nothing stays in memory once applied: every read misses
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(func() { s.Close() })
+	drain := func() {
+		t.Helper()
+		if err := s.drainForTest(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model := map[string]string{}
+	check := func(step string) {
+		t.Helper()
+		for i := range 10 {
+			k := fmt.Sprintf("k%d", i)
+			v, ok := get(t, s, 0, k)
+			want, wok := model[k]
+			if ok != wok || v != want {
+				t.Fatalf("%s: get %s = %q %v, want %q %v", step, k, v, ok, want, wok)
+			}
+		}
+	}
+	for i := range 10 {
+		k := fmt.Sprintf("k%d", i)
+		model[k] = "a"
+		set(t, s, 0, k, str("a", 0))
+	}
+	drain()
+	before := s.ownReads.Load()
+	check("applied")
+	for i := range 5 {
+		k := fmt.Sprintf("k%d", i)
+		model[k] = "b"
+		set(t, s, 0, k, str("b", 0))
+	}
+	drain()
+	check("rewritten, applied")
+	if _, err := s.Update(func(tx store.Tx) error { _, err := tx.Delete(0, []byte("k5")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	delete(model, "k5")
+	drain()
+	check("deleted, applied")
+	if _, err := s.Update(func(tx store.Tx) error { return tx.Flush(0) }); err != nil {
+		t.Fatal(err)
+	}
+	clear(model)
+	check("flushed")
+	if n := s.ownReads.Load() - before; n != 0 {
+		t.Fatalf("%d point reads opened their own Badger transaction", n)
+	}
+}

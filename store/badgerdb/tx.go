@@ -178,6 +178,7 @@ func (t *tx) Flush(db int) error {
 	if err := t.s.bdb.DropPrefix(dbPrefix(spaceKeys, db), dbPrefix(spaceExpiry, db)); err != nil {
 		return err
 	}
+	t.s.refreshSnap()
 	prefix := string(dbPrefix(spaceKeys, db))
 	t.s.omu.Lock()
 	for k, e := range t.s.mem {
