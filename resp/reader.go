@@ -110,6 +110,12 @@ type Reader struct {
 	tail    int      // bytes still to skip after a big argument (its "\r\n")
 	mem     int64    // memory argv holds
 	err     error    // sticky protocol error
+
+	// Arguments and argument lists are carved from chunks sized to the
+	// input buffered when the chunk is made (see carve), so a pipeline of
+	// requests costs a few allocations rather than one per argument.
+	chunk  []byte
+	vchunk [][]byte
 }
 
 // NewReader returns a reader of requests from rd. The client starts
@@ -179,9 +185,11 @@ func (r *Reader) Parse() ([][]byte, error) {
 	return nil, r.err
 }
 
-// reset rewinds an empty buffer and gives back a large one.
+// reset rewinds an empty buffer and gives back a large one, and the
+// chunks that arguments were carved from: an idle connection keeps none.
 func (r *Reader) reset() {
 	r.pos, r.end, r.scanned = 0, 0, 0
+	r.chunk, r.vchunk = nil, nil
 	if cap(r.buf) > 4*ioBufLen {
 		r.buf = nil
 	}
@@ -278,7 +286,7 @@ func (r *Reader) multibulkHeader() bool {
 		return true // an empty request
 	}
 	r.left = int(n)
-	r.argv = make([][]byte, 0, min(n, 1024))
+	r.argv = r.carveArgv(int(min(n, 1024)))
 	r.bulklen = -1
 	r.mem = 0
 	return true
@@ -344,7 +352,7 @@ func (r *Reader) arguments() (done, more bool) {
 			if r.end-r.pos < need {
 				return false, false
 			}
-			arg := make([]byte, r.bulklen)
+			arg := r.carve(int(r.bulklen))
 			copy(arg, r.buf[r.pos:])
 			r.advance(need)
 			r.mem += r.bulklen
@@ -354,6 +362,51 @@ func (r *Reader) arguments() (done, more bool) {
 		r.left--
 	}
 	return true, true
+}
+
+// chunkMax bounds the chunks that arguments are carved from: a larger
+// argument, or argument list, gets its own allocation.
+const (
+	chunkMax  = 16 << 10
+	vchunkMax = 256
+)
+
+// carve returns an n-byte argument buffer. Small ones are cut from a chunk
+// as large as the input still buffered (which holds this argument and
+// those of the requests after it), so that the chunk is used up by the
+// requests already read rather than kept by an idle connection. Each
+// buffer's capacity ends where it does: an append to it reallocates
+// rather than writing over its neighbour. A command that keeps an argument
+// (MULTI's queue) keeps its chunk alive, which is at most what the client
+// sent.
+func (r *Reader) carve(n int) []byte {
+	if n > len(r.chunk) {
+		size := min(max(r.end-r.pos, n), chunkMax)
+		if n > size/2 {
+			return make([]byte, n)
+		}
+		r.chunk = make([]byte, size)
+	}
+	b := r.chunk[:n:n]
+	r.chunk = r.chunk[n:]
+	return b
+}
+
+// carveArgv returns an empty argument list with room for n, cut from a
+// chunk as carve does.
+func (r *Reader) carveArgv(n int) [][]byte {
+	if n > len(r.vchunk) {
+		// Requests still buffered, at 4 bytes ("$0\r\n") per argument at
+		// least, bound the lists that the chunk can serve.
+		size := min(max((r.end-r.pos)/4, n), vchunkMax)
+		if n > size/2 {
+			return make([][]byte, 0, n)
+		}
+		r.vchunk = make([][]byte, size)
+	}
+	v := r.vchunk[:0:n]
+	r.vchunk = r.vchunk[n:]
+	return v
 }
 
 // appendCapped appends p to b, growing b by doubling but never past max.
