@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"bytes"
 	"math"
 	"math/big"
 	"strconv"
@@ -202,7 +201,7 @@ func setCmd(x *Ctx) {
 		}
 		return
 	}
-	if err := x.Tx.Set(x.DB, key, store.Value{Kind: store.KindString, Data: bytes.Clone(x.Args[2]), ExpireAt: at}); err != nil {
+	if err := x.Tx.Set(x.DB, key, store.Value{Kind: store.KindString, Data: x.Args[2], ExpireAt: at}); err != nil {
 		x.Fail(err)
 		return
 	}
@@ -214,7 +213,7 @@ func setCmd(x *Ctx) {
 func setnxCmd(x *Ctx) {
 	_, found, err := x.Tx.Get(x.DB, x.Args[1])
 	if err == nil && !found {
-		err = x.Tx.Set(x.DB, x.Args[1], store.Value{Kind: store.KindString, Data: bytes.Clone(x.Args[2])})
+		err = x.Tx.Set(x.DB, x.Args[1], store.Value{Kind: store.KindString, Data: x.Args[2]})
 	}
 	if err != nil {
 		x.Fail(err)
@@ -241,7 +240,7 @@ func setexCmd(unit int64) Handler {
 			x.Fail(err)
 			return
 		}
-		if err := x.Tx.Set(x.DB, x.Args[1], store.Value{Kind: store.KindString, Data: bytes.Clone(x.Args[3]), ExpireAt: at}); err != nil {
+		if err := x.Tx.Set(x.DB, x.Args[1], store.Value{Kind: store.KindString, Data: x.Args[3], ExpireAt: at}); err != nil {
 			x.Fail(err)
 			return
 		}
@@ -252,7 +251,7 @@ func setexCmd(unit int64) Handler {
 func getsetCmd(x *Ctx) {
 	v, found, err := x.readString(x.Args[1])
 	if err == nil {
-		err = x.Tx.Set(x.DB, x.Args[1], store.Value{Kind: store.KindString, Data: bytes.Clone(x.Args[2])})
+		err = x.Tx.Set(x.DB, x.Args[1], store.Value{Kind: store.KindString, Data: x.Args[2]})
 	}
 	if err != nil {
 		x.Fail(err)
@@ -341,7 +340,7 @@ func msetCmd(x *Ctx) {
 		return
 	}
 	for i := 1; i < len(x.Args); i += 2 {
-		if err := x.Tx.Set(x.DB, x.Args[i], store.Value{Kind: store.KindString, Data: bytes.Clone(x.Args[i+1])}); err != nil {
+		if err := x.Tx.Set(x.DB, x.Args[i], store.Value{Kind: store.KindString, Data: x.Args[i+1]}); err != nil {
 			x.Fail(err)
 			return
 		}

@@ -65,7 +65,8 @@ type Tx interface {
 	Now() int64
 	// Get returns the live value of key in db.
 	Get(db int, key []byte) (Value, bool, error)
-	// Set stores v under key, replacing any value.
+	// Set stores v under key, replacing any value. It keeps neither key
+	// nor v.Data: the caller may reuse them.
 	Set(db int, key []byte, v Value) error
 	// Delete removes key and reports whether a live value was there.
 	Delete(db int, key []byte) (bool, error)
