@@ -63,6 +63,9 @@ type wal struct {
 	seg    uint64 // number of the open segment
 	size   int64  // bytes of the open segment that hold whole records
 	buf    []byte
+	// lost is why a segment given up after a failed write could not be
+	// synced (abandon), until sync reports it.
+	lost error
 	// syncHook, when set (by tests), runs in sync before the file is
 	// synced.
 	syncHook func()
@@ -238,11 +241,9 @@ func (w *wal) append(ops []op) error {
 	}
 	if _, err := w.f.Write(b); err != nil {
 		if terr := w.f.Truncate(w.size); terr != nil {
-			w.f.Close()
-			w.f = nil
+			w.abandon()
 		} else if _, serr := w.f.Seek(w.size, io.SeekStart); serr != nil {
-			w.f.Close()
-			w.f = nil
+			w.abandon()
 		}
 		return fmt.Errorf("wal: write: %w", err)
 	}
@@ -250,17 +251,35 @@ func (w *wal) append(ops []op) error {
 	return nil
 }
 
+// abandon gives up the open file after a failed append that could not be
+// cut back to its last whole record; the next append starts a new
+// segment. The file is synced first, as rotate does, since the syncer will
+// only sync the new one; if that fails, the next sync reports it. Called
+// with mu held.
+func (w *wal) abandon() {
+	if err := fdatasync(w.f); err != nil {
+		w.lost = fmt.Errorf("wal: fsync of a segment given up after a failed write: %w", err)
+	}
+	w.f.Close()
+	w.f = nil
+}
+
 // sync makes the open segment durable.
 //
 // It syncs what was appended before it was called (appends meanwhile may
 // or may not be synced too). Records in the segments before the open one
-// were synced when it was opened (rotate).
+// were synced when they were closed (rotate, abandon); if abandon could
+// not, sync reports that instead, once.
 func (w *wal) sync() error {
 	w.syncMu.Lock()
 	defer w.syncMu.Unlock()
 	w.mu.Lock()
-	f := w.f
+	f, lost := w.f, w.lost
+	w.lost = nil
 	w.mu.Unlock()
+	if lost != nil {
+		return lost
+	}
 	if f == nil {
 		return nil
 	}

@@ -171,3 +171,33 @@ func TestWALSyncDoesNotHoldUpAppends(t *testing.T) {
 		t.Fatalf("rotate: %v", err)
 	}
 }
+
+// TestWALAbandonedSegmentSyncFailureIsReported: when an append fails and
+// its segment cannot be cut back, the segment is given up; the syncer syncs
+// only the next one, so a segment that could not be synced when given up
+// must fail the next sync (everysec then refuses writes for a moment)
+// rather than count as synced.
+func TestWALAbandonedSegmentSyncFailureIsReported(t *testing.T) {
+	w, err := openWAL(t.TempDir(), nil, walSegmentSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	if err := w.append([]op{{key: "a", val: []byte("1"), n: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	// A broken file: its write, truncate and sync all fail.
+	w.f.Close()
+	if err := w.append([]op{{key: "b", val: []byte("2"), n: 2}}); err == nil {
+		t.Fatal("append to a broken file succeeded")
+	}
+	if err := w.sync(); err == nil {
+		t.Fatal("sync succeeded though the given-up segment could not be synced")
+	}
+	if err := w.append([]op{{key: "b", val: []byte("2"), n: 2}}); err != nil {
+		t.Fatalf("append to the next segment: %v", err)
+	}
+	if err := w.sync(); err != nil {
+		t.Fatalf("sync of the next segment: %v", err)
+	}
+}
