@@ -12,6 +12,7 @@ package resp
 // the client has actually sent.
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"math"
@@ -111,11 +112,9 @@ type Reader struct {
 	mem     int64    // memory argv holds
 	err     error    // sticky protocol error
 
-	// Arguments and argument lists are carved from chunks sized to the
-	// input buffered when the chunk is made (see carve), so a pipeline of
-	// requests costs a few allocations rather than one per argument.
-	chunk  []byte
-	vchunk [][]byte
+	// chunk is what is left of the buffer that small arguments are cut
+	// from (carve).
+	chunk []byte
 }
 
 // NewReader returns a reader of requests from rd. The client starts
@@ -189,7 +188,7 @@ func (r *Reader) Parse() ([][]byte, error) {
 // chunks that arguments were carved from: an idle connection keeps none.
 func (r *Reader) reset() {
 	r.pos, r.end, r.scanned = 0, 0, 0
-	r.chunk, r.vchunk = nil, nil
+	r.chunk = nil
 	if cap(r.buf) > 4*ioBufLen {
 		r.buf = nil
 	}
@@ -286,7 +285,7 @@ func (r *Reader) multibulkHeader() bool {
 		return true // an empty request
 	}
 	r.left = int(n)
-	r.argv = r.carveArgv(int(min(n, 1024)))
+	r.argv = make([][]byte, 0, min(n, 1024))
 	r.bulklen = -1
 	r.mem = 0
 	return true
@@ -364,49 +363,61 @@ func (r *Reader) arguments() (done, more bool) {
 	return true, true
 }
 
-// chunkMax bounds the chunks that arguments are carved from: a larger
-// argument, or argument list, gets its own allocation.
+// The small arguments of a request are cut from one buffer (carve): a
+// request costs two allocations (its argument list and that buffer)
+// rather than one per argument. Larger arguments get their own. A buffer
+// holds one request's arguments only, so an argument that outlives its
+// request (in MULTI's queue, or a blocked command's) keeps no other
+// request's memory alive.
 const (
-	chunkMax  = 16 << 10
-	vchunkMax = 256
+	chunkMax   = 4 << 10 // the largest buffer cut into arguments
+	chunkedMax = 1 << 10 // the largest argument cut from one
 )
 
-// carve returns an n-byte argument buffer. Small ones are cut from a chunk
-// as large as the input still buffered (which holds this argument and
-// those of the requests after it), so that the chunk is used up by the
-// requests already read rather than kept by an idle connection. Each
-// buffer's capacity ends where it does: an append to it reallocates
-// rather than writing over its neighbour. A command that keeps an argument
-// (MULTI's queue) keeps its chunk alive, which is at most what the client
-// sent.
+// carve returns an n-byte buffer for the argument at r.pos, whose capacity
+// ends where it does, so that an append to it reallocates rather than
+// writing over its neighbour.
 func (r *Reader) carve(n int) []byte {
+	if n == 0 {
+		return []byte{}
+	}
+	if n > chunkedMax {
+		return make([]byte, n)
+	}
 	if n > len(r.chunk) {
-		size := min(max(r.end-r.pos, n), chunkMax)
-		if n > size/2 {
-			return make([]byte, n)
-		}
-		r.chunk = make([]byte, size)
+		r.chunk = make([]byte, min(r.smallAhead(n), chunkMax))
 	}
 	b := r.chunk[:n:n]
 	r.chunk = r.chunk[n:]
 	return b
 }
 
-// carveArgv returns an empty argument list with room for n, cut from a
-// chunk as carve does.
-func (r *Reader) carveArgv(n int) [][]byte {
-	if n > len(r.vchunk) {
-		// Requests still buffered, at 4 bytes ("$0\r\n") per argument at
-		// least, bound the lists that the chunk can serve.
-		size := min(max((r.end-r.pos)/4, n), vchunkMax)
-		if n > size/2 {
-			return make([][]byte, 0, n)
+// smallAhead is the size of the small arguments of the request in
+// progress from the one at r.pos (n bytes, buffered whole) on, as far as
+// the buffer holds their length lines: what the buffer carve makes for
+// them needs. A malformed line just ends the count; the parser reports it
+// when it gets there.
+func (r *Reader) smallAhead(n int) int {
+	total := n
+	p := r.pos + n + 2
+	for left := r.left - 1; left > 0 && total < chunkMax; left-- {
+		if p >= r.end || r.buf[p] != '$' {
+			break
 		}
-		r.vchunk = make([][]byte, size)
+		cr := bytes.IndexByte(r.buf[p:r.end], '\r')
+		if cr < 0 {
+			break
+		}
+		l, ok := ParseInt(r.buf[p+1 : p+cr])
+		if !ok || l < 0 || l > int64(r.end) {
+			break
+		}
+		if l <= chunkedMax {
+			total += int(l)
+		}
+		p += cr + 2 + int(l) + 2
 	}
-	v := r.vchunk[:0:n]
-	r.vchunk = r.vchunk[n:]
-	return v
+	return total
 }
 
 // appendCapped appends p to b, growing b by doubling but never past max.

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // chunkReader returns data in reads of the given sizes (cycling), then
@@ -249,37 +252,113 @@ func TestArgumentsAreTheirOwn(t *testing.T) {
 	}
 }
 
-// TestPipelineParsesInFewAllocations: a pipeline of 16 SETs costs a few
-// allocations in all, not one per argument (64 before chunks).
-func TestPipelineParsesInFewAllocations(t *testing.T) {
-	var in strings.Builder
-	for i := range 16 {
-		fmt.Fprintf(&in, "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$3\r\nxxx\r\n", i)
+// TestRequestsParseInTwoAllocations: a request's small arguments share
+// one buffer, so a request costs its argument list and that buffer (a
+// large argument its own too), not one allocation per argument; and no
+// more bytes than its arguments need.
+func TestRequestsParseInTwoAllocations(t *testing.T) {
+	req := func(args ...string) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+		}
+		return b.String()
 	}
-	data := []byte(in.String())
-	src := &chunkReader{}
-	r := NewReader(src, Limits{})
-	allocs := testing.AllocsPerRun(100, func() {
-		src.data = data
-		n := 0
-		for {
-			args, err := r.Parse()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if args != nil {
-				n++
-				continue
-			}
-			if n == 16 {
-				return
-			}
-			if err := r.Fill(); err != nil {
-				t.Fatal(err)
+	key := "key:000000000001"
+	cases := []struct {
+		name   string
+		req    string
+		n      int // requests in the input
+		allocs float64
+		bytes  int // what the arguments and lists need, per request
+	}{
+		{"SET 3 B, 16 pipelined", strings.Repeat(req("SET", key, "xxx"), 16), 16, 2, 22 + 3*24},
+		{"SET 100 B", req("SET", key, strings.Repeat("x", 100)), 1, 2, 119 + 3*24},
+		{"SET 1 KiB", req("SET", key, strings.Repeat("x", 1024)), 1, 2, 1043 + 3*24},
+		{"SET 20 KiB", req("SET", key, strings.Repeat("x", 20<<10)), 1, 3, 20<<10 + 19 + 3*24},
+		{"MSET 10 pairs", req("MSET", key, "a", key, "b", key, "c", key, "d", key, "e", key, "f", key, "g", key, "h", key, "i", key, "j"), 1, 2, 4 + 170 + 21*24},
+	}
+	for _, c := range cases {
+		data := []byte(c.req)
+		src := &chunkReader{}
+		r := NewReader(src, Limits{})
+		r.SetAuthed(true)
+		parse := func() {
+			src.data = data
+			for n := 0; n < c.n; {
+				args, err := r.Parse()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if args != nil {
+					n++
+					continue
+				}
+				if err := r.Fill(); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
-	})
-	if allocs > 4 {
-		t.Fatalf("%.0f allocations for 16 requests", allocs)
+		parse() // the read buffer grows once
+		allocs := testing.AllocsPerRun(100, parse) / float64(c.n)
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		const runs = 100
+		for range runs {
+			parse()
+		}
+		runtime.ReadMemStats(&m1)
+		bytes := float64(m1.TotalAlloc-m0.TotalAlloc) / runs / float64(c.n)
+		t.Logf("%s: %.1f allocations, %.0f bytes per request", c.name, allocs, bytes)
+		// Size classes round each allocation up by an eighth at most.
+		if allocs > c.allocs || bytes > float64(c.bytes)*1.25+32 {
+			t.Errorf("%s: %.1f allocations and %.0f bytes per request, want at most %.0f and about %d",
+				c.name, allocs, bytes, c.allocs, c.bytes)
+		}
 	}
+}
+
+// TestKeptRequestKeepsNoOther: a request whose arguments outlive it (in
+// MULTI's queue, or a blocked command's) keeps no other request's memory
+// alive, which the query buffer limit would not count.
+func TestKeptRequestKeepsNoOther(t *testing.T) {
+	var in strings.Builder
+	for i := range 10 {
+		// Keys of 16 bytes: buffers smaller than that come from the
+		// tiny allocator, whose blocks are shared (and freed together).
+		fmt.Fprintf(&in, "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$2048\r\n%s\r\n", i, strings.Repeat("v", 2048))
+	}
+	in.WriteString("*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$1\r\ny\r\n")
+	r := NewReader(&chunkReader{data: []byte(in.String()), sizes: []int{16 << 10}}, Limits{})
+	cmds, err := parseAll(r)
+	if !errors.Is(err, io.EOF) || len(cmds) != 11 {
+		t.Fatalf("%d requests, %v", len(cmds), err)
+	}
+	var freed atomic.Int32
+	var which [20]atomic.Bool
+	for i, c := range cmds[:10] {
+		// The first argument starts its request's buffer; the value has
+		// its own.
+		runtime.SetFinalizer(&c[0][0], func(*byte) { freed.Add(1); which[2*i].Store(true) })
+		runtime.SetFinalizer(&c[2][0], func(*byte) { freed.Add(1); which[2*i+1].Store(true) })
+	}
+	kept := cmds[10]
+	cmds = nil
+	for i := 0; i < 100 && freed.Load() < 20; i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := freed.Load(); n != 20 {
+		for i := range which {
+			if !which[i].Load() {
+				t.Logf("not freed: request %d's %s", i/2, []string{"arguments", "value"}[i%2])
+			}
+		}
+		t.Fatalf("%d of the other requests' 20 buffers freed while one request is kept", n)
+	}
+	if show([][][]byte{kept}) != `["SET" "x" "y"]` {
+		t.Fatalf("kept request = %s", show([][][]byte{kept}))
+	}
+	runtime.KeepAlive(r)
 }
