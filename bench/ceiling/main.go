@@ -1,0 +1,288 @@
+// Command ceiling is a deliberately minimal RESP server, the upper bound of
+// what a Go server can do on this machine on redis-benchmark's SET, GET and
+// INCR: an in-memory map and an append-only log written with one write(2)
+// per batch of requests and fsynced every second, like Redis's AOF under
+// appendfsync everysec; no storage engine, no other commands. -mode
+// goroutine serves each connection on its own goroutine under one global
+// mutex; -mode epoll (Linux) serves all of them from one event loop.
+//
+// It is used by bench/ceiling.sh and is not part of the product.
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"math"
+	"net"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	mode := flag.String("mode", "goroutine", "goroutine or epoll (Linux)")
+	aofPath := flag.String("aof", "", "append-only log (default: a temporary file, removed on exit)")
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix("ceiling: ")
+
+	var f *os.File
+	var err error
+	if *aofPath != "" {
+		f, err = os.OpenFile(*aofPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+	} else if f, err = os.CreateTemp("", "ceiling-*.aof"); err == nil {
+		tempAOF = f.Name()
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() { <-sig; os.Remove(tempAOF); os.Exit(0) }()
+	go func() { // appendfsync everysec
+		for range time.Tick(time.Second) {
+			if err := f.Sync(); err != nil {
+				fatal(err)
+			}
+		}
+	}()
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fatal(err)
+	}
+	fmt.Println("listening on", ln.Addr(), "mode", *mode)
+	s := &server{data: make(map[string][]byte), aof: f}
+	switch *mode {
+	case "goroutine":
+		err = s.serveGoroutines(ln)
+	case "epoll":
+		err = s.serveEpoll(ln.(*net.TCPListener))
+	default:
+		err = fmt.Errorf("unknown -mode %q", *mode)
+	}
+	fatal(err)
+}
+
+var tempAOF string // the -aof file to remove on exit, if it is a temporary one
+
+func fatal(err error) {
+	log.Print(err)
+	if tempAOF != "" {
+		os.Remove(tempAOF)
+	}
+	os.Exit(1)
+}
+
+// server is the whole database. mu guards data and log: the epoll loop is
+// the only user in that mode, but takes it too.
+type server struct {
+	mu   sync.Mutex
+	data map[string][]byte
+	log  []byte // requests to append to aof
+	aof  *os.File
+}
+
+// conn is one client's buffers.
+type conn struct {
+	in   []byte   // bytes read and not yet run
+	out  []byte   // replies not yet written
+	args [][]byte // the request being run; points into in
+}
+
+func newConn() *conn { return &conn{in: make([]byte, 0, 16<<10)} }
+
+// room makes sure there are at least 4 KiB free at the end of c.in.
+func (c *conn) room() []byte {
+	c.in = slices.Grow(c.in, 4<<10)
+	return c.in[len(c.in):cap(c.in)]
+}
+
+// process runs every complete request in c.in, appending the replies to
+// c.out and the writes to s.log, and keeps the incomplete rest in c.in.
+// The caller holds s.mu.
+func (s *server) process(c *conn) error {
+	i := 0
+	for {
+		var n int
+		var err error
+		c.args, n, err = parse(c.in[i:], c.args[:0])
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+		c.out = s.exec(c.args, c.in[i:i+n], c.out)
+		i += n
+	}
+	c.in = c.in[:copy(c.in, c.in[i:])]
+	return nil
+}
+
+// flushLog writes s.log to the file with one write(2). The caller holds s.mu.
+func (s *server) flushLog() {
+	if len(s.log) == 0 {
+		return
+	}
+	if _, err := s.aof.Write(s.log); err != nil {
+		fatal(err)
+	}
+	s.log = s.log[:0]
+}
+
+// exec runs one request whose bytes are raw and appends its reply to out.
+func (s *server) exec(args [][]byte, raw, out []byte) []byte {
+	var name [8]byte
+	n := copy(name[:], args[0])
+	if len(args[0]) > len(name) {
+		n = 0
+	}
+	for i := range n {
+		if 'a' <= name[i] && name[i] <= 'z' {
+			name[i] -= 'a' - 'A'
+		}
+	}
+	cmd := string(name[:n])
+	if (cmd == "GET" || cmd == "INCR") && len(args) != 2 || cmd == "SET" && len(args) < 3 {
+		return append(out, "-ERR wrong number of arguments\r\n"...)
+	}
+	switch cmd {
+	case "GET":
+		v, ok := s.data[string(args[1])]
+		if !ok {
+			return append(out, "$-1\r\n"...)
+		}
+		out = append(out, '$')
+		out = strconv.AppendInt(out, int64(len(v)), 10)
+		out = append(out, "\r\n"...)
+		out = append(out, v...)
+		return append(out, "\r\n"...)
+	case "SET": // options such as EX or NX are ignored
+		s.data[string(args[1])] = bytes.Clone(args[2])
+		s.log = append(s.log, raw...)
+		return append(out, "+OK\r\n"...)
+	case "INCR":
+		var v int64
+		if old, ok := s.data[string(args[1])]; ok {
+			var err error
+			v, err = strconv.ParseInt(string(old), 10, 64)
+			if err != nil || v == math.MaxInt64 {
+				return append(out, "-ERR value is not an integer or out of range\r\n"...)
+			}
+		}
+		v++
+		s.data[string(args[1])] = strconv.AppendInt(nil, v, 10)
+		s.log = append(s.log, raw...)
+		out = append(out, ':')
+		out = strconv.AppendInt(out, v, 10)
+		return append(out, "\r\n"...)
+	case "PING":
+		return append(out, "+PONG\r\n"...)
+	case "CONFIG": // redis-benchmark asks for save and appendonly
+		return append(out, "*0\r\n"...)
+	}
+	return append(out, "+OK\r\n"...)
+}
+
+var errProtocol = errors.New("protocol error")
+
+// parse reads one multibulk request (*N\r\n then N times $len\r\nbytes\r\n)
+// at the start of b into args, whose storage it reuses. It returns the
+// number of bytes the request takes, 0 if b holds only part of it.
+func parse(b []byte, args [][]byte) ([][]byte, int, error) {
+	if len(b) == 0 {
+		return args, 0, nil
+	}
+	if b[0] != '*' {
+		return args, 0, errProtocol
+	}
+	count, i, err := parseLen(b, 1)
+	if i == 0 || err != nil {
+		return args, 0, err
+	}
+	if count == 0 || count > 1024 {
+		return args, 0, errProtocol
+	}
+	for range count {
+		if i == len(b) {
+			return args, 0, nil
+		}
+		if b[i] != '$' {
+			return args, 0, errProtocol
+		}
+		size, j, err := parseLen(b, i+1)
+		if j == 0 || err != nil {
+			return args, 0, err
+		}
+		if j+size+2 > len(b) {
+			return args, 0, nil
+		}
+		if b[j+size] != '\r' || b[j+size+1] != '\n' {
+			return args, 0, errProtocol
+		}
+		args = append(args, b[j:j+size])
+		i = j + size + 2
+	}
+	return args, i, nil
+}
+
+// parseLen reads a decimal length ended by \r\n at b[i:], up to 64 MiB. It
+// returns the length and the index after the \n, or 0 if b ends first.
+func parseLen(b []byte, i int) (int, int, error) {
+	n, start := 0, i
+	for ; i < len(b) && b[i] != '\r'; i++ {
+		if b[i] < '0' || b[i] > '9' || n > 64<<20 {
+			return 0, 0, errProtocol
+		}
+		n = n*10 + int(b[i]-'0')
+	}
+	switch {
+	case i+1 >= len(b):
+		return 0, 0, nil
+	case i == start || b[i+1] != '\n' || n > 64<<20:
+		return 0, 0, errProtocol
+	}
+	return n, i + 2, nil
+}
+
+// serveGoroutines serves each connection on its own goroutine.
+func (s *server) serveGoroutines(ln net.Listener) error {
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		go s.serveConn(nc)
+	}
+}
+
+func (s *server) serveConn(nc net.Conn) {
+	defer nc.Close()
+	c := newConn()
+	for {
+		n, rerr := nc.Read(c.room())
+		c.in = c.in[:len(c.in)+n]
+		s.mu.Lock()
+		perr := s.process(c)
+		s.flushLog() // the log is written before the replies go out
+		s.mu.Unlock()
+		if len(c.out) > 0 {
+			if _, err := nc.Write(c.out); err != nil {
+				return
+			}
+			c.out = c.out[:0]
+		}
+		if rerr != nil || perr != nil {
+			return
+		}
+	}
+}
