@@ -225,6 +225,13 @@ type DB struct {
 	// sweeper does not scan the index, where the deadlines of deleted
 	// or changed keys linger as tombstones it would have to skip.
 	nextSweep []int64
+	// sweepFrom is, per database and under mu, the expiry index entry
+	// where the last sweep round stopped while more expired keys waited
+	// (nil: the start of the index).
+	sweepFrom [][]byte
+	// sweepSteps counts the overlay entries the sweeper's scans stepped
+	// over, deleted ones included (for tests).
+	sweepSteps int
 	// sweepScans counts the sweeper's scans of the index (for tests).
 	sweepScans int
 	// logWrites counts the log records written (for tests).
@@ -377,6 +384,7 @@ func Open(opts Options) (*DB, error) {
 		base:      make([]int, opts.Databases),
 		baseExp:   make([]int, opts.Databases),
 		nextSweep: make([]int64, opts.Databases),
+		sweepFrom: make([][]byte, opts.Databases),
 		counted:   make(chan struct{}),
 		mem:       make(map[string]*entry),
 		dirty:     make(map[string]*entry),

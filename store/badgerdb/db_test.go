@@ -679,3 +679,47 @@ func TestPointReadsUseTheSnapshot(t *testing.T) {
 		t.Fatalf("%d point reads opened their own Badger transaction", n)
 	}
 }
+
+// TestSweepRoundsResumeWhereTheLastStopped: with many keys expired at
+// once, each sweep round starts where the last one stopped rather than
+// stepping again over the index entries already deleted (they linger in
+// the overlay until applied, then as Badger tombstones): steps stay linear
+// in the keys swept, not quadratic. A key given a deadline while the
+// sweeper is behind is still swept.
+func TestSweepRoundsResumeWhereTheLastStopped(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(1_000_000)
+	s := open(t, t.TempDir(), FsyncEverysec, &clock)
+	const n = 20 * 64 // 20 full rounds of SweepKeys
+	for i := range n {
+		set(t, s, 0, fmt.Sprintf("k%05d", i), str("v", 1_001_000+int64(i)))
+	}
+	clock.Store(1_001_000 + n)
+	s.mu.Lock()
+	s.sweepSteps = 0
+	s.mu.Unlock()
+	for range 3 {
+		if deleted, more := s.sweepRound(0); deleted != 64 || !more {
+			t.Fatalf("round: deleted %d, more %v; want 64, true", deleted, more)
+		}
+	}
+	// A deadline set while the backlog is swept: later than now, so after
+	// every entry the rounds skip.
+	set(t, s, 0, "later", str("v", clock.Load()+10))
+	if got := s.Sweep(time.Hour); got != n-3*64 {
+		t.Fatalf("swept %d keys, want %d", got, n-3*64)
+	}
+	if c := s.counts[0]; c != 1 {
+		t.Fatalf("%d keys left after sweeping, want 1 (later)", c)
+	}
+	s.mu.Lock()
+	steps := s.sweepSteps
+	s.mu.Unlock()
+	if steps > 3*n {
+		t.Fatalf("the sweep rounds stepped over %d index entries to sweep %d keys", steps, n)
+	}
+	clock.Add(10)
+	if got := s.Sweep(time.Hour); got != 1 {
+		t.Fatalf("swept %d keys, want 1 (later)", got)
+	}
+}

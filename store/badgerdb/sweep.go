@@ -49,6 +49,10 @@ func (s *DB) sweepRound(db int) (deleted int, more bool) {
 	}
 	s.sweepScans++
 	prefix := dbPrefix(spaceExpiry, db)
+	start := prefix
+	if from := s.sweepFrom[db]; from != nil {
+		start = from
+	}
 	type cand struct {
 		idx []byte
 		at  int64
@@ -56,7 +60,7 @@ func (s *DB) sweepRound(db int) (deleted int, more bool) {
 	}
 	var cands []cand
 	next := int64(math.MaxInt64) // the first deadline still ahead
-	err := s.scanRaw(prefix, prefix, nil, func(raw, _ []byte) (bool, error) {
+	err := s.scanRaw(prefix, start, func(uint64) { s.sweepSteps++ }, func(raw, _ []byte) (bool, error) {
 		if len(raw) < 11 {
 			return true, nil
 		}
@@ -93,7 +97,15 @@ func (s *DB) sweepRound(db int) (deleted int, more bool) {
 	}
 	s.expired.Add(int64(deleted))
 	full := len(cands) == s.opts.SweepKeys
-	if !full {
+	if full {
+		// The next round starts where this one stopped, rather than
+		// stepping again over the index entries this round and the
+		// ones before it deleted (which linger in the overlay, then as
+		// Badger tombstones): every deadline set since is later than
+		// now, so its entry sorts after these.
+		s.sweepFrom[db] = cands[len(cands)-1].idx
+	} else {
+		s.sweepFrom[db] = nil
 		s.nextSweep[db] = next
 	}
 	return deleted, full
