@@ -723,3 +723,32 @@ func TestSweepRoundsResumeWhereTheLastStopped(t *testing.T) {
 		t.Fatalf("swept %d keys, want 1 (later)", got)
 	}
 }
+
+// TestSweepAfterClockStepBack: an index entry put before the sweep
+// cursor (the wall clock stepped back while a backlog was swept) is still
+// swept: the round that ends the backlog does not trust a scan that began
+// at the cursor to say when the next deadline is.
+func TestSweepAfterClockStepBack(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(1_000_000)
+	s := open(t, t.TempDir(), FsyncEverysec, &clock)
+	const n = 4 * 64
+	for i := range n {
+		set(t, s, 0, fmt.Sprintf("k%05d", i), str("v", 1_001_000+int64(i)))
+	}
+	set(t, s, 0, "far", str("v", 2_000_000))
+	clock.Store(1_001_000 + n)
+	for range 2 {
+		if _, more := s.sweepRound(0); !more {
+			t.Fatal("the backlog ended early")
+		}
+	}
+	clock.Store(1_000_500) // stepped back
+	set(t, s, 0, "early", str("v", 1_000_600))
+	clock.Store(1_001_000 + n)
+	s.Sweep(time.Hour)
+	s.Sweep(time.Hour)
+	if c := s.counts[0]; c != 1 {
+		t.Fatalf("%d keys left, want 1 (far)", c)
+	}
+}

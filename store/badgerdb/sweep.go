@@ -105,8 +105,14 @@ func (s *DB) sweepRound(db int) (deleted int, more bool) {
 		// now, so its entry sorts after these.
 		s.sweepFrom[db] = cands[len(cands)-1].idx
 	} else {
+		// The backlog is swept. Only a scan from the start of the index
+		// may skip the scans until the next deadline: one that started
+		// at the cursor would miss an entry put before it (a wall clock
+		// stepped back), so the next tick scans from the start.
+		if s.sweepFrom[db] == nil {
+			s.nextSweep[db] = next
+		}
 		s.sweepFrom[db] = nil
-		s.nextSweep[db] = next
 	}
 	return deleted, full
 }
