@@ -184,8 +184,9 @@ func (r *Reader) Parse() ([][]byte, error) {
 	return nil, r.err
 }
 
-// reset rewinds an empty buffer and gives back a large one, and the
-// chunks that arguments were carved from: an idle connection keeps none.
+// reset rewinds an empty buffer and gives back a large one, and what is
+// left of the buffer arguments are cut from: an idle connection keeps
+// none.
 func (r *Reader) reset() {
 	r.pos, r.end, r.scanned = 0, 0, 0
 	r.chunk = nil
