@@ -265,3 +265,117 @@ func TestReadyWritersShareALogRound(t *testing.T) {
 		t.Fatalf("%d writers took %d log writes; want them batched (at most %d)", writers, n, writers/4)
 	}
 }
+
+// badgerKeys lists every version of every key Badger holds, tombstones
+// included, as key → "value" or "deleted".
+func badgerKeys(tb testing.TB, s *DB) map[string][]string {
+	tb.Helper()
+	out := map[string][]string{}
+	err := s.bdb.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.AllVersions = true
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			what := "value"
+			if item.IsDeletedOrExpired() {
+				what = "deleted"
+			}
+			out[string(item.KeyCopy(nil))] = append(out[string(item.KeyCopy(nil))], what)
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// A key that Badger does not hold, put and deleted within one apply round,
+// costs Badger nothing, not even a tombstone; so does a lease's expiry
+// index entry that a completion replaces (ONCE.CLAIM, then ONCE.COMPLETE).
+// A key that Badger holds is still deleted, whatever was staged between.
+func TestWritesUndoneWithinARoundSkipBadger(t *testing.T) {
+	dir := t.TempDir()
+	opts := DefaultOptions(dir)
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	opts.ApplyDelay = time.Hour
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	del := func(key string) { // returns once logged, as set does
+		t.Helper()
+		tk, err := s.Update(func(tx store.Tx) error { _, err := tx.Delete(0, []byte(key)); return err })
+		if err == nil && tk != nil {
+			err = tk.Wait(context.Background())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease := time.Now().Add(time.Hour).UnixMilli()
+	keep := lease + 1000
+
+	// Round 1: "old" reaches Badger.
+	set(t, s, 0, "old", str("v1", 0))
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	// Round 2.
+	set(t, s, 0, "temp", str("t", 0)) // a key born and gone in the round
+	del("temp")
+	set(t, s, 0, "job", str("running", lease)) // a claim, then its completion
+	set(t, s, 0, "job", str("done", keep))
+	del("old") // Badger holds old: deleted, re-created, deleted again
+	set(t, s, 0, "old", str("v2", 0))
+	del("old")
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+
+	got := badgerKeys(t, s)
+	data := func(k string) string { return string(dataKey(0, []byte(k))) }
+	idx := func(at int64, k string) string { return string(expiryKey(0, at, []byte(k))) }
+	for _, k := range []string{data("temp"), idx(lease, "job")} {
+		if v, ok := got[k]; ok {
+			t.Errorf("Badger holds %q: %v; want nothing, it was put and deleted within one round", k, v)
+		}
+	}
+	if v := got[data("job")]; len(v) != 1 || v[0] != "value" {
+		t.Errorf("Badger holds job as %v, want its value", v)
+	}
+	if v := got[idx(keep, "job")]; len(v) != 1 || v[0] != "value" {
+		t.Errorf("Badger holds job's deadline as %v, want its entry", v)
+	}
+	if v := got[data("old")]; len(v) == 0 || v[0] != "deleted" {
+		t.Errorf("Badger holds old as %v, want it deleted (newest version first)", v)
+	}
+	if n := s.skippedDeletes.Load(); n != 2 {
+		t.Errorf("%d deletions left out, want 2 (temp and job's lease entry)", n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// What Badger holds is what was written: nothing comes back.
+	s2 := open(t, dir, FsyncEverysec, nil)
+	for _, k := range []string{"temp", "old"} {
+		if v, ok := get(t, s2, 0, k); ok {
+			t.Errorf("%s = %q after a restart, want absent", k, v)
+		}
+	}
+	if v, ok := get(t, s2, 0, "job"); !ok || v != "done" {
+		t.Errorf("job = %q, %v after a restart, want done", v, ok)
+	}
+	if _, err := s2.View(func(tx store.Tx) error {
+		if n, e := tx.Len(0), tx.Expiring(0); n != 1 || e != 1 {
+			t.Errorf("after a restart: %d keys, %d with a deadline; want 1 and 1", n, e)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

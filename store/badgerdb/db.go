@@ -196,7 +196,14 @@ type op struct {
 	key string
 	val []byte
 	del bool
-	n   uint64
+	// absent reports that Badger does not hold key before this op, once
+	// every earlier op is applied: the key was absent just before it. A
+	// deletion that is absent writes nothing to Badger (write); in the
+	// applier's queue, an op that replaces a key's waiting one keeps the
+	// waiting one's absent (queueLocked), so a key put and deleted within
+	// one round costs Badger nothing, where it would leave a tombstone.
+	absent bool
+	n      uint64
 }
 
 // DB is the Badger-backed store.
@@ -236,6 +243,9 @@ type DB struct {
 	sweepScans int
 	// logWrites counts the log records written (for tests).
 	logWrites atomic.Uint64
+	// skippedDeletes counts the deletions that write left out, of keys
+	// Badger did not hold (the applier's; for tests).
+	skippedDeletes atomic.Int64
 
 	// omu guards the entries in memory, the staged batch and their
 	// counters; the committer takes only omu, never mu.
@@ -802,12 +812,17 @@ func (t ticket) Wait(ctx context.Context) error {
 	return t.s.waitFor(ctx, t.n, t.c)
 }
 
-// stage records a write in memory and in the batch. Called with mu held.
-func (s *DB) stage(key []byte, val []byte, del bool) uint64 {
+// stage records a write in memory and in the batch; absent says that the
+// key is known to be absent before it (op.absent), which memory may also
+// know. Called with mu held.
+func (s *DB) stage(key []byte, val []byte, del, absent bool) uint64 {
 	s.omu.Lock()
 	s.staged++
 	n := s.staged
 	e := s.mem[string(key)]
+	// A clean deletion is Badger's own absence; a dirty one is the
+	// key's absence once the ops before this one are applied.
+	absent = absent || (e != nil && e.del)
 	switch {
 	case e == nil:
 		e = &entry{key: string(key)}
@@ -821,7 +836,7 @@ func (s *DB) stage(key []byte, val []byte, del bool) uint64 {
 	}
 	e.val, e.del, e.n = val, del, n
 	s.dirtyBytes += e.cost()
-	s.batch = append(s.batch, op{key: e.key, val: val, del: del, n: n})
+	s.batch = append(s.batch, op{key: e.key, val: val, del: del, absent: absent, n: n})
 	s.omu.Unlock()
 	return n
 }
@@ -1278,11 +1293,16 @@ func (s *DB) checkpoint(seg uint64) {
 }
 
 // queueLocked hands logged ops to the applier, each key's latest write
-// replacing the one already waiting. Called with applyMu held.
+// replacing the one already waiting. The waiting op's absent describes
+// Badger before both, so the replacement takes it: a deletion of a key
+// that Badger held, then a put and a deletion, must still delete it.
+// Called with applyMu held.
 func (s *DB) queueLocked(ops []op) {
 	for i := range ops {
 		if j, ok := s.applyAt[ops[i].key]; ok {
+			absent := s.applyQ[j].absent
 			s.applyQ[j] = ops[i]
+			s.applyQ[j].absent = absent
 			continue
 		}
 		s.applyAt[ops[i].key] = len(s.applyQ)
@@ -1291,12 +1311,17 @@ func (s *DB) queueLocked(ops []op) {
 }
 
 // write applies ops, one per key (queueLocked), to Badger in one batch.
+// A deletion of a key that Badger does not hold is left out.
 func (s *DB) write(ops []op) error {
 	wb := s.bdb.NewWriteBatch()
 	defer wb.Cancel()
 	for i := range ops {
 		o := &ops[i]
 		var err error
+		if o.del && o.absent {
+			s.skippedDeletes.Add(1)
+			continue
+		}
 		if o.del {
 			err = wb.Delete([]byte(o.key))
 		} else {

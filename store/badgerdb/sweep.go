@@ -90,7 +90,7 @@ func (s *DB) sweepRound(db int) (deleted int, more bool) {
 			continue
 		}
 		// A stale index entry: the key changed deadline or went away.
-		t.stage(c.idx, nil, true)
+		t.stage(c.idx, nil, true, false)
 	}
 	if t.last != 0 {
 		s.poke()
