@@ -324,7 +324,15 @@ func TestWritesUndoneWithinARoundSkipBadger(t *testing.T) {
 	if err := s.drainForTest(); err != nil {
 		t.Fatal(err)
 	}
-	// Round 2.
+	// Round 2 holds the applier while round 3's writes are logged, so
+	// that they are applied together, whatever the applier's timing.
+	entered, hold := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	s.applyHook = func([]op) { once.Do(func() { close(entered); <-hold }) }
+	set(t, s, 0, "other", str("o", 0))
+	kickChan(s.applyNow)
+	<-entered
+	// Round 3.
 	set(t, s, 0, "temp", str("t", 0)) // a key born and gone in the round
 	del("temp")
 	set(t, s, 0, "job", str("running", lease)) // a claim, then its completion
@@ -332,6 +340,7 @@ func TestWritesUndoneWithinARoundSkipBadger(t *testing.T) {
 	del("old") // Badger holds old: deleted, re-created, deleted again
 	set(t, s, 0, "old", str("v2", 0))
 	del("old")
+	close(hold)
 	if err := s.drainForTest(); err != nil {
 		t.Fatal(err)
 	}
@@ -371,11 +380,47 @@ func TestWritesUndoneWithinARoundSkipBadger(t *testing.T) {
 		t.Errorf("job = %q, %v after a restart, want done", v, ok)
 	}
 	if _, err := s2.View(func(tx store.Tx) error {
-		if n, e := tx.Len(0), tx.Expiring(0); n != 1 || e != 1 {
-			t.Errorf("after a restart: %d keys, %d with a deadline; want 1 and 1", n, e)
+		if n, e := tx.Len(0), tx.Expiring(0); n != 2 || e != 1 {
+			t.Errorf("after a restart: %d keys, %d with a deadline; want 2 (job, other) and 1", n, e)
 		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The logger hands each batch's slice back for the next batch, cleared so
+// that it holds no value: a load of small writes does not grow a new
+// slice every round.
+func TestLoggedBatchSliceIsReused(t *testing.T) {
+	s := openDelayed(t, time.Hour, 1<<20)
+	set(t, s, 0, "a", str(strings.Repeat("v", 100), 0)) // returns once logged
+	s.omu.RLock()
+	spare := s.spareBatch
+	s.omu.RUnlock()
+	if cap(spare) == 0 {
+		t.Fatal("no spare batch slice after a log round")
+	}
+	for i, o := range spare[:cap(spare)] {
+		if o.key != "" || o.val != nil {
+			t.Fatalf("spare batch slot %d still holds %q = %q", i, o.key, o.val)
+		}
+	}
+	// The logger double-buffers: a round's batch is the slice the round
+	// before last wrote, so from the third round on, two slices take
+	// turns.
+	arrays := map[*op]bool{}
+	for i := 0; i < 6; i++ {
+		set(t, s, 0, "k"+strconv.Itoa(i), str("w", 0))
+		s.omu.RLock()
+		spare := s.spareBatch
+		s.omu.RUnlock()
+		if cap(spare) == 0 {
+			t.Fatalf("round %d left no spare batch slice", i+2)
+		}
+		arrays[&spare[:1][0]] = true
+	}
+	if len(arrays) != 2 {
+		t.Fatalf("7 log rounds used %d batch slices, want 2 taking turns", len(arrays)+1)
 	}
 }
