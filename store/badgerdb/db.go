@@ -249,6 +249,10 @@ type DB struct {
 	// skippedDeletes counts the deletions that write left out, of keys
 	// Badger did not hold (the applier's; for tests).
 	skippedDeletes atomic.Int64
+	// noSkip turns that off for good once a round of ops was lost or a
+	// failed batch requeued: memory's account of what Badger holds,
+	// which op.absent comes from, may then be wrong.
+	noSkip atomic.Bool
 
 	// omu guards the entries in memory, the staged batch and their
 	// counters; the committer takes only omu, never mu.
@@ -276,8 +280,9 @@ type DB struct {
 	// runtime's; tests replace them).
 	cacheBudget atomic.Int64
 	memLimit    func() int64
-	heapLive    func() int64
-	dirtyBytes  int64 // the cost of the dirty ones
+	heapLive    func() (live int64, cycle uint64)
+	fitCycle    uint64 // the collection the last fit saw (under omu)
+	dirtyBytes  int64  // the cost of the dirty ones
 	// snap is a read-only Badger transaction that point reads share
 	// (readBadger), replaced after each apply; snapMu guards it, held
 	// shared while a read uses it.
@@ -519,11 +524,17 @@ func (s *DB) fitCache() bool {
 	if limit <= 0 || limit == math.MaxInt64 {
 		return true
 	}
-	live := s.heapLive()
+	live, cycle := s.heapLive()
 	s.omu.Lock()
+	defer s.omu.Unlock()
+	if cycle == s.fitCycle {
+		// No collection since the last fit: live still counts what
+		// that fit evicted, and would shrink the budget again.
+		return true
+	}
+	s.fitCycle = cycle
 	s.cacheBudget.Store(cacheBudgetFor(s.opts.CacheSize, limit, live, s.cacheBytes))
 	s.evictLocked()
-	s.omu.Unlock()
 	return true
 }
 
@@ -534,21 +545,25 @@ func (s *DB) fitCache() bool {
 // of size, at most size.
 func cacheBudgetFor(size, limit, live, cacheBytes int64) int64 {
 	others := live - cacheBytes
-	return min(size, max(size/8, limit*6/10-others))
+	return min(size, max(size/8, limit/10*6-others))
 }
 
 // runtimeMemLimit is the Go runtime's soft memory limit (math.MaxInt64:
 // none).
 func runtimeMemLimit() int64 { return debug.SetMemoryLimit(-1) }
 
-// runtimeHeapLive is the heap that the last garbage collection found live.
-func runtimeHeapLive() int64 {
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+// runtimeHeapLive is the heap that the last garbage collection found
+// live, and how many collections have completed.
+func runtimeHeapLive() (live int64, cycle uint64) {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
 	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
-		return 0
+	if sample[0].Value.Kind() == metrics.KindUint64 {
+		live = int64(sample[0].Value.Uint64())
 	}
-	return int64(sample[0].Value.Uint64())
+	if sample[1].Value.Kind() == metrics.KindUint64 {
+		cycle = sample[1].Value.Uint64()
+	}
+	return live, cycle
 }
 
 // Close drains staged writes, syncs and closes Badger.
@@ -1229,6 +1244,9 @@ func (s *DB) logRound() {
 			return nil
 		})
 		if !ok {
+			// The round's ops are lost (the store is closing): memory
+			// no longer tells what Badger will hold.
+			s.noSkip.Store(true)
 			return
 		}
 		var end *segEnd
@@ -1238,10 +1256,6 @@ func (s *DB) logRound() {
 			} else {
 				s.log.Warn("could not start a new log segment", zap.Error(err))
 			}
-		}
-		s.logged.Store(hi)
-		if s.opts.Fsync == FsyncAlways {
-			s.synced.Store(hi)
 		}
 		s.applyMu.Lock()
 		s.applyHi = hi
@@ -1255,6 +1269,12 @@ func (s *DB) logRound() {
 			s.omu.Lock()
 			s.spareBatch = ops[:0]
 			s.omu.Unlock()
+		}
+		// Acknowledged once queued: a writer that sees its op logged
+		// finds it in the applier's queue too.
+		s.logged.Store(hi)
+		if s.opts.Fsync == FsyncAlways {
+			s.synced.Store(hi)
 		}
 		kickChan(s.applyKick)
 		if end != nil || s.overPending(8) {
@@ -1341,6 +1361,9 @@ func (s *DB) applyRound() {
 // not be applied, before those logged since (whose writes of the same
 // keys are newer and win).
 func (s *DB) requeue(ops []op, done []segEnd) {
+	// Badger may hold part of the failed batch (a write batch commits
+	// as it grows), so the ops' absent no longer describes it.
+	s.noSkip.Store(true)
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	newer := s.applyQ
@@ -1400,7 +1423,7 @@ func (s *DB) write(ops []op) error {
 	for i := range ops {
 		o := &ops[i]
 		var err error
-		if o.del && o.absent {
+		if o.del && o.absent && !s.noSkip.Load() {
 			s.skippedDeletes.Add(1)
 			continue
 		}
