@@ -752,3 +752,41 @@ func TestSweepAfterClockStepBack(t *testing.T) {
 		t.Fatalf("%d keys left, want 1 (far)", c)
 	}
 }
+
+// The sweeper holds the keyspace lock, so it must not wait for the
+// applier's cleaning of a round (cleanMu), which can take tens of
+// milliseconds after a large one: every command would wait with it. It
+// reads the shared snapshot, which is complete without cleanMu.
+func TestSweepDoesNotWaitForCleaning(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(1_000_000)
+	s := open(t, t.TempDir(), FsyncEverysec, &clock)
+	for i := 0; i < 100; i++ {
+		set(t, s, 0, fmt.Sprintf("k%03d", i), str("v", 1_001_000+int64(i)))
+	}
+	if err := s.drainForTest(); err != nil { // half in Badger, half staged
+		t.Fatal(err)
+	}
+	for i := 100; i < 200; i++ {
+		set(t, s, 0, fmt.Sprintf("k%03d", i), str("v", 1_001_000+int64(i)))
+	}
+	clock.Store(1_002_000)
+	s.cleanMu.Lock() // the applier, cleaning a large round
+	swept := make(chan int, 1)
+	go func() { swept <- s.Sweep(time.Second) }()
+	select {
+	case n := <-swept:
+		s.cleanMu.Unlock()
+		if want := min(200, s.opts.SweepKeys*(1+200/s.opts.SweepKeys)); n < s.opts.SweepKeys || n > want {
+			t.Fatalf("swept %d keys, want between %d and %d", n, s.opts.SweepKeys, want)
+		}
+	case <-time.After(10 * time.Second):
+		s.cleanMu.Unlock()
+		t.Fatal("the sweep waited for the applier's cleaning")
+	}
+	for s.Sweep(time.Second) > 0 {
+	}
+	if n := lenOf(t, s, 0); n != 0 {
+		t.Fatalf("%d keys left after sweeping them all", n)
+	}
+}

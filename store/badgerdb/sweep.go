@@ -60,7 +60,7 @@ func (s *DB) sweepRound(db int) (deleted int, more bool) {
 	}
 	var cands []cand
 	next := int64(math.MaxInt64) // the first deadline still ahead
-	err := s.scanRaw(prefix, start, func(uint64) { s.sweepSteps++ }, func(raw, _ []byte) (bool, error) {
+	err := s.scanAux(prefix, start, func(uint64) { s.sweepSteps++ }, func(raw, _ []byte) (bool, error) {
 		if len(raw) < 11 {
 			return true, nil
 		}
