@@ -188,26 +188,36 @@ func TestPendingBytesBounded(t *testing.T) {
 	}
 }
 
+// failOneRound opens a store that is not started (each write logs and
+// applies in place) and writes a = 1 in a round whose Badger apply fails
+// with fail while the store closes: the applier gives the round up and
+// requeues it.
+func failOneRound(tb testing.TB, fail func(*DB) error) *DB {
+	tb.Helper()
+	opts := DefaultOptions(tb.TempDir())
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	s, err := Open(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	stop := s.stop
+	closing := make(chan struct{})
+	close(closing)
+	s.stop = closing // retries give up at once, as while closing
+	s.applyErr = func() error { return fail(s) }
+	set(tb, s, 0, "a", str("1", 0))
+	s.applyErr = nil
+	s.stop = stop
+	return s
+}
+
 // A round that the applier gives up on while the store closes (Badger
 // failing) is applied by the next round with the writes logged since:
 // otherwise a later round that succeeds raises committed to logged, and
 // Close deletes the log that holds the dropped writes.
 func TestFailedApplyIsRequeued(t *testing.T) {
-	opts := DefaultOptions(t.TempDir())
-	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
-	s, err := Open(opts) // not started: each write logs and applies in place
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	stop := s.stop
-	closing := make(chan struct{})
-	close(closing)
-	s.stop = closing // retries give up at once, as while closing
-	s.applyErr = func() error { return errors.New("disk gone") }
-	set(t, s, 0, "a", str("1", 0))
-	s.applyErr = nil
-	s.stop = stop
+	s := failOneRound(t, func(*DB) error { return errors.New("disk gone") })
 	// Writes are refused now (the failure state); stage one more as a
 	// write already in flight would be, then do what Close does.
 	s.mu.Lock()
@@ -511,18 +521,8 @@ func TestCacheGivesWayNearTheMemoryLimit(t *testing.T) {
 // it grows). Once it is requeued, memory no longer tells what Badger holds,
 // so a deletion that replaces one of its puts is written, not left out.
 func TestRequeuedRoundTurnsSkippingOff(t *testing.T) {
-	opts := DefaultOptions(t.TempDir())
-	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
-	s, err := Open(opts) // not started: each write logs and applies in place
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	stop := s.stop
-	closing := make(chan struct{})
-	close(closing)
-	s.stop = closing // retries give up at once, as while closing
-	s.applyErr = func() error {
+	// a is a new key: its put is absent.
+	s := failOneRound(t, func(s *DB) error {
 		// The batch's first part is committed, then the disk fails.
 		if err := s.bdb.Update(func(txn *badger.Txn) error {
 			return txn.Set(dataKey(0, []byte("a")), encodeValue(str("1", 0)))
@@ -530,10 +530,7 @@ func TestRequeuedRoundTurnsSkippingOff(t *testing.T) {
 			return err
 		}
 		return errors.New("disk gone mid-batch")
-	}
-	set(t, s, 0, "a", str("1", 0)) // a new key: its put is absent
-	s.applyErr = nil
-	s.stop = stop
+	})
 	s.mu.Lock()
 	w := &tx{s: s, now: s.now(), write: true}
 	if _, err := w.Delete(0, []byte("a")); err != nil {
@@ -541,7 +538,7 @@ func TestRequeuedRoundTurnsSkippingOff(t *testing.T) {
 	}
 	s.mu.Unlock()
 	s.commitRound()
-	err = s.bdb.View(func(txn *badger.Txn) error {
+	err := s.bdb.View(func(txn *badger.Txn) error {
 		_, err := txn.Get(dataKey(0, []byte("a")))
 		return err
 	})
