@@ -3,12 +3,10 @@ package badgerdb
 import (
 	"context"
 	"errors"
-	"math"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -434,86 +432,6 @@ func TestLoggedBatchSliceIsReused(t *testing.T) {
 	}
 	if len(arrays) != 2 {
 		t.Fatalf("7 log rounds used %d batch slices, want 2 taking turns", len(arrays)+1)
-	}
-}
-
-func TestCacheBudgetFor(t *testing.T) {
-	const mib = 1 << 20
-	for _, c := range []struct {
-		name                     string
-		size, limit, live, cache int64
-		want                     int64
-	}{
-		{"room to spare", 32 * mib, 176 * mib, 60 * mib, 32 * mib, 32 * mib},
-		{"the rest crowds the limit", 32 * mib, 176 * mib, 120 * mib, 32 * mib, 176*mib/10*6 - 88*mib},
-		{"never below an eighth", 32 * mib, 176 * mib, 150 * mib, 10 * mib, 4 * mib},
-		{"the rest alone over the limit", 32 * mib, 176 * mib, 300 * mib, 0, 4 * mib},
-		{"never above the size", 32 * mib, 1024 * mib, 60 * mib, 0, 32 * mib},
-	} {
-		if got := cacheBudgetFor(c.size, c.limit, c.live, c.cache); got != c.want {
-			t.Errorf("%s: cacheBudgetFor(%d, %d, %d, %d) = %d, want %d", c.name, c.size, c.limit, c.live, c.cache, got, c.want)
-		}
-	}
-}
-
-// While the rest of the heap crowds the memory limit, the cache of clean
-// entries gives up its room, and takes it back once that memory is gone;
-// with no limit it keeps its size.
-func TestCacheGivesWayNearTheMemoryLimit(t *testing.T) {
-	opts := DefaultOptions(t.TempDir())
-	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
-	opts.CacheSize = 256 << 10
-	s, err := Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	var limit, live atomic.Int64
-	var cycle atomic.Uint64 // a collection between each two fits
-	limit.Store(math.MaxInt64)
-	s.memLimit = limit.Load
-	s.heapLive = func() (int64, uint64) { return live.Load(), cycle.Add(1) }
-	s.Start()
-	// Fill the cache: committed values stay in memory as clean entries.
-	for i := 0; i < 4000; i++ {
-		set(t, s, 0, "k"+strconv.Itoa(i), str(strings.Repeat("v", 100), 0))
-	}
-	if err := s.drainForTest(); err != nil {
-		t.Fatal(err)
-	}
-	cached := func() int64 {
-		s.omu.RLock()
-		defer s.omu.RUnlock()
-		return s.cacheBytes
-	}
-	full := cached()
-	if full < opts.CacheSize/2 {
-		t.Fatalf("the cache holds %d bytes after 4000 writes, want most of its %d", full, opts.CacheSize)
-	}
-
-	s.fitCache()
-	if got := cached(); got != full {
-		t.Fatalf("with no memory limit the cache went from %d to %d bytes", full, got)
-	}
-	limit.Store(100 << 20)
-	live.Store(90<<20 + full) // the rest of the heap: 90 MiB, over 60% of the limit
-	s.fitCache()
-	if got, floor := cached(), opts.CacheSize/8; got > floor {
-		t.Fatalf("near the limit the cache holds %d bytes, want at most %d (an eighth of its size)", got, floor)
-	}
-	for i := 0; i < 4000; i++ { // refill: the budget holds
-		get(t, s, 0, "k"+strconv.Itoa(i))
-	}
-	if got, floor := cached(), opts.CacheSize/8; got > floor {
-		t.Fatalf("reads refilled the cache to %d bytes, over its budget of %d", got, floor)
-	}
-	live.Store(10 << 20)
-	s.fitCache()
-	for i := 0; i < 4000; i++ {
-		get(t, s, 0, "k"+strconv.Itoa(i))
-	}
-	if got := cached(); got < opts.CacheSize/2 {
-		t.Fatalf("with the memory back, reads refilled the cache to %d bytes only, want most of its %d", got, opts.CacheSize)
 	}
 }
 

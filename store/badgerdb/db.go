@@ -37,12 +37,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
-	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -274,15 +271,7 @@ type DB struct {
 	spareBatch []op
 	staged     uint64
 	cacheBytes int64 // the cost of mem's clean entries
-	// cacheBudget is what the cache of clean entries may hold now:
-	// CacheSize, less while the rest of the heap crowds the memory
-	// limit (fitCache), which memLimit and heapLive report (the
-	// runtime's; tests replace them).
-	cacheBudget atomic.Int64
-	memLimit    func() int64
-	heapLive    func() (live int64, cycle uint64)
-	fitCycle    uint64 // the collection the last fit saw (under omu)
-	dirtyBytes  int64  // the cost of the dirty ones
+	dirtyBytes int64 // the cost of the dirty ones
 	// snap is a read-only Badger transaction that point reads share
 	// (readBadger), replaced after each apply; snapMu guards it, held
 	// shared while a read uses it.
@@ -428,8 +417,6 @@ func Open(opts Options) (*DB, error) {
 	if s.now == nil {
 		s.now = func() int64 { return time.Now().UnixMilli() }
 	}
-	s.cacheBudget.Store(opts.CacheSize)
-	s.memLimit, s.heapLive = runtimeMemLimit, runtimeHeapLive
 	s.realDir = opts.Dir
 	if abs, err := filepath.Abs(opts.Dir); err == nil {
 		s.realDir = abs
@@ -500,70 +487,6 @@ func (s *DB) Start() {
 	if s.opts.TrimInterval > 0 {
 		s.every(s.opts.TrimInterval, s.trim)
 	}
-	if s.opts.CacheSize > 0 {
-		s.every(fitInterval, s.fitCache)
-	}
-}
-
-// fitInterval is how often the cache is sized to the heap (fitCache).
-const fitInterval = time.Second
-
-// fitCache sizes the cache of clean entries to the room that the rest of
-// the heap leaves under the Go runtime's memory limit (cacheBudgetFor),
-// evicting what is over.
-//
-// Near the limit the garbage collector runs back to back. Under a
-// sustained load of writes, Badger's table builders (pooled, in the Go
-// heap since Badger is built without jemalloc) and the writes waiting for
-// it took that room: 40% of the CPU went to marking, and ONCE.CLAIM +
-// ONCE.COMPLETE on fresh keys fell from 25k to 8-12k cycles/s within a
-// minute, a load whose fresh values the cache holds for nothing. The
-// budget comes back as that memory goes.
-func (s *DB) fitCache() bool {
-	limit := s.memLimit()
-	if limit <= 0 || limit == math.MaxInt64 {
-		return true
-	}
-	live, cycle := s.heapLive()
-	s.omu.Lock()
-	defer s.omu.Unlock()
-	if cycle == s.fitCycle {
-		// No collection since the last fit: live still counts what
-		// that fit evicted, and would shrink the budget again.
-		return true
-	}
-	s.fitCycle = cycle
-	s.cacheBudget.Store(cacheBudgetFor(s.opts.CacheSize, limit, live, s.cacheBytes))
-	s.evictLocked()
-	return true
-}
-
-// cacheBudgetFor is the cache's budget for a memory limit and a live heap
-// (as of the last collection) of which the cache holds cacheBytes: what
-// keeps the live heap within 60% of the limit, which leaves the collector
-// room to run now and then rather than all the time; at least an eighth
-// of size, at most size.
-func cacheBudgetFor(size, limit, live, cacheBytes int64) int64 {
-	others := live - cacheBytes
-	return min(size, max(size/8, limit/10*6-others))
-}
-
-// runtimeMemLimit is the Go runtime's soft memory limit (math.MaxInt64:
-// none).
-func runtimeMemLimit() int64 { return debug.SetMemoryLimit(-1) }
-
-// runtimeHeapLive is the heap that the last garbage collection found
-// live, and how many collections have completed.
-func runtimeHeapLive() (live int64, cycle uint64) {
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
-	metrics.Read(sample)
-	if sample[0].Value.Kind() == metrics.KindUint64 {
-		live = int64(sample[0].Value.Uint64())
-	}
-	if sample[1].Value.Kind() == metrics.KindUint64 {
-		cycle = sample[1].Value.Uint64()
-	}
-	return live, cycle
 }
 
 // Close drains staged writes, syncs and closes Badger.
@@ -1032,11 +955,10 @@ func (s *DB) cacheLocked(e *entry) {
 // evictLocked drops clean entries until the cache is within 90% of its
 // budget, once it is over it.
 func (s *DB) evictLocked() {
-	budget := s.cacheBudget.Load()
-	if s.cacheBytes <= budget {
+	if s.cacheBytes <= s.opts.CacheSize {
 		return
 	}
-	target := budget * 9 / 10
+	target := s.opts.CacheSize * 9 / 10
 	for k, e := range s.mem {
 		if s.cacheBytes <= target {
 			break
