@@ -1342,10 +1342,11 @@ func (s *DB) queueLocked(ops []op) {
 func (s *DB) write(ops []op) error {
 	wb := s.bdb.NewWriteBatch()
 	defer wb.Cancel()
+	skip := !s.noSkip.Load()
 	for i := range ops {
 		o := &ops[i]
 		var err error
-		if o.del && o.absent && !s.noSkip.Load() {
+		if o.del && o.absent && skip {
 			s.skippedDeletes.Add(1)
 			continue
 		}
