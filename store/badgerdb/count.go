@@ -29,6 +29,9 @@ func (s *DB) countKeys() {
 					return
 				}
 				k := it.Item().Key()
+				if sp.space == spaceKeys {
+					s.pres.Load().add(k)
+				}
 				if len(k) < 3 {
 					continue
 				}
@@ -38,6 +41,7 @@ func (s *DB) countKeys() {
 			}
 			it.Close()
 		}
+		s.pres.Load().ready.Store(true)
 		s.log.Debug("keys counted", zap.Ints("keys", s.base))
 	})
 }

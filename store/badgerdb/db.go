@@ -279,6 +279,19 @@ type DB struct {
 	snap   *badger.Txn
 	// ownReads counts the point reads that had no snapshot (for tests).
 	ownReads atomic.Int64
+	// pres is the presence filter of the keys Badger holds (presence.go);
+	// nextPres, under omu, the one being built to replace it, which
+	// stage adds to as well; presMin the smallest filter, in keys.
+	pres        atomic.Pointer[presence]
+	nextPres    *presence
+	presMin     int64
+	rebuildPres chan struct{}
+	// lookups counts the point reads that went to Badger, and presSkips
+	// the ones the presence filter spared.
+	lookups   atomic.Int64
+	presSkips atomic.Int64
+	// presHook, if set, runs while a rebuild holds its snapshot (tests).
+	presHook func()
 	// cleanMu is held shared by scans, which read the overlay as they go,
 	// and exclusively by the applier while it makes entries clean: an
 	// entry in the overlay when a scan starts stays there until it ends.
@@ -393,26 +406,28 @@ func Open(opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open store in %s: %w", opts.Dir, err)
 	}
 	s := &DB{
-		opts:      opts,
-		bdb:       bdb,
-		log:       opts.Logger,
-		now:       opts.Clock,
-		counts:    make([]int, opts.Databases),
-		expiring:  make([]int, opts.Databases),
-		base:      make([]int, opts.Databases),
-		baseExp:   make([]int, opts.Databases),
-		nextSweep: make([]int64, opts.Databases),
-		sweepFrom: make([][]byte, opts.Databases),
-		counted:   make(chan struct{}),
-		mem:       make(map[string]*entry),
-		dirty:     make(map[string]*entry),
-		progLog:   make(chan struct{}),
-		progApply: make(chan struct{}),
-		applyNow:  make(chan struct{}, 1),
-		kick:      make(chan struct{}, 1),
-		applyKick: make(chan struct{}, 1),
-		applyAt:   make(map[string]int),
-		stop:      make(chan struct{}),
+		opts:        opts,
+		bdb:         bdb,
+		log:         opts.Logger,
+		now:         opts.Clock,
+		counts:      make([]int, opts.Databases),
+		expiring:    make([]int, opts.Databases),
+		base:        make([]int, opts.Databases),
+		baseExp:     make([]int, opts.Databases),
+		nextSweep:   make([]int64, opts.Databases),
+		sweepFrom:   make([][]byte, opts.Databases),
+		counted:     make(chan struct{}),
+		mem:         make(map[string]*entry),
+		dirty:       make(map[string]*entry),
+		progLog:     make(chan struct{}),
+		progApply:   make(chan struct{}),
+		applyNow:    make(chan struct{}, 1),
+		kick:        make(chan struct{}, 1),
+		presMin:     presenceMinKeys,
+		rebuildPres: make(chan struct{}, 1),
+		applyKick:   make(chan struct{}, 1),
+		applyAt:     make(map[string]int),
+		stop:        make(chan struct{}),
 	}
 	if s.now == nil {
 		s.now = func() int64 { return time.Now().UnixMilli() }
@@ -432,6 +447,7 @@ func Open(opts Options) (*DB, error) {
 	// The snapshot that the keys are counted on: nothing is written
 	// before Open returns, so it is the keyspace at Open.
 	s.countTxn = bdb.NewTransaction(false)
+	s.pres.Store(newPresence(tableKeys(bdb), s.presMin))
 	return s, nil
 }
 
@@ -474,6 +490,8 @@ func (s *DB) Start() {
 	}()
 	go s.logLoop()
 	go s.applyLoop()
+	s.wg.Add(1)
+	go s.presenceLoop()
 	if s.opts.Fsync == FsyncEverysec {
 		s.wg.Add(1)
 		go s.syncLoop()
@@ -844,6 +862,9 @@ func (s *DB) stage(key []byte, val []byte, del, absent bool) uint64 {
 	}
 	e.val, e.del, e.n = val, del, n
 	s.dirtyBytes += e.cost()
+	if !del && len(key) > 0 && key[0] == spaceKeys {
+		s.addPresenceLocked(key)
+	}
 	s.batch = append(s.batch, op{key: e.key, val: val, del: del, absent: absent, n: n})
 	s.omu.Unlock()
 	return n
@@ -868,14 +889,19 @@ func (s *DB) getRaw(key []byte) (val []byte, ok bool, n uint64, err error) {
 	// Not in memory, so any write of key is in Badger now, and in the
 	// read snapshot (refreshSnap) too.
 	var out []byte
-	err = s.readBadger(func(txn *badger.Txn) error {
-		item, err := txn.Get(key)
-		if err != nil {
+	if s.surelyAbsent(key) {
+		err = badger.ErrKeyNotFound
+	} else {
+		s.lookups.Add(1)
+		err = s.readBadger(func(txn *badger.Txn) error {
+			item, err := txn.Get(key)
+			if err != nil {
+				return err
+			}
+			out, err = item.ValueCopy(nil)
 			return err
-		}
-		out, err = item.ValueCopy(nil)
-		return err
-	})
+		})
+	}
 	absent := errors.Is(err, badger.ErrKeyNotFound)
 	if err != nil && !absent {
 		return nil, false, 0, err

@@ -1,0 +1,210 @@
+package badgerdb
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/oncekv/oncekv/store"
+)
+
+// The filter never forgets a key, and its false positives stay near what
+// its size promises: about 2.5% at its capacity, 15% at twice it, when it
+// is rebuilt.
+func TestPresenceFalsePositives(t *testing.T) {
+	const n = 100000
+	p := newPresence(n, presenceMinKeys)
+	falsePositives := func() float64 {
+		fp := 0
+		for i := range n {
+			if p.mayHave([]byte("absent:" + strconv.Itoa(i))) {
+				fp++
+			}
+		}
+		return float64(fp) / n
+	}
+	for round, limit := range []float64{0.035, 0.18} {
+		for i := range n {
+			p.add([]byte("key:" + strconv.Itoa(round) + ":" + strconv.Itoa(i)))
+		}
+		for r := 0; r <= round; r++ {
+			for i := range n {
+				if k := "key:" + strconv.Itoa(r) + ":" + strconv.Itoa(i); !p.mayHave([]byte(k)) {
+					t.Fatalf("%s was added, and the filter lost it", k)
+				}
+			}
+		}
+		if fp := falsePositives(); fp > limit {
+			t.Errorf("%d keys in a filter for %d: %.1f%% false positives, want at most %.1f%%", (round+1)*n, n, 100*fp, 100*limit)
+		}
+		if f, want := p.fresh.Load(), int64((round+1)*n); f < want*9/10 || f > want {
+			t.Errorf("fresh = %d after %d distinct keys", f, want)
+		}
+		if full := p.full(); full != (round == 1 && p.fresh.Load() > 2*n) {
+			t.Errorf("full() = %v with %d fresh keys in a filter for %d", full, p.fresh.Load(), n)
+		}
+	}
+	// A key added again sets no bit: rewrites of a key do not fill it.
+	before := p.fresh.Load()
+	p.add([]byte("key:0:1"))
+	if p.fresh.Load() != before {
+		t.Error("adding a key again counted as a fresh key")
+	}
+}
+
+// Reads of keys that were never written skip Badger once the keys are
+// counted, and reads of keys Badger holds still find them, after a
+// restart too (the count fills the filter).
+func TestPresenceSparesLookupsOfNewKeys(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, FsyncEverysec, nil)
+	for i := range 100 {
+		set(t, s, 0, "k"+strconv.Itoa(i), str("v", 0))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir, FsyncEverysec, nil)
+	s.awaitCount()
+	lookups, skips := s.lookups.Load(), s.presSkips.Load()
+	for i := range 100 {
+		if _, ok := get(t, s, 0, "new"+strconv.Itoa(i)); ok {
+			t.Fatalf("new%d found", i)
+		}
+	}
+	if d := s.lookups.Load() - lookups; d > 10 {
+		t.Errorf("100 reads of new keys went to Badger %d times; want a few false positives at most", d)
+	}
+	if d := s.presSkips.Load() - skips; d < 90 {
+		t.Errorf("the filter spared %d of 100 lookups of new keys", d)
+	}
+	for i := range 100 {
+		if v, ok := get(t, s, 0, "k"+strconv.Itoa(i)); !ok || v != "v" {
+			t.Fatalf("k%d = %q, %v after a restart; want v", i, v, ok)
+		}
+	}
+	// Another database's keys are other keys.
+	if _, ok := get(t, s, 1, "k1"); ok {
+		t.Fatal("k1 found in database 1")
+	}
+}
+
+// While keys pour in, the filter is rebuilt again and again, with writes
+// waiting for the applier meanwhile and a cache too small to keep them:
+// no read of a key that was written may miss it (KV-1), then or after a
+// restart.
+func TestPresenceRebuildKeepsEveryKey(t *testing.T) {
+	dir := t.TempDir()
+	opts := DefaultOptions(dir)
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	opts.ApplyDelay = 20 * time.Millisecond // many writes wait when a rebuild starts
+	opts.CacheSize = 4 << 10                // and few stay cached once applied
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing is written yet: a small first filter, so that it fills.
+	s.presMin = 256
+	s.pres.Store(newPresence(0, s.presMin))
+	first := s.pres.Load()
+	// Writes go on while a rebuild holds its snapshot: only stage can
+	// add them to the new filter.
+	s.presHook = func() { time.Sleep(30 * time.Millisecond) }
+	s.Start()
+	defer s.Close()
+
+	const writers, perWriter, batch = 4, 3000, 10
+	var written [writers]atomic.Int64 // keys w:i below this are written
+	key := func(w, i int) []byte { return []byte("w" + strconv.Itoa(w) + ":" + strconv.Itoa(i)) }
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	var misses atomic.Int64
+	for r := range 2 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			rng := rand.New(rand.NewPCG(uint64(r), 1))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				w := rng.IntN(writers)
+				n := written[w].Load()
+				if n == 0 {
+					continue
+				}
+				k := key(w, rng.IntN(int(n)))
+				_, err := s.View(func(tx store.Tx) error {
+					if _, ok, err := tx.Get(0, k); err != nil || !ok {
+						misses.Add(1)
+						t.Errorf("%s was written, and a read missed it (err %v)", k, err)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perWriter; i += batch {
+				_, err := s.Update(func(tx store.Tx) error {
+					for j := i; j < i+batch; j++ {
+						if err := tx.Set(0, key(w, j), str("v", 0)); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				written[w].Store(int64(i + batch))
+			}
+		}()
+	}
+	wg.Wait()
+	// Let the applier empty memory while the readers go on.
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	readers.Wait()
+	if misses.Load() > 0 {
+		t.Fatalf("%d reads missed written keys", misses.Load())
+	}
+	if p := s.pres.Load(); p == first || p.capacity < writers*perWriter/2 {
+		t.Fatalf("the filter was not rebuilt for the keys there are (capacity %d, first %d)", p.capacity, first.capacity)
+	}
+	check := func(s *DB, when string) {
+		t.Helper()
+		for w := range writers {
+			for i := range perWriter {
+				if _, ok := get(t, s, 0, string(key(w, i))); !ok {
+					t.Fatalf("%s: %s missing", when, key(w, i))
+				}
+			}
+		}
+	}
+	check(s, "after the writes")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	s2.Start()
+	s2.awaitCount()
+	check(s2, "after a restart")
+}
