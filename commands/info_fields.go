@@ -57,5 +57,6 @@ var InfoOmittedSections = map[string]string{
 var InfoExtra = map[string][]string{
 	"server": {"go_version", "oncekv_version"},
 	"persistence": {"oncekv_appendfsync", "oncekv_pending_writes", "oncekv_unsynced_writes",
-		"oncekv_lsm_size_bytes", "oncekv_vlog_size_bytes", "oncekv_writes_refused", "oncekv_write_error"},
+		"oncekv_lsm_size_bytes", "oncekv_vlog_size_bytes", "oncekv_writes_refused", "oncekv_write_error",
+		"oncekv_key_filter_bytes", "oncekv_lookups", "oncekv_lookups_skipped"},
 }

@@ -110,6 +110,10 @@ func New(cfg config.Config, log *zap.Logger) (*App, error) {
 				"oncekv_writes_refused":  refused,
 				"oncekv_write_error":     cause,
 				"oncekv_unsynced_writes": unsyncedWrites(st, s),
+
+				"oncekv_key_filter_bytes": strconv.FormatInt(s.FilterBytes, 10),
+				"oncekv_lookups":          strconv.FormatInt(s.Lookups, 10),
+				"oncekv_lookups_skipped":  strconv.FormatInt(s.LookupsSkipped, 10),
 			}
 		},
 		ExpiredKeys: func() int64 { return st.Stats().Expired },

@@ -28,6 +28,7 @@ func (s *DB) countKeys() {
 					s.log.Warn("store closed while counting keys")
 					return
 				}
+				s.trimWhileScanning(n)
 				k := it.Item().Key()
 				if sp.space == spaceKeys {
 					s.pres.Load().add(k)

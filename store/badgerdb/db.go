@@ -351,11 +351,16 @@ type DB struct {
 	// names the table files (trim_linux.go).
 	realDir string
 
-	kick    chan struct{}
-	stop    chan struct{}
-	wg      sync.WaitGroup
-	started bool
-	closed  atomic.Bool
+	kick chan struct{}
+	stop chan struct{}
+	wg   sync.WaitGroup
+	// committers are the log, apply and sync loops (also in wg): they
+	// never take mu, so a caller holding mu may wait for them (waitFor),
+	// where waiting for wg could wait for a sweep or a filter rebuild
+	// that waits for mu.
+	committers sync.WaitGroup
+	started    bool
+	closed     atomic.Bool
 }
 
 var _ store.Store = (*DB)(nil)
@@ -488,12 +493,14 @@ func (s *DB) Start() {
 		defer s.wg.Done()
 		s.countKeys()
 	}()
+	s.committers.Add(2)
 	go s.logLoop()
 	go s.applyLoop()
 	s.wg.Add(1)
 	go s.presenceLoop()
 	if s.opts.Fsync == FsyncEverysec {
 		s.wg.Add(1)
+		s.committers.Add(1)
 		go s.syncLoop()
 	}
 	if s.opts.SweepInterval > 0 {
@@ -556,6 +563,12 @@ type Stats struct {
 	// Expired counts keys the sweeper deleted because their deadline
 	// passed.
 	Expired int64
+	// Lookups counts the reads of keys that memory did not hold that
+	// went to Badger, and LookupsSkipped the ones the key filter
+	// (presence.go) answered; FilterBytes is the filter's size.
+	Lookups        int64
+	LookupsSkipped int64
+	FilterBytes    int64
 }
 
 // Stats reports the committer's progress and Badger's sizes.
@@ -570,6 +583,10 @@ func (s *DB) Stats() Stats {
 		LSMSize:   lsm,
 		VlogSize:  vlog,
 		Expired:   s.expired.Load(),
+
+		Lookups:        s.lookups.Load(),
+		LookupsSkipped: s.presSkips.Load(),
+		FilterBytes:    s.pres.Load().bytes(),
 	}
 	st.Pending = staged - st.Committed
 	st.LastError = s.writeError()
@@ -775,7 +792,7 @@ func (s *DB) waitFor(ctx context.Context, n uint64, counter *atomic.Uint64) erro
 			}
 			// Close commits everything it can before the committer
 			// stops; wait for that.
-			s.wg.Wait()
+			s.committers.Wait()
 			if counter.Load() >= n {
 				return nil
 			}
@@ -1058,6 +1075,7 @@ func (s *DB) recoverWAL() error {
 
 func (s *DB) logLoop() {
 	defer s.wg.Done()
+	defer s.committers.Done()
 	for {
 		select {
 		case <-s.kick:
@@ -1080,6 +1098,7 @@ func (s *DB) logLoop() {
 
 func (s *DB) applyLoop() {
 	defer s.wg.Done()
+	defer s.committers.Done()
 	for {
 		select {
 		case <-s.applyKick:
@@ -1390,6 +1409,7 @@ func (s *DB) write(ops []op) error {
 
 func (s *DB) syncLoop() {
 	defer s.wg.Done()
+	defer s.committers.Done()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {

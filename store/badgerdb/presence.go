@@ -3,15 +3,16 @@ package badgerdb
 import (
 	"hash/maphash"
 	"math/bits"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 	"go.uber.org/zap"
 )
 
-// The presence filter spares a read of a key that memory does not hold
-// the lookup in Badger when the key is new: a Bloom filter of every
-// keyspace key that Badger may hold. Badger's lookup of a missing key
+// The presence filter spares a command on a new key Badger's lookup: it
+// is a Bloom filter of every keyspace key that Badger may hold, consulted
+// when memory does not hold the key. Badger's lookup of a missing key
 // searches each memtable's skiplist and each level (its own Bloom filters
 // only skip tables), and a new key's write needs that answer (did it
 // exist, with which deadline): under a load of fresh keys (idempotency
@@ -29,8 +30,9 @@ import (
 //     the filter is used once that count is done (ready);
 //   - deleted keys stay in the filter, so a store whose keys come and go
 //     would fill it: once it has taken twice the keys it was sized for,
-//     a new one is built (rebuildPresence) from the keys in memory and a
-//     scan of a snapshot taken after them, while stage adds to both.
+//     a new one, sized for 1.25 times the keys there are, is built
+//     (rebuildPresence) from the keys in memory and a scan of a snapshot
+//     taken after them, while stage adds to both.
 
 const (
 	// presenceBitsPerKey and presenceProbes give about 2.5% false
@@ -67,7 +69,9 @@ type presence struct {
 func newPresence(keys, minKeys int64) *presence {
 	keys = max(keys, minKeys, 1)
 	n := (keys*presenceBitsPerKey + presenceBlockBits - 1) / presenceBlockBits
-	return &presence{seed: maphash.MakeSeed(), blocks: make([]presenceBlock, n), capacity: keys}
+	p := &presence{seed: maphash.MakeSeed(), capacity: keys}
+	p.blocks = presenceBlocks(p, n)
+	return p
 }
 
 // probe is the block of key and the hash its probes are taken from.
@@ -94,11 +98,17 @@ func (p *presence) add(key []byte) {
 	if set {
 		p.fresh.Add(1)
 	}
+	runtime.KeepAlive(p) // see mayHave
 }
 
 // mayHave reports whether key may have been added; false is certain.
 func (p *presence) mayHave(key []byte) bool {
 	b, h := p.probe(key)
+	// b points outside the Go heap (presenceBlocks), so it does not keep
+	// p alive: p must stay reachable until the last read, or a filter
+	// just replaced could be unmapped under it (a fault, or zeros: a
+	// key reported absent).
+	defer runtime.KeepAlive(p)
 	for range presenceProbes {
 		bit := h % presenceBlockBits
 		h /= presenceBlockBits
@@ -214,8 +224,18 @@ func (s *DB) rebuildPresence() {
 		if i++; i%4096 == 0 && s.closed.Load() {
 			return
 		}
+		s.trimWhileScanning(i)
 		np.add(it.Item().Key())
 	}
 	done = true
 	s.log.Debug("presence filter rebuilt", zap.Int64("keys", n), zap.Int64("bytes", np.bytes()))
+}
+
+// trimWhileScanning trims the table mappings every 128Ki keys of a scan
+// of the whole keyspace (a rebuild, the count), which would otherwise
+// map up to a second's worth of tables (hundreds of MiB) between trims.
+func (s *DB) trimWhileScanning(i int) {
+	if i%(1<<17) == 0 && s.opts.TrimInterval > 0 {
+		s.trimTables()
+	}
 }

@@ -69,17 +69,21 @@ func TestPresenceSparesLookupsOfNewKeys(t *testing.T) {
 	}
 	s = open(t, dir, FsyncEverysec, nil)
 	s.awaitCount()
-	lookups, skips := s.lookups.Load(), s.presSkips.Load()
+	before := s.Stats()
 	for i := range 100 {
 		if _, ok := get(t, s, 0, "new"+strconv.Itoa(i)); ok {
 			t.Fatalf("new%d found", i)
 		}
 	}
-	if d := s.lookups.Load() - lookups; d > 10 {
+	after := s.Stats()
+	if d := after.Lookups - before.Lookups; d > 10 {
 		t.Errorf("100 reads of new keys went to Badger %d times; want a few false positives at most", d)
 	}
-	if d := s.presSkips.Load() - skips; d < 90 {
+	if d := after.LookupsSkipped - before.LookupsSkipped; d < 90 {
 		t.Errorf("the filter spared %d of 100 lookups of new keys", d)
+	}
+	if after.FilterBytes < presenceMinKeys*presenceBitsPerKey/8 {
+		t.Errorf("FilterBytes = %d", after.FilterBytes)
 	}
 	for i := range 100 {
 		if v, ok := get(t, s, 0, "k"+strconv.Itoa(i)); !ok || v != "v" {
@@ -207,4 +211,55 @@ func TestPresenceRebuildKeepsEveryKey(t *testing.T) {
 	s2.Start()
 	s2.awaitCount()
 	check(s2, "after a restart")
+}
+
+// Close does not hang when a command that holds the keyspace lock waits
+// for the applier (FLUSHDB, BACKUP) while a background task waits for that
+// lock: a filter rebuild here, a sweep likewise.
+func TestCloseWhileALockHolderDrains(t *testing.T) {
+	for _, task := range []string{"rebuild", "sweep"} {
+		t.Run(task, func(t *testing.T) {
+			opts := DefaultOptions(t.TempDir())
+			opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+			if task == "sweep" {
+				opts.SweepInterval = time.Millisecond
+			}
+			s, err := Open(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			applying := make(chan struct{}, 1)
+			s.applyHook = func([]op) { // no round reaches Badger before Close
+				kickChan(applying)
+				<-s.stop
+			}
+			s.Start()
+			s.awaitCount()
+			set(t, s, 0, "a", str("1", 1)) // expired: a sweep has work, and waits for mu
+			<-applying
+			flushed := make(chan error, 1)
+			go func() {
+				_, err := s.Update(func(tx store.Tx) error {
+					if task == "rebuild" {
+						kickChan(s.rebuildPres) // it waits for mu
+					}
+					return tx.Flush(0) // which FLUSHDB holds while it drains
+				})
+				flushed <- err
+			}()
+			time.Sleep(100 * time.Millisecond)
+			closed := make(chan error, 1)
+			go func() { closed <- s.Close() }()
+			select {
+			case <-closed:
+			case <-time.After(5 * time.Second):
+				t.Fatal("Close hung")
+			}
+			select {
+			case <-flushed:
+			case <-time.After(5 * time.Second):
+				t.Fatal("FLUSHDB never returned")
+			}
+		})
+	}
 }
