@@ -277,6 +277,9 @@ type DB struct {
 	// shared while a read uses it.
 	snapMu sync.RWMutex
 	snap   *badger.Txn
+	// snapGen counts the snapshots installed; it changes, under snapMu,
+	// whenever snap does (sweepLater).
+	snapGen atomic.Uint64
 	// ownReads counts the point reads that had no snapshot (for tests).
 	ownReads atomic.Int64
 	// pres is the presence filter of the keys Badger holds (presence.go);
@@ -292,6 +295,9 @@ type DB struct {
 	presSkips atomic.Int64
 	// presHook, if set, runs while a rebuild holds its snapshot (tests).
 	presHook func()
+	// sweepHook, if set, runs between a sweep's reads outside the
+	// keyspace lock and its deletions under it (tests).
+	sweepHook func()
 	// cleanMu is held shared by scans, which read the overlay as they go,
 	// and exclusively by the applier while it makes entries clean: an
 	// entry in the overlay when a scan starts stays there until it ends.
@@ -968,6 +974,7 @@ func (s *DB) swapSnap(txn *badger.Txn) {
 	s.snapMu.Lock()
 	old := s.snap
 	s.snap = txn
+	s.snapGen.Add(1)
 	s.snapMu.Unlock()
 	if old != nil {
 		old.Discard()

@@ -3,6 +3,7 @@ package badgerdb
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -788,5 +789,122 @@ func TestSweepDoesNotWaitForCleaning(t *testing.T) {
 	}
 	if n := lenOf(t, s, 0); n != 0 {
 		t.Fatalf("%d keys left after sweeping them all", n)
+	}
+}
+
+// A sweep reads the due keys that memory does not hold without the
+// keyspace lock (a write goes on meanwhile: the hook's would hang
+// otherwise), then checks them again under it: a key given another
+// deadline meanwhile is not deleted for the deadline the sweep read,
+// whether that write still waits in memory or has reached Badger and
+// left memory before the sweep takes the lock.
+func TestSweepReadsOutsideTheLockThenRechecks(t *testing.T) {
+	for _, applied := range []bool{false, true} {
+		t.Run(map[bool]string{false: "rewrite waiting", true: "rewrite applied"}[applied], func(t *testing.T) {
+			var clock atomic.Int64
+			clock.Store(1_000_000)
+			opts := DefaultOptions(t.TempDir())
+			opts.Clock = clock.Load
+			opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+			opts.CacheSize = 0 // applied entries leave memory
+			opts.ApplyDelay = time.Hour
+			if applied {
+				opts.ApplyDelay = 0
+			}
+			s, err := Open(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Start()
+			defer s.Close()
+			gone := func(key string) {
+				t.Helper()
+				deadline := time.Now().Add(10 * time.Second)
+				for s.inMemory(dataKey(0, []byte(key))) {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s never left memory", key)
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			set(t, s, 0, "kept", str("v", 1_000_010))
+			set(t, s, 0, "expired", str("v", 1_000_010))
+			if err := s.drainForTest(); err != nil {
+				t.Fatal(err)
+			}
+			gone("kept")
+			gone("expired")
+			clock.Store(1_000_100)
+			hooked := 0
+			s.sweepHook = func() {
+				hooked++
+				set(t, s, 0, "kept", str("w", 2_000_000))
+				if applied {
+					gone("kept")
+				} else if !s.inMemory(dataKey(0, []byte("kept"))) {
+					t.Error("the rewrite left memory at once")
+				}
+			}
+			before := s.Stats().Lookups
+			if n := s.Sweep(time.Second); n != 1 {
+				t.Errorf("swept %d keys, want 1 (expired)", n)
+			}
+			if hooked == 0 {
+				t.Fatal("the sweep read no key outside the lock")
+			}
+			// Badger reads: both keys outside the lock, and the hook's
+			// SET of kept; once kept's rewrite is applied (a new
+			// snapshot), both again under the lock.
+			want := int64(3)
+			if applied {
+				want = 5
+			}
+			if d := s.Stats().Lookups - before; d != want {
+				t.Errorf("%d Badger reads, want %d", d, want)
+			}
+			if v, ok := get(t, s, 0, "kept"); !ok || v != "w" {
+				t.Fatalf("kept = %q, %v after the sweep; want w, with its new deadline", v, ok)
+			}
+			if _, ok := get(t, s, 0, "expired"); ok {
+				t.Fatal("expired survived the sweep")
+			}
+			if n := lenOf(t, s, 0); n != 1 {
+				t.Fatalf("%d keys counted, want 1", n)
+			}
+		})
+	}
+}
+
+// Writes refused between a sweep's reads and its deletions leave the due
+// keys for a later sweep, which deletes them once writes are accepted
+// again: the sweep does not skip them until some later deadline.
+func TestSweepRetriesKeysItCouldNotSettle(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(1_000_000)
+	opts := DefaultOptions(t.TempDir())
+	opts.Clock = clock.Load
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	opts.CacheSize = 0
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	defer s.Close()
+	set(t, s, 0, "a", str("v", 1_000_010))
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	clock.Store(1_000_100)
+	refused := errors.New("disk full")
+	s.sweepHook = func() { s.failure.Store(&refused) }
+	if n := s.Sweep(time.Second); n != 0 {
+		t.Fatalf("swept %d keys while writes were refused", n)
+	}
+	s.sweepHook = nil
+	s.failure.Store(nil)
+	clock.Store(1_000_200)
+	if n := s.Sweep(time.Second); n != 1 {
+		t.Fatalf("swept %d keys once writes were accepted again, want 1", n)
 	}
 }

@@ -2,10 +2,14 @@ package badgerdb
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"go.uber.org/zap"
+
+	"github.com/oncekv/oncekv/store"
 )
 
 // sweepBudget bounds one tick of the sweeper, as Redis bounds its active
@@ -33,19 +37,45 @@ func (s *DB) Sweep(budget time.Duration) int {
 	return total
 }
 
+// sweepCand is an expiry index entry that a sweep found due.
+type sweepCand struct {
+	idx []byte // the index entry
+	at  int64  // its deadline
+	key []byte // the key, in idx
+}
+
 // sweepRound deletes up to SweepKeys expired keys of db; more reports that
 // the round was full, so more expired keys may be waiting.
+//
+// Each due entry's key is checked before it is deleted: an entry whose key
+// has another deadline, or is gone, is stale, and only the entry goes. A
+// key that memory holds is checked under the keyspace lock at once. A key
+// that memory does not hold needs Badger, whose reads (tens of µs when the
+// table pages must be mapped again) held up every command while keys
+// expired en masse; those are read from the read snapshot after the lock
+// is released, then checked under it again (sweepLater).
 func (s *DB) sweepRound(db int) (deleted int, more bool) {
+	later, now, deleted, more := s.sweepDue(db)
+	if len(later) > 0 {
+		deleted += s.sweepLater(db, now, later)
+	}
+	s.expired.Add(int64(deleted))
+	return deleted, more
+}
+
+// sweepDue scans db's expiry index for due entries under the keyspace
+// lock, settles those whose key memory holds, and returns the others.
+func (s *DB) sweepDue(db int) (later []sweepCand, now int64, deleted int, more bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.mayHaveKeys(db) || s.writeError() != nil {
 		// Nothing to sweep, or writes are refused (a full disk): the
 		// expired keys stay invisible until they can be deleted.
-		return 0, false
+		return nil, 0, 0, false
 	}
 	t := &tx{s: s, now: s.now(), write: true}
 	if t.now < s.nextSweep[db] {
-		return 0, false // no deadline has passed yet
+		return nil, 0, 0, false // no deadline has passed yet
 	}
 	s.sweepScans++
 	prefix := dbPrefix(spaceExpiry, db)
@@ -53,12 +83,7 @@ func (s *DB) sweepRound(db int) (deleted int, more bool) {
 	if from := s.sweepFrom[db]; from != nil {
 		start = from
 	}
-	type cand struct {
-		idx []byte
-		at  int64
-		key []byte
-	}
-	var cands []cand
+	var cands []sweepCand
 	next := int64(math.MaxInt64) // the first deadline still ahead
 	err := s.scanAux(prefix, start, func(uint64) { s.sweepSteps++ }, func(raw, _ []byte) (bool, error) {
 		if len(raw) < 11 {
@@ -69,33 +94,33 @@ func (s *DB) sweepRound(db int) (deleted int, more bool) {
 			next = at
 			return false, nil
 		}
-		c := cand{idx: append([]byte(nil), raw...), at: at}
+		c := sweepCand{idx: append([]byte(nil), raw...), at: at}
 		c.key = c.idx[11:]
 		cands = append(cands, c)
 		return len(cands) < s.opts.SweepKeys, nil
 	})
 	if err != nil {
 		s.log.Warn("sweep: scan expiry index", zap.Error(err))
-		return 0, false
+		return nil, 0, 0, false
 	}
 	for _, c := range cands {
+		if !s.inMemory(dataKey(db, c.key)) {
+			later = append(later, c)
+			continue
+		}
 		v, raw, ok, err := t.getAny(db, c.key)
 		if err != nil {
 			s.log.Warn("sweep: read key", zap.Error(err))
-			return deleted, false
+			if t.last != 0 {
+				s.poke()
+			}
+			return nil, t.now, deleted, false
 		}
-		if ok && v.ExpireAt == c.at {
-			t.remove(db, c.key, raw, v)
-			deleted++
-			continue
-		}
-		// A stale index entry: the key changed deadline or went away.
-		t.stage(c.idx, nil, true, false)
+		deleted += t.settle(db, c, raw, v, ok)
 	}
 	if t.last != 0 {
 		s.poke()
 	}
-	s.expired.Add(int64(deleted))
 	full := len(cands) == s.opts.SweepKeys
 	if full {
 		// The next round starts where this one stopped, rather than
@@ -114,5 +139,110 @@ func (s *DB) sweepRound(db int) (deleted int, more bool) {
 		}
 		s.sweepFrom[db] = nil
 	}
-	return deleted, full
+	return later, t.now, deleted, full
+}
+
+// sweepLater settles due entries whose key memory did not hold: it reads
+// the keys from the read snapshot without the keyspace lock, then takes
+// the lock and uses what it read for each key that memory still does not
+// hold, as long as the snapshot has not been replaced since. Checked in
+// that order, this is what the key holds: a write after the read keeps
+// the key in memory until the applier has written it to Badger and
+// replaced the snapshot (refreshSnap), which changes its generation. Any
+// other key is read again, under the lock, as sweepDue does.
+func (s *DB) sweepLater(db int, now int64, later []sweepCand) (deleted int) {
+	raws := make([][]byte, len(later))
+	for i, c := range later {
+		raws[i] = dataKey(db, c.key)
+	}
+	vals, found, gens := s.readSnapshot(raws)
+	if s.sweepHook != nil {
+		s.sweepHook()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := &tx{s: s, now: now, write: true}
+	defer func() {
+		if t.last != 0 {
+			s.poke()
+		}
+	}()
+	for i, c := range later {
+		if s.writeError() != nil {
+			s.sweepAgain(db, c.at)
+			return deleted
+		}
+		if gens[i] != 0 && !s.inMemory(raws[i]) && s.snapGen.Load() == gens[i] {
+			var v store.Value
+			ok := found[i]
+			if ok {
+				v, ok = decodeValue(vals[i])
+			}
+			deleted += t.settle(db, c, raws[i], v, ok)
+			continue
+		}
+		v, raw, ok, err := t.getAny(db, c.key)
+		if err != nil {
+			s.log.Warn("sweep: read key", zap.Error(err))
+			s.sweepAgain(db, c.at)
+			return deleted
+		}
+		deleted += t.settle(db, c, raw, v, ok)
+	}
+	return deleted
+}
+
+// sweepAgain makes the next round of db scan from the start of the index
+// by the time deadline at passes: sweepDue, which moved on past the
+// entries it handed to sweepLater, may have set the next scan later than
+// the ones sweepLater could not settle. Called with mu held.
+func (s *DB) sweepAgain(db int, at int64) {
+	s.nextSweep[db] = min(s.nextSweep[db], at)
+	s.sweepFrom[db] = nil
+}
+
+// settle deletes the key of due index entry c if it still has c's
+// deadline (v, ok: the key's value, if any), and otherwise only the stale
+// entry. It reports the keys deleted.
+func (t *tx) settle(db int, c sweepCand, raw []byte, v store.Value, ok bool) int {
+	if ok && v.ExpireAt == c.at {
+		t.remove(db, c.key, raw, v)
+		return 1
+	}
+	// A stale index entry: the key changed deadline or went away.
+	t.stage(c.idx, nil, true, false)
+	return 0
+}
+
+// inMemory reports whether memory holds raw's entry, dirty or clean.
+func (s *DB) inMemory(raw []byte) bool {
+	s.omu.RLock()
+	_, ok := s.mem[string(raw)]
+	s.omu.RUnlock()
+	return ok
+}
+
+// readSnapshot reads raw keys from the read snapshot: their values,
+// whether each was found, and the generation of the snapshot each was read
+// in (0 when there was none, or the read failed: it may not be used). It
+// holds the snapshot for one read at a time, so that the applier, which
+// waits for it to install a new one, holds up other readers no longer.
+func (s *DB) readSnapshot(raws [][]byte) (vals [][]byte, found []bool, gens []uint64) {
+	vals, found, gens = make([][]byte, len(raws)), make([]bool, len(raws)), make([]uint64, len(raws))
+	for i, raw := range raws {
+		s.snapMu.RLock()
+		if s.snap != nil {
+			s.lookups.Add(1)
+			item, err := s.snap.Get(raw)
+			if err == nil {
+				vals[i], err = item.ValueCopy(nil)
+				found[i] = err == nil
+			}
+			if err == nil || errors.Is(err, badger.ErrKeyNotFound) {
+				gens[i] = s.snapGen.Load()
+			}
+		}
+		s.snapMu.RUnlock()
+	}
+	return vals, found, gens
 }
