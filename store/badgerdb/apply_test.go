@@ -22,13 +22,7 @@ func openDelayed(tb testing.TB, delay time.Duration, maxPending int) *DB {
 	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
 	opts.ApplyDelay = delay
 	opts.MaxPending = maxPending
-	s, err := Open(opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s.Start()
-	tb.Cleanup(func() { s.Close() })
-	return s
+	return openOpts(tb, opts)
 }
 
 // Logged writes wait for the delay, then reach Badger by themselves.

@@ -792,6 +792,29 @@ func TestSweepDoesNotWaitForCleaning(t *testing.T) {
 	}
 }
 
+// uncachedOpts are options for a store on clock (set to 1,000,000 ms)
+// whose applied entries leave memory, that sweeps only when told to.
+func uncachedOpts(tb testing.TB, clock *atomic.Int64) Options {
+	clock.Store(1_000_000)
+	opts := DefaultOptions(tb.TempDir())
+	opts.Clock = clock.Load
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	opts.CacheSize = 0
+	return opts
+}
+
+// openOpts is a started store with opts, closed when the test ends.
+func openOpts(tb testing.TB, opts Options) *DB {
+	tb.Helper()
+	s, err := Open(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.Start()
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
 // A sweep reads the due keys that memory does not hold without the
 // keyspace lock (a write goes on meanwhile: the hook's would hang
 // otherwise), then checks them again under it: a key given another
@@ -802,21 +825,12 @@ func TestSweepReadsOutsideTheLockThenRechecks(t *testing.T) {
 	for _, applied := range []bool{false, true} {
 		t.Run(map[bool]string{false: "rewrite waiting", true: "rewrite applied"}[applied], func(t *testing.T) {
 			var clock atomic.Int64
-			clock.Store(1_000_000)
-			opts := DefaultOptions(t.TempDir())
-			opts.Clock = clock.Load
-			opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
-			opts.CacheSize = 0 // applied entries leave memory
+			opts := uncachedOpts(t, &clock)
 			opts.ApplyDelay = time.Hour
 			if applied {
 				opts.ApplyDelay = 0
 			}
-			s, err := Open(opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.Start()
-			defer s.Close()
+			s := openOpts(t, opts)
 			gone := func(key string) {
 				t.Helper()
 				deadline := time.Now().Add(10 * time.Second)
@@ -880,17 +894,7 @@ func TestSweepReadsOutsideTheLockThenRechecks(t *testing.T) {
 // again: the sweep does not skip them until some later deadline.
 func TestSweepRetriesKeysItCouldNotSettle(t *testing.T) {
 	var clock atomic.Int64
-	clock.Store(1_000_000)
-	opts := DefaultOptions(t.TempDir())
-	opts.Clock = clock.Load
-	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
-	opts.CacheSize = 0
-	s, err := Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	defer s.Close()
+	s := openOpts(t, uncachedOpts(t, &clock))
 	set(t, s, 0, "a", str("v", 1_000_010))
 	if err := s.drainForTest(); err != nil {
 		t.Fatal(err)
