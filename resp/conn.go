@@ -48,8 +48,11 @@ type Conn struct {
 	rd      *Reader
 	srv     *Server
 	// blocked is set while a blocking command waits: the client is not
-	// idle then (timeout does not apply), as in Redis.
-	blocked atomic.Bool
+	// idle then (timeout does not apply), as in Redis. unblockedAt is when
+	// the last one ended (Unix nanoseconds): the client's idle time runs
+	// from its reply, not from its request.
+	blocked     atomic.Bool
+	unblockedAt atomic.Int64
 	// idleWait is set while the connection waits for input (see
 	// Server.armIdle).
 	idleWait atomic.Bool

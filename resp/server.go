@@ -527,6 +527,7 @@ func (s *Server) runBlocked(c *Conn, fn BlockFunc, gone <-chan struct{}) {
 	c.blocked.Store(true)
 	s.stats.Blocked.Add(1)
 	defer func() {
+		c.unblockedAt.Store(time.Now().UnixNano())
 		c.blocked.Store(false)
 		s.stats.Blocked.Add(-1)
 		if p := recover(); p != nil {
@@ -561,8 +562,12 @@ func (s *Server) serveDetached(c *Conn) error {
 				err = rd.Fill()
 				s.disarmIdle(c)
 				var ne net.Error
-				if err != nil && errors.As(err, &ne) && ne.Timeout() && (c.blocked.Load() || len(items) > 0) {
-					continue // a blocked client is not idle
+				if err != nil && errors.As(err, &ne) && ne.Timeout() && (c.blocked.Load() || len(items) > 0 ||
+					time.Since(time.Unix(0, c.unblockedAt.Load())) < time.Duration(s.idle.Load())) {
+					// A blocked client is not idle, nor one answered
+					// less than the timeout ago: the deadline was
+					// armed while it was blocked.
+					continue
 				}
 				if err == nil {
 					continue
