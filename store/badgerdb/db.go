@@ -915,13 +915,8 @@ func (s *DB) getRaw(key []byte) (val []byte, ok bool, n uint64, err error) {
 	if s.surelyAbsent(key) {
 		err = badger.ErrKeyNotFound
 	} else {
-		s.lookups.Add(1)
-		err = s.readBadger(func(txn *badger.Txn) error {
-			item, err := txn.Get(key)
-			if err != nil {
-				return err
-			}
-			out, err = item.ValueCopy(nil)
+		err = s.readBadger(func(txn *badger.Txn) (err error) {
+			out, err = s.lookup(txn, key)
 			return err
 		})
 	}
@@ -937,6 +932,17 @@ func (s *DB) getRaw(key []byte) (val []byte, ok bool, n uint64, err error) {
 	}
 	s.omu.Unlock()
 	return out, !absent, 0, nil
+}
+
+// lookup reads key's value in txn (badger.ErrKeyNotFound if it has none),
+// counting the read.
+func (s *DB) lookup(txn *badger.Txn, key []byte) ([]byte, error) {
+	s.lookups.Add(1)
+	item, err := txn.Get(key)
+	if err != nil {
+		return nil, err
+	}
+	return item.ValueCopy(nil)
 }
 
 // readBadger runs fn in the read snapshot, or, when there is none (before

@@ -232,12 +232,9 @@ func (s *DB) readSnapshot(raws [][]byte) (vals [][]byte, found []bool, gens []ui
 	for i, raw := range raws {
 		s.snapMu.RLock()
 		if s.snap != nil {
-			s.lookups.Add(1)
-			item, err := s.snap.Get(raw)
-			if err == nil {
-				vals[i], err = item.ValueCopy(nil)
-				found[i] = err == nil
-			}
+			var err error
+			vals[i], err = s.lookup(s.snap, raw)
+			found[i] = err == nil
 			if err == nil || errors.Is(err, badger.ErrKeyNotFound) {
 				gens[i] = s.snapGen.Load()
 			}
