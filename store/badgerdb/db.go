@@ -229,13 +229,17 @@ type DB struct {
 	// nextSweep is, per database and under mu, the earliest deadline
 	// that the expiry index may hold (Unix ms): the first one the last
 	// sweep left, lowered by every deadline set since. Before it, the
-	// sweeper does not scan the index, where the deadlines of deleted
-	// or changed keys linger as tombstones it would have to skip.
+	// sweeper does not scan the index, and a scan starts at its place
+	// in the index rather than at the index's start: below it lie the
+	// entries swept so far, as tombstones until Badger compacts them
+	// away, which every scan from the start stepped over again.
 	nextSweep []int64
 	// sweepFrom is, per database and under mu, the expiry index entry
 	// where the last sweep round stopped while more expired keys waited
-	// (nil: the start of the index).
+	// (nil: start at nextSweep); setSince is the earliest deadline set
+	// since the rounds that follow that cursor began (MaxInt64: none).
 	sweepFrom [][]byte
+	setSince  []int64
 	// sweepSteps counts the overlay entries the sweeper's scans stepped
 	// over, deleted ones included (for tests).
 	sweepSteps int
@@ -427,6 +431,7 @@ func Open(opts Options) (*DB, error) {
 		baseExp:     make([]int, opts.Databases),
 		nextSweep:   make([]int64, opts.Databases),
 		sweepFrom:   make([][]byte, opts.Databases),
+		setSince:    make([]int64, opts.Databases),
 		counted:     make(chan struct{}),
 		mem:         make(map[string]*entry),
 		dirty:       make(map[string]*entry),

@@ -727,8 +727,8 @@ func TestSweepRoundsResumeWhereTheLastStopped(t *testing.T) {
 
 // TestSweepAfterClockStepBack: an index entry put before the sweep
 // cursor (the wall clock stepped back while a backlog was swept) is still
-// swept: the round that ends the backlog does not trust a scan that began
-// at the cursor to say when the next deadline is.
+// swept: the round that ends the backlog lowers the next deadline it found
+// to the earliest one set since the backlog's rounds began.
 func TestSweepAfterClockStepBack(t *testing.T) {
 	var clock atomic.Int64
 	clock.Store(1_000_000)
@@ -749,6 +749,50 @@ func TestSweepAfterClockStepBack(t *testing.T) {
 	clock.Store(1_001_000 + n)
 	s.Sweep(time.Hour)
 	s.Sweep(time.Hour)
+	if c := s.counts[0]; c != 1 {
+		t.Fatalf("%d keys left, want 1 (far)", c)
+	}
+}
+
+// TestSweepStartsAtTheEarliestDeadline: once a backlog is swept, the
+// next scans start where the earliest remaining deadline sorts in the
+// index, not at its start, where the entries swept so far lie as deletions
+// (in the overlay until applied, then as Badger tombstones until
+// compacted away): under a steady stream of expiring keys, every scan from
+// the start stepped over all of them again, under the keyspace lock.
+func TestSweepStartsAtTheEarliestDeadline(t *testing.T) {
+	var clock atomic.Int64
+	opts := uncachedOpts(t, &clock)
+	opts.ApplyDelay = time.Hour // the deletions stay in the overlay, where steps counts them
+	s := openOpts(t, opts)
+	steps := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		n := s.sweepSteps
+		s.sweepSteps = 0
+		return n
+	}
+	const n = 10 * 64
+	for i := range n {
+		set(t, s, 0, fmt.Sprintf("k%05d", i), str("v", 1_001_000+int64(i)))
+	}
+	set(t, s, 0, "far", str("v", 2_000_000))
+	clock.Store(1_001_000 + n)
+	if got := s.Sweep(time.Hour); got != n {
+		t.Fatalf("swept %d keys, want %d", got, n)
+	}
+	steps()
+	for i := range 3 {
+		at := clock.Load() + 10
+		set(t, s, 0, fmt.Sprintf("next%d", i), str("v", at))
+		clock.Store(at)
+		if got := s.Sweep(time.Hour); got != 1 {
+			t.Fatalf("round %d: swept %d keys, want 1", i, got)
+		}
+		if st := steps(); st > 4 {
+			t.Fatalf("round %d: the scan stepped over %d index entries to sweep one key", i, st)
+		}
+	}
 	if c := s.counts[0]; c != 1 {
 		t.Fatalf("%d keys left, want 1 (far)", c)
 	}

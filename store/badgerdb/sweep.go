@@ -80,8 +80,12 @@ func (s *DB) sweepDue(db int) (later []sweepCand, now int64, deleted int, more b
 	s.sweepScans++
 	prefix := dbPrefix(spaceExpiry, db)
 	start := prefix
-	if from := s.sweepFrom[db]; from != nil {
-		start = from
+	fromLow := s.sweepFrom[db] == nil
+	switch {
+	case !fromLow:
+		start = s.sweepFrom[db]
+	case s.nextSweep[db] > 0:
+		start = expiryKey(db, s.nextSweep[db], nil)
 	}
 	var cands []sweepCand
 	next := int64(math.MaxInt64) // the first deadline still ahead
@@ -122,21 +126,28 @@ func (s *DB) sweepDue(db int) (later []sweepCand, now int64, deleted int, more b
 		s.poke()
 	}
 	full := len(cands) == s.opts.SweepKeys
-	if full {
+	switch {
+	case full:
 		// The next round starts where this one stopped, rather than
 		// stepping again over the index entries this round and the
 		// ones before it deleted (which linger in the overlay, then as
-		// Badger tombstones): every deadline set since is later than
-		// now, so its entry sorts after these.
-		s.sweepFrom[db] = cands[len(cands)-1].idx
-	} else {
-		// The backlog is swept. Only a scan from the start of the index
-		// may skip the scans until the next deadline: one that started
-		// at the cursor would miss an entry put before it (a wall clock
-		// stepped back), so the next tick scans from the start.
-		if s.sweepFrom[db] == nil {
-			s.nextSweep[db] = next
+		// Badger tombstones). A deadline set meanwhile may sort before
+		// the cursor (a wall clock stepped back, or a transaction that
+		// read the clock before this round took the lock): setSince
+		// keeps the earliest, for the end of the backlog.
+		if fromLow {
+			s.setSince[db] = math.MaxInt64
 		}
+		s.sweepFrom[db] = cands[len(cands)-1].idx
+	case fromLow:
+		// Every entry before next was due and is settled (sweepLater
+		// lowers nextSweep again for one it cannot settle).
+		s.nextSweep[db] = next
+	default:
+		// The backlog is swept: the rounds since the last scan from
+		// nextSweep settled every entry from there to next, except
+		// those put meanwhile, the earliest of which is setSince.
+		s.nextSweep[db] = min(next, s.setSince[db])
 		s.sweepFrom[db] = nil
 	}
 	return later, t.now, deleted, full

@@ -108,6 +108,7 @@ func (t *tx) Set(db int, key []byte, v store.Value) error {
 		t.stage(expiryKey(db, v.ExpireAt, key), []byte{}, false, true)
 		t.s.expiring[db]++
 		t.s.nextSweep[db] = min(t.s.nextSweep[db], v.ExpireAt)
+		t.s.setSince[db] = min(t.s.setSince[db], v.ExpireAt)
 	}
 	if !existed {
 		t.s.counts[db]++
