@@ -2,6 +2,7 @@ package kv
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,6 +29,30 @@ func handFlight(t *testing.T, s *Store, full string, n int) (*flight, []*member,
 	}
 	s.mu.Unlock()
 	return f, ms, v[1].(int64)
+}
+
+// TestRunnersAreReused: flights run on the store's runners, which wait
+// for the next flight rather than exit (a new goroutine per flight grew
+// its stack through go-redis' calls on every Run), and Close ends them.
+func TestRunnersAreReused(t *testing.T) {
+	rdb := client(t, server(t))
+	s := New(rdb)
+	o := open[string](t, s, "rr")
+	fn := func(context.Context) (string, error) { return "v", nil }
+	for i := range 50 {
+		if _, err := o.Run(ctxFor(t, 10*time.Second), "k"+strconv.Itoa(i), fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A Run may start its flight before the last flight's runner is
+	// back: a second runner is started then.
+	if n := s.runnersStarted.Load(); n < 1 || n > 3 {
+		t.Fatalf("%d runners started for 50 Runs one after another, want 1 to 3", n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the runners end after Close", func() bool { return s.runners.Load() == 0 })
 }
 
 // TestGiveBack: a caller handed the claim after its context ended gives

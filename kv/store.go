@@ -66,6 +66,15 @@ type Store struct {
 
 	mu      sync.Mutex
 	flights map[flightKey]*flight
+	// idle hands a flight to a runner waiting for one (startFlight);
+	// done, closed by Close, ends the idle runners.
+	idle      chan *flight
+	done      chan struct{}
+	closeOnce sync.Once
+	// runners counts the runners alive, and runnersStarted all the
+	// runners started (for tests).
+	runners        atomic.Int32
+	runnersStarted atomic.Int32
 }
 
 // StoreOption configures a Store.
@@ -113,7 +122,7 @@ func New(rdb redis.UniversalClient, opts ...StoreOption) *Store {
 		cfg.slice = DefaultWaitSlice
 	}
 	cfg.slice = max(cfg.slice, time.Millisecond)
-	s := &Store{rdb: rdb, flights: make(map[flightKey]*flight)}
+	s := &Store{rdb: rdb, flights: make(map[flightKey]*flight), idle: make(chan *flight), done: make(chan struct{})}
 	s.slice.Store(int64(cfg.slice))
 	if c, ok := rdb.(*redis.Client); ok && cfg.blocking == nil {
 		s.wait, s.ownWait = blockingClone(c.Options(), cfg.slice, cfg.maxConns), true
@@ -180,6 +189,7 @@ func blockingClone(src *redis.Options, slice time.Duration, poolSize int) *redis
 // Close releases what the store created: the client for blocked waits
 // when New made one. It does not close the client given to New.
 func (s *Store) Close() error {
+	s.closeOnce.Do(func() { close(s.done) })
 	if s.ownWait {
 		return s.wait.Close()
 	}
