@@ -506,8 +506,15 @@ func (s *Server) call(c *Conn, args [][]byte) {
 			}
 			s.log.Error("panic while serving a command; answered with an error",
 				zap.Int64("id", c.ID), zap.ByteString("cmd", name), zap.Any("panic", p), zap.Stack("stack"))
+			if fn := c.block; fn != nil {
+				// The handler had made the command a blocking one (a
+				// ONCE waiter is queued on its key): finish it as if its
+				// client had left, so that it withdraws what it waits
+				// on, and drop what it writes.
+				c.block = nil
+				s.runBlocked(c, fn, closedChan)
+			}
 			c.W.Truncate(mark)
-			c.block = nil
 			c.W.Error("ERR internal error (the server logged it)")
 		}
 	}()

@@ -108,6 +108,19 @@ func echoHandler(c *Conn, args [][]byte) {
 				failBlockGone <- false
 			}
 		})
+	case "panicblocked":
+		// A handler that panics after it made its command a blocking
+		// one: the function must still run, told its client is gone.
+		c.Block(func(gone <-chan struct{}) {
+			select {
+			case <-gone:
+				panicBlockGone <- true
+			default:
+				panicBlockGone <- false
+			}
+			c.W.Simple("from the block function")
+		})
+		panic("boom after Block")
 	case "blockpanic":
 		c.Block(func(<-chan struct{}) { panic("boom while blocked") })
 	case "queue":
@@ -127,6 +140,10 @@ func (failingWait) Wait(context.Context) error { return errors.New("disk gone") 
 
 // failBlockGone reports whether failblock's function saw its client gone.
 var failBlockGone = make(chan bool, 1)
+
+// panicBlockGone reports whether panicblocked's function saw its client
+// gone.
+var panicBlockGone = make(chan bool, 1)
 
 // A blocked command whose connection closes before it is served (the
 // replies before it could not be sent) is still finished, told that its
@@ -161,6 +178,18 @@ func TestServerRecoversPanics(t *testing.T) {
 	expectLines(t, nc, r, "blockpanic\r\nping\r\n", "-ERR internal error (the server logged it)\r\n", "+ping\r\n")
 	if n := logs.FilterMessageSnippet("panic").Len(); n != 2 {
 		t.Fatalf("%d panics logged, want 2", n)
+	}
+	// A handler that panics after Block: its block function is finished
+	// as if the client had left (so it withdraws what it waits on), and
+	// only the error is answered.
+	expectLines(t, nc, r, "panicblocked\r\nping\r\n", "-ERR internal error (the server logged it)\r\n", "+ping\r\n")
+	select {
+	case gone := <-panicBlockGone:
+		if !gone {
+			t.Fatal("the block function of a panicked command ran with its client still there")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the block function of a panicked command was dropped")
 	}
 }
 
