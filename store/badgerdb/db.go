@@ -551,10 +551,36 @@ func (s *DB) Close() error {
 	}
 	s.wal.close()
 	s.swapSnap(nil)
-	if err := s.bdb.Close(); err != nil {
+	if err := s.closeBadger(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// goneCheck is how often closeBadger checks that the data directory is
+// still there.
+const goneCheck = time.Second
+
+// closeBadger closes Badger, unless the data directory is deleted
+// meanwhile: Badger's flush of a memtable cannot create its table file
+// then, and retries for good, so its Close would never return (nor would
+// a server's shutdown). What it would have flushed had nowhere to go.
+func (s *DB) closeBadger() error {
+	done := make(chan error, 1)
+	go func() { done <- s.bdb.Close() }()
+	t := time.NewTicker(goneCheck)
+	defer t.Stop()
+	marker := filepath.Join(s.opts.Dir, MarkerFile)
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-t.C:
+			if _, err := os.Stat(marker); errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("the data directory %s was deleted: closed without flushing Badger's memtables", s.opts.Dir)
+			}
+		}
+	}
 }
 
 // Databases is the number of logical databases.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -200,5 +201,39 @@ func TestDiskFailureBackup(t *testing.T) {
 	st, err := s.Backup(&sink)
 	if err != nil || st.Keys != 2 {
 		t.Fatalf("backup after recovery: %+v %v", st, err)
+	}
+}
+
+// TestCloseAfterTheDirectoryIsDeleted: a store whose data directory is
+// deleted while it runs still closes, with an error: Badger's flush of a
+// memtable retries for good once it cannot create its table file, and
+// Close (a server's shutdown) hung with it.
+func TestCloseAfterTheDirectoryIsDeleted(t *testing.T) {
+	dir := t.TempDir()
+	opts := DefaultOptions(dir)
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	for i := range 100 {
+		set(t, s, 0, fmt.Sprintf("k%d", i), str("v", 0))
+	}
+	if err := s.drainForTest(); err != nil { // Badger's memtable holds them
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		if err == nil || !strings.Contains(err.Error(), "was deleted") {
+			t.Fatalf("Close: %v, want an error saying the directory was deleted", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close hangs once the data directory is deleted")
 	}
 }
