@@ -55,6 +55,18 @@ func TestPanicIsAnsweredLoggedAndSurvived(t *testing.T) {
 			}
 			panic("boom while reading")
 		}},
+		&Command{Name: "debug-block-then-panic", Arity: 1, Run: func(x *Ctx) {
+			x.Block(func(gone <-chan struct{}) {
+				select {
+				case <-gone:
+					blockGone <- true
+				default:
+					blockGone <- false
+				}
+				x.W.Simple("a second reply")
+			})
+			panic("boom after Block")
+		}},
 		&Command{Name: "debug-panic-blocked", Arity: 1, Run: func(x *Ctx) {
 			x.Block(func(gone <-chan struct{}) {
 				x.W.Simple("half")
@@ -107,6 +119,19 @@ func TestPanicIsAnsweredLoggedAndSurvived(t *testing.T) {
 		"+OK\r\n", "+OK\r\n", "+QUEUED\r\n", "*1\r\n", "+PONG\r\n")
 	expect("DEBUG-PANIC-BLOCKED\r\nPING\r\n",
 		"-ERR internal error (the server logged it)\r\n", "+PONG\r\n")
+	// A command that panics after it made itself a blocking one (a
+	// waiter queued): its blocking part runs as if the client had left,
+	// so that it withdraws, and the command is answered once.
+	expect("DEBUG-BLOCK-THEN-PANIC\r\nPING\r\n",
+		"-ERR internal error while running 'debug-block-then-panic' (the server logged it)\r\n", "+PONG\r\n")
+	select {
+	case g := <-blockGone:
+		if !g {
+			t.Error("the blocking part of a panicked command ran with its client still there")
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the blocking part of a panicked command never ran")
+	}
 
 	// Another client is served.
 	other, err := net.DialTimeout("tcp", addr, 5*time.Second)
@@ -132,7 +157,11 @@ func TestPanicIsAnsweredLoggedAndSurvived(t *testing.T) {
 			}
 		}
 	}
-	if len(panics) != 5 {
-		t.Fatalf("logged panics: %q, want 5", panics)
+	if len(panics) != 6 {
+		t.Fatalf("logged panics: %q, want 6", panics)
 	}
 }
+
+// blockGone reports whether debug-block-then-panic's blocking part saw
+// its client gone.
+var blockGone = make(chan bool, 1)

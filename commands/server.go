@@ -213,6 +213,14 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 			}
 			s.log.Error("command panicked; answered with an error",
 				zap.String("cmd", cmd.Name), zap.Any("panic", p), stack)
+			if fn := c.TakeBlock(); fn != nil {
+				// The command had made itself a blocking one (a waiter
+				// is queued): finish it as if its client had left, so
+				// that it withdraws, and drop what it writes. Left
+				// set, it would run after this error and answer the
+				// command a second time.
+				s.finishGone(fn)
+			}
 			c.W.Truncate(mark)
 			c.W.Error("ERR internal error while running '" + cmd.Name + "' (the server logged it)")
 		}
@@ -221,6 +229,19 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 	if !c.Blocking() {
 		x.release()
 	}
+}
+
+// finishGone runs a blocking command's function as if its client had
+// left; a panic in it is logged, and goes no further.
+func (s *Server) finishGone(fn resp.BlockFunc) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("a panicked command's blocking part panicked too", zap.Any("panic", p), zap.Stack("stack"))
+		}
+	}()
+	gone := make(chan struct{})
+	close(gone)
+	fn(gone)
 }
 
 // commandPanic carries a panic recovered inside a transaction, with the
