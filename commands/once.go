@@ -210,6 +210,16 @@ func (x *Ctx) blockOn(w *once.Waiter, timeoutMs int64, again func() (once.Result
 		}
 		var r once.Result
 		select {
+		case <-gone:
+			// Gone already (its earlier replies could not be sent, or
+			// the command panicked): withdraw, rather than let the
+			// select below take a claim at random and answer no one
+			// with it, which would hold the key for a whole lease.
+			e.Cancel(w, true)
+			return
+		default:
+		}
+		select {
 		case r = <-w.C():
 		case <-gone:
 			e.Cancel(w, true)
