@@ -319,15 +319,12 @@ type DB struct {
 	applyQ  []op
 	// applyAt indexes applyQ by key: a key's later write replaces its
 	// earlier one in place, so each key costs Badger one write a round.
-	applyAt map[string]int
-	// applyAtBig says that applyAt was made large, for a large round
-	// (applyRound).
-	applyAtBig bool
-	spareQ     []op // an applied round's queue, for the next round
-	applyHi    uint64
-	segsDone   []segEnd
-	applyKick  chan struct{}
-	roundMu    sync.Mutex // commitRound's, for a store that was not started
+	applyAt   map[string]int
+	spareQ    []op // an applied round's queue, for the next round
+	applyHi   uint64
+	segsDone  []segEnd
+	applyKick chan struct{}
+	roundMu   sync.Mutex // commitRound's, for a store that was not started
 	// applyNow asks the applier to apply at once, without gathering.
 	applyNow chan struct{}
 	// drainTo is the highest op that a drain waits to see applied: until
@@ -1311,22 +1308,14 @@ func (s *DB) applyRound() {
 	ops := s.applyQ
 	s.applyQ = s.spareQ
 	s.spareQ = nil
-	switch n := len(ops); {
-	case n > reuseLimit:
+	if n := len(ops); n > reuseLimit {
 		// Too large to keep (a burst's), but the next round is likely
 		// as large: grown from nothing, its queue and key index were
 		// reallocated a dozen times each, 16% of the bytes allocated
 		// under a steady load of 80k writes a second.
-		n = min(n, presizeLimit)
 		s.applyQ = make([]op, 0, n)
 		s.applyAt = make(map[string]int, n)
-		s.applyAtBig = true
-	case s.applyAtBig:
-		// The load fell: do not keep the large index's buckets (a map
-		// never shrinks).
-		s.applyAt = make(map[string]int)
-		s.applyAtBig = false
-	default:
+	} else {
 		clear(s.applyAt)
 	}
 	hi := s.applyHi
@@ -1404,11 +1393,6 @@ func (s *DB) requeue(ops []op, done []segEnd) {
 // reuseLimit is the largest round whose queue and key index the applier
 // keeps for the next round.
 const reuseLimit = 1 << 16
-
-// presizeLimit bounds the size given to the next round's queue and key
-// index after a large round: a round after a long stall (a full disk) may
-// be millions of ops, which the next ones will not be.
-const presizeLimit = 1 << 18
 
 // spareLimit is the largest batch whose slice the logger keeps for the
 // next one.
