@@ -1308,13 +1308,8 @@ func (s *DB) applyRound() {
 	ops := s.applyQ
 	s.applyQ = s.spareQ
 	s.spareQ = nil
-	if n := len(ops); n > reuseLimit {
-		// Too large to keep (a burst's), but the next round is likely
-		// as large: grown from nothing, its queue and key index were
-		// reallocated a dozen times each, 16% of the bytes allocated
-		// under a steady load of 80k writes a second.
-		s.applyQ = make([]op, 0, n)
-		s.applyAt = make(map[string]int, n)
+	if len(s.applyAt) > reuseLimit {
+		s.applyAt = make(map[string]int) // do not keep a burst's buckets
 	} else {
 		clear(s.applyAt)
 	}
