@@ -37,6 +37,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -447,6 +448,9 @@ func Open(opts Options) (*DB, error) {
 	}
 	if s.now == nil {
 		s.now = func() int64 { return time.Now().UnixMilli() }
+	}
+	for db := range s.setSince {
+		s.setSince[db] = math.MaxInt64 // no deadline set yet
 	}
 	s.realDir = opts.Dir
 	if abs, err := filepath.Abs(opts.Dir); err == nil {
