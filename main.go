@@ -57,6 +57,9 @@ func run(args []string) error {
 	if err := srv.Start(); err != nil {
 		return err
 	}
+	gov := srv.MemoryGovernor()
+	gov.Start()
+	defer gov.Close()
 	if cfg.Upstream != "" {
 		log.Info("oncekv started as a proxy",
 			zap.String("version", commands.Version),

@@ -376,6 +376,11 @@ type Stats struct {
 	ErrorReplies        int64
 }
 
+// CommandsProcessed is the number of commands processed since the start
+// or CONFIG RESETSTAT (INFO's total_commands_processed), read without
+// the rest of Snapshot.
+func (s *Server) CommandsProcessed() int64 { return s.stats.commands.Load() }
+
 // Snapshot reads the server-wide counters.
 func (s *Server) Snapshot() Stats {
 	w := s.wireCounters()

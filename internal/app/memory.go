@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/oncekv/oncekv/internal/config"
+	"github.com/oncekv/oncekv/internal/memlimit"
 )
 
 // memoryHeadroom is what a server needs beyond its configured caches:
@@ -48,4 +49,26 @@ func ApplyMemoryLimit(cfg config.Config, log *zap.Logger) {
 	limit := MemoryLimit(cfg)
 	debug.SetMemoryLimit(limit)
 	log.Debug("memory limit", zap.Int64("bytes", limit))
+}
+
+// MemoryGovernor returns what raises the soft limit set by
+// ApplyMemoryLimit by memory-burst while the server is busy, and lowers
+// it again once it is calm (package memlimit), with the commands
+// processed as its measure of activity. It is nil (a no-op) where
+// ApplyMemoryLimit sets nothing: GOMEMLIMIT set, or proxy mode. Start it
+// after Start, and Close it after Close.
+func (a *App) MemoryGovernor() *memlimit.Governor {
+	cfg := a.Config()
+	if os.Getenv("GOMEMLIMIT") != "" || cfg.Upstream != "" || a.Commands == nil {
+		return nil
+	}
+	log := a.log.Named("memory")
+	return memlimit.New(memlimit.Config{
+		Base:     MemoryLimit(cfg),
+		Burst:    cfg.MemoryBurst,
+		Activity: a.Commands.CommandsProcessed,
+		Changed: func(limit int64, busy bool) {
+			log.Debug("heap limit", zap.Int64("bytes", limit), zap.Bool("busy", busy))
+		},
+	})
 }

@@ -1,8 +1,11 @@
 package app
 
 import (
+	"net"
 	"runtime/debug"
+	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -49,5 +52,82 @@ func TestMemoryLimit(t *testing.T) {
 	ApplyMemoryLimit(cfg, zap.NewNop())
 	if got := debug.SetMemoryLimit(-1); got != 1<<62 {
 		t.Fatalf("proxy mode set a limit: %d", got)
+	}
+}
+
+// TestMemoryGovernor: a server's governor raises the runtime's limit by
+// memory-burst while commands stream in and returns it to MemoryLimit once
+// they stop (issue 6: write bursts get heap room, the RSS at rest stays
+// what the caches size); there is none with GOMEMLIMIT set or in proxy
+// mode.
+func TestMemoryGovernor(t *testing.T) {
+	old := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(old) })
+	t.Setenv("GOMEMLIMIT", "")
+
+	a, err := startFromFile(t, "memory-burst 5mb\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gov := a.MemoryGovernor()
+	if gov == nil {
+		t.Fatal("no governor for an embedded server")
+	}
+	base := MemoryLimit(a.Config())
+	gov.Start()
+	t.Cleanup(gov.Close)
+	if got := debug.SetMemoryLimit(-1); got != base {
+		t.Fatalf("limit after Start = %d, want %d", got, base)
+	}
+
+	nc, err := net.DialTimeout("tcp", a.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	pings := []byte(strings.Repeat("PING\r\n", 500))
+	discard := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			if _, err := nc.Read(buf); err != nil {
+				discard <- err
+				return
+			}
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for gov.Limit() != base+5<<20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the limit did not rise under load: %d", gov.Limit())
+		}
+		if _, err := nc.Write(pings); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond) // 50,000 commands/s at most
+	}
+	if got := debug.SetMemoryLimit(-1); got != base+5<<20 {
+		t.Fatalf("runtime limit while busy = %d, want %d", got, base+5<<20)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for gov.Limit() != base {
+		if time.Now().After(deadline) {
+			t.Fatalf("the limit did not return once calm: %d", gov.Limit())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := debug.SetMemoryLimit(-1); got != base {
+		t.Fatalf("runtime limit once calm = %d, want %d", got, base)
+	}
+
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	if g := a.MemoryGovernor(); g != nil {
+		t.Fatal("a governor despite GOMEMLIMIT")
+	}
+	t.Setenv("GOMEMLIMIT", "")
+	cfg := config.Default()
+	cfg.Upstream = "redis://127.0.0.1:1"
+	if g := (&App{cfg: cfg, log: zap.NewNop()}).MemoryGovernor(); g != nil {
+		t.Fatal("a governor in proxy mode")
 	}
 }

@@ -34,6 +34,10 @@ type Config struct {
 	MemTableSize   int64
 	BlockCacheSize int64
 	ValueCacheSize int64
+	// MemoryBurst is how far the Go heap's soft limit rises above the
+	// one these caches size while the server is busy (memory-burst;
+	// package memlimit); 0 keeps it at that limit.
+	MemoryBurst int64
 	// OnceLease is the lease of a ONCE.CLAIM that names none.
 	OnceLease time.Duration
 	// TableTrim is how often the pages of Badger's tables that reads
@@ -110,6 +114,7 @@ func Default() Config {
 		MemTableSize:     8 << 20,
 		BlockCacheSize:   32 << 20,
 		ValueCacheSize:   32 << 20,
+		MemoryBurst:      48 << 20,
 		OnceLease:        30 * time.Second,
 		TableTrim:        time.Second,
 		TableCompression: "none",
@@ -317,6 +322,8 @@ func (c *Config) Set(name string, vals []string) error {
 		c.BlockCacheSize, err = size()
 	case "value-cache-size":
 		c.ValueCacheSize, err = size()
+	case "memory-burst":
+		c.MemoryBurst, err = size()
 	case "min-free-disk":
 		if len(vals) == 1 && vals[0] == "-1" {
 			c.MinFreeDisk = -1
@@ -527,6 +534,7 @@ func (c Config) Directives() map[string]string {
 		"memtable-size":             strconv.FormatInt(c.MemTableSize, 10),
 		"block-cache-size":          strconv.FormatInt(c.BlockCacheSize, 10),
 		"value-cache-size":          strconv.FormatInt(c.ValueCacheSize, 10),
+		"memory-burst":              strconv.FormatInt(c.MemoryBurst, 10),
 		"once-lease-ms":             strconv.FormatInt(c.OnceLease.Milliseconds(), 10),
 		"table-trim-ms":             strconv.FormatInt(c.TableTrim.Milliseconds(), 10),
 		"table-compression":         c.TableCompression,

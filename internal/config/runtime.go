@@ -56,6 +56,7 @@ var runtimeKinds = map[string]runtimeKind{
 	"memtable-size":     kindImmutable,
 	"block-cache-size":  kindImmutable,
 	"value-cache-size":  kindImmutable,
+	"memory-burst":      kindImmutable,
 	"once-lease-ms":     kindImmutable,
 	"table-trim-ms":     kindImmutable,
 	"table-compression": kindImmutable,

@@ -1,0 +1,221 @@
+// Package memlimit governs the Go runtime's soft memory limit of a
+// server: a base limit at rest, raised by a burst allowance while the
+// server is busy, and handed back once the load stops.
+//
+// Why: the base limit (the caches the configuration sizes, plus
+// headroom) keeps a loaded server's RSS near its live data at rest. Under
+// a stream of writes, though, the live heap sits close to it (Badger's
+// table builders alone hold tens of megabytes while they flush and
+// compact), so the collector runs back to back: measured with redis-
+// benchmark -P 16 and the default configuration, a third to two fifths of
+// the server's CPU, and 20–60% fewer SET, INCR and SET -d 256 requests
+// per second than with 80 MiB more. The burst allowance buys that back
+// while the load lasts; when it stops, the limit returns to the base and
+// the freed memory goes back to the kernel, so the RSS at rest is what
+// the base allows.
+package memlimit
+
+import (
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// Config configures a Governor.
+type Config struct {
+	// Base is the limit at rest, Burst what a busy server may use on top
+	// of it (bytes). A Governor with Burst <= 0 holds the base.
+	Base, Burst int64
+	// Activity counts the work done so far: commands processed. It may
+	// restart from 0 (CONFIG RESETSTAT).
+	Activity func() int64
+	// Busy is the activity per second from which the server counts as
+	// busy; 0 is DefaultBusy.
+	Busy int64
+	// Calm is how long the server must not be busy before the limit
+	// returns to the base; 0 is DefaultCalm.
+	Calm time.Duration
+	// Tick is how often the activity is read; 0 is DefaultTick.
+	Tick time.Duration
+	// SetLimit sets the runtime's limit (nil: debug.SetMemoryLimit), and
+	// Release hands the heap's free memory back to the kernel (nil:
+	// debug.FreeOSMemory). Tests replace them.
+	SetLimit func(int64) int64
+	Release  func()
+	// Changed, if set, is told each change of the limit, with the new
+	// limit (for the log).
+	Changed func(limit int64, busy bool)
+}
+
+// The defaults: busy from 2,000 commands a second (a client or two at
+// idle speed is not busy; any benchmark or batch job is), read four times
+// a second, calm after 2 s without.
+const (
+	DefaultBusy = 2000
+	DefaultCalm = 2 * time.Second
+	DefaultTick = 250 * time.Millisecond
+)
+
+// Governor raises and lowers the runtime's soft memory limit with the
+// load (see the package comment).
+type Governor struct {
+	cfg Config
+
+	mu       sync.Mutex
+	raised   bool
+	last     int64     // Activity at the last step
+	lastAt   time.Time // when it was read
+	busyAt   time.Time // the last step that found the server busy
+	stop     chan struct{}
+	done     chan struct{}
+	started  bool
+	raises   int // times raised and lowered (for tests)
+	releases int
+}
+
+// New returns a Governor for cfg; it starts nothing (Start).
+func New(cfg Config) *Governor {
+	if cfg.Busy <= 0 {
+		cfg.Busy = DefaultBusy
+	}
+	if cfg.Calm <= 0 {
+		cfg.Calm = DefaultCalm
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = DefaultTick
+	}
+	if cfg.SetLimit == nil {
+		cfg.SetLimit = debug.SetMemoryLimit
+	}
+	if cfg.Release == nil {
+		cfg.Release = debug.FreeOSMemory
+	}
+	return &Governor{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Start sets the base limit and watches the activity until Close. A nil
+// Governor does nothing.
+func (g *Governor) Start() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	if g.started {
+		g.mu.Unlock()
+		return
+	}
+	g.started = true
+	g.cfg.SetLimit(g.cfg.Base)
+	g.last, g.lastAt = g.cfg.Activity(), time.Now()
+	g.mu.Unlock()
+	if g.cfg.Burst <= 0 {
+		close(g.done)
+		return
+	}
+	go g.loop()
+}
+
+// Close stops watching and leaves the base limit in force. A nil
+// Governor does nothing.
+func (g *Governor) Close() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	started := g.started
+	select {
+	case <-g.stop:
+	default:
+		close(g.stop)
+	}
+	g.mu.Unlock()
+	if !started {
+		return
+	}
+	<-g.done
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.raised {
+		g.raised = false
+		g.cfg.SetLimit(g.cfg.Base)
+	}
+}
+
+func (g *Governor) loop() {
+	defer close(g.done)
+	t := time.NewTicker(g.cfg.Tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.stop:
+			return
+		case now := <-t.C:
+			g.Step(now)
+		}
+	}
+}
+
+// Step reads the activity at now and raises or lowers the limit; the
+// loop calls it every Tick (tests call it directly).
+//
+// The rate is the activity since the last step over the time since it,
+// so a process that was stopped (SIGSTOP) and resumed sees a low rate and
+// a long calm at its first step, and lowers the limit at once.
+func (g *Governor) Step(now time.Time) {
+	if g.step(now) {
+		// The heap may have grown past the base meanwhile: collect now
+		// and hand the free pages back, rather than let the scavenger
+		// return them over minutes. Outside mu: it runs a whole
+		// collection.
+		g.cfg.Release()
+	}
+}
+
+// step is Step under mu; it reports whether the limit was lowered.
+func (g *Governor) step(now time.Time) (lowered bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := g.cfg.Activity()
+	done := n - g.last
+	if done < 0 { // the counter restarted
+		done = n
+	}
+	elapsed := now.Sub(g.lastAt)
+	g.last, g.lastAt = n, now
+	if elapsed <= 0 {
+		return false
+	}
+	busy := float64(done) >= float64(g.cfg.Busy)*elapsed.Seconds()
+	switch {
+	case busy:
+		g.busyAt = now
+		if !g.raised {
+			g.raised = true
+			g.raises++
+			g.cfg.SetLimit(g.cfg.Base + g.cfg.Burst)
+			if g.cfg.Changed != nil {
+				g.cfg.Changed(g.cfg.Base+g.cfg.Burst, true)
+			}
+		}
+	case g.raised && now.Sub(g.busyAt) >= g.cfg.Calm:
+		g.raised = false
+		g.releases++
+		g.cfg.SetLimit(g.cfg.Base)
+		if g.cfg.Changed != nil {
+			g.cfg.Changed(g.cfg.Base, false)
+		}
+		return true
+	}
+	return false
+}
+
+// Limit is the limit the Governor has in force: the base, or the base
+// plus the burst while raised.
+func (g *Governor) Limit() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.raised {
+		return g.cfg.Base + g.cfg.Burst
+	}
+	return g.cfg.Base
+}

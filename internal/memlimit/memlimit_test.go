@@ -1,0 +1,194 @@
+package memlimit
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fake records what a Governor does to the runtime.
+type fake struct {
+	mu       sync.Mutex
+	activity atomic.Int64
+	limits   []int64
+	releases int
+}
+
+func (f *fake) config(base, burst int64) Config {
+	return Config{
+		Base: base, Burst: burst,
+		Activity: f.activity.Load,
+		SetLimit: func(n int64) int64 {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.limits = append(f.limits, n)
+			return 0
+		},
+		Release: func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.releases++
+		},
+	}
+}
+
+func (f *fake) state() ([]int64, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]int64(nil), f.limits...), f.releases
+}
+
+// TestGovernorSteps: the limit rises when the activity reaches Busy per
+// second, stays up until Calm has passed without it, then returns to the
+// base and the free memory is released; a counter that restarts, and a
+// process that was stopped for a while, are read right (issue 6: write
+// bursts get heap room, the RSS at rest stays what the base allows).
+func TestGovernorSteps(t *testing.T) {
+	const base, burst = 100, 50
+	type step struct {
+		at       time.Duration // since t0
+		activity int64
+		limit    int64 // Limit() after the step
+		limits   int   // SetLimit calls so far
+		releases int
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"busy then calm", []step{
+			{0, 0, base, 0, 0},
+			{250 * time.Millisecond, 500, base + burst, 1, 0}, // 2,000/s: busy
+			{500 * time.Millisecond, 1000, base + burst, 1, 0},
+			{750 * time.Millisecond, 1010, base + burst, 1, 0}, // quiet, not calm yet
+			{2400 * time.Millisecond, 1020, base + burst, 1, 0},
+			{2500 * time.Millisecond, 1030, base, 2, 1}, // 2 s after the last busy step
+			{2750 * time.Millisecond, 1030, base, 2, 1},
+		}},
+		{"below the threshold", []step{
+			{0, 0, base, 0, 0},
+			{250 * time.Millisecond, 499, base, 0, 0},
+			{500 * time.Millisecond, 998, base, 0, 0},
+		}},
+		{"busy again before calm", []step{
+			{0, 0, base, 0, 0},
+			{250 * time.Millisecond, 1000, base + burst, 1, 0},
+			{2000 * time.Millisecond, 1000, base + burst, 1, 0},
+			{2250 * time.Millisecond, 2000, base + burst, 1, 0}, // busy: calm starts over
+			{4000 * time.Millisecond, 2000, base + burst, 1, 0},
+			{4250 * time.Millisecond, 2000, base, 2, 1},
+		}},
+		{"counter restarts", []step{
+			{0, 0, base, 0, 0},
+			{250 * time.Millisecond, 5000, base + burst, 1, 0},
+			{500 * time.Millisecond, 600, base + burst, 1, 0}, // RESETSTAT, then 600: busy
+			{2500 * time.Millisecond, 610, base, 2, 1},
+		}},
+		{"stopped process", []step{
+			{0, 0, base, 0, 0},
+			{250 * time.Millisecond, 5000, base + burst, 1, 0},
+			// SIGSTOP for a minute: the first step after it sees 10,000
+			// commands over 60 s, not busy, and 2 s of calm long past.
+			{60 * time.Second, 15000, base, 2, 1},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fake{}
+			g := New(f.config(base, burst))
+			t0 := time.Unix(1000, 0)
+			g.lastAt = t0
+			for i, s := range tt.steps {
+				f.activity.Store(s.activity)
+				g.Step(t0.Add(s.at))
+				limits, releases := f.state()
+				if got := g.Limit(); got != s.limit {
+					t.Fatalf("step %d: Limit() = %d, want %d", i, got, s.limit)
+				}
+				if len(limits) != s.limits || releases != s.releases {
+					t.Fatalf("step %d: SetLimit calls %v, releases %d; want %d calls, %d releases", i, limits, releases, s.limits, s.releases)
+				}
+				if len(limits) > 0 && limits[len(limits)-1] != s.limit {
+					t.Fatalf("step %d: last SetLimit(%d), want %d", i, limits[len(limits)-1], s.limit)
+				}
+			}
+		})
+	}
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestGovernorRuns: started, the Governor sets the base, follows a load
+// on its own, and Close leaves the base in force even when raised.
+func TestGovernorRuns(t *testing.T) {
+	const base, burst = 1 << 30, 1 << 20
+	f := &fake{}
+	cfg := f.config(base, burst)
+	cfg.Tick, cfg.Calm = 5*time.Millisecond, 30*time.Millisecond
+	g := New(cfg)
+	g.Start()
+	if limits, _ := f.state(); len(limits) != 1 || limits[0] != base {
+		t.Fatalf("after Start, SetLimit calls %v, want [%d]", limits, base)
+	}
+
+	load := func(stop <-chan struct{}) {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				f.activity.Add(100)
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	stop := make(chan struct{})
+	go load(stop)
+	waitFor(t, "the limit to rise under load", func() bool { return g.Limit() == base+burst })
+	close(stop)
+	waitFor(t, "the limit to return once calm", func() bool { return g.Limit() == base })
+	if _, releases := f.state(); releases != 1 {
+		t.Fatalf("released %d times, want 1", releases)
+	}
+
+	stop = make(chan struct{})
+	go load(stop)
+	waitFor(t, "the limit to rise again", func() bool { return g.Limit() == base+burst })
+	g.Close()
+	close(stop)
+	limits, _ := f.state()
+	if last := limits[len(limits)-1]; last != base || g.Limit() != base {
+		t.Fatalf("after Close, last SetLimit(%d), Limit() %d; want the base %d", last, g.Limit(), base)
+	}
+	g.Close() // twice is fine
+}
+
+// TestGovernorWithoutBurst: Burst 0 sets the base and starts nothing; a
+// nil Governor (GOMEMLIMIT set, proxy mode) is a no-op.
+func TestGovernorWithoutBurst(t *testing.T) {
+	f := &fake{}
+	g := New(f.config(100, 0))
+	g.Start()
+	f.activity.Store(1 << 40)
+	g.Close()
+	if limits, _ := f.state(); len(limits) != 1 || limits[0] != 100 {
+		t.Fatalf("SetLimit calls %v, want [100]", limits)
+	}
+	var none *Governor
+	none.Start()
+	none.Close()
+
+	unstarted := New(f.config(100, 10))
+	unstarted.Close() // never started: returns at once
+}
