@@ -332,7 +332,7 @@ func cacheConfig(addr string) ([]string, int64) {
 	var cache int64
 	for _, kv := range configGetAll(addr, "*") {
 		name, v, _ := strings.Cut(kv, " ")
-		if strings.Contains(name, "cache") || strings.Contains(name, "memtable") || strings.HasPrefix(name, "maxmemory") {
+		if strings.Contains(name, "cache") || strings.Contains(name, "memtable") || strings.HasPrefix(name, "maxmemory") || name == "memory-burst" {
 			out = append(out, kv)
 		}
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && strings.Contains(name, "cache") {
