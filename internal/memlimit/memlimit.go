@@ -56,6 +56,10 @@ const (
 	DefaultTick = 250 * time.Millisecond
 )
 
+// gapTicks is how many ticks may pass between two steps before the
+// second only starts a new measure (Step).
+const gapTicks = 4
+
 // Governor raises and lowers the runtime's soft memory limit with the
 // load (see the package comment).
 type Governor struct {
@@ -158,9 +162,13 @@ func (g *Governor) loop() {
 // Step reads the activity at now and raises or lowers the limit; the
 // loop calls it every Tick (tests call it directly).
 //
-// The rate is the activity since the last step over the time since it,
-// so a process that was stopped (SIGSTOP) and resumed sees a low rate and
-// a long calm at its first step, and lowers the limit at once.
+// The rate is the activity since the last step over the time since it.
+// A step that comes more than gapTicks ticks after the last one (the
+// process was stopped, SIGSTOP, or starved) only starts a new measure:
+// its rate would average the gap in and call a busy server calm. So a
+// server resumed into a load keeps its raised limit, and one resumed
+// into quiet lowers it at the next step, its last busy step being long
+// past.
 func (g *Governor) Step(now time.Time) {
 	if g.step(now) {
 		// The heap may have grown past the base meanwhile: collect now
@@ -182,7 +190,7 @@ func (g *Governor) step(now time.Time) (lowered bool) {
 	}
 	elapsed := now.Sub(g.lastAt)
 	g.last, g.lastAt = n, now
-	if elapsed <= 0 {
+	if elapsed <= 0 || elapsed > gapTicks*g.cfg.Tick {
 		return false
 	}
 	busy := float64(done) >= float64(g.cfg.Busy)*elapsed.Seconds()

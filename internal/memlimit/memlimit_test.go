@@ -62,6 +62,7 @@ func TestGovernorSteps(t *testing.T) {
 			{250 * time.Millisecond, 500, base + burst, 1, 0}, // 2,000/s: busy
 			{500 * time.Millisecond, 1000, base + burst, 1, 0},
 			{750 * time.Millisecond, 1010, base + burst, 1, 0}, // quiet, not calm yet
+			{1750 * time.Millisecond, 1015, base + burst, 1, 0},
 			{2400 * time.Millisecond, 1020, base + burst, 1, 0},
 			{2500 * time.Millisecond, 1030, base, 2, 1}, // 2 s after the last busy step
 			{2750 * time.Millisecond, 1030, base, 2, 1},
@@ -83,20 +84,35 @@ func TestGovernorSteps(t *testing.T) {
 			{0, 0, base, 0, 0},
 			{250 * time.Millisecond, 5000, base + burst, 1, 0},
 			{500 * time.Millisecond, 600, base + burst, 1, 0}, // RESETSTAT, then 600: busy
+			{1500 * time.Millisecond, 605, base + burst, 1, 0},
 			{2500 * time.Millisecond, 610, base, 2, 1},
 		}},
-		{"stopped process", []step{
+		{"stopped, resumed into quiet", []step{
 			{0, 0, base, 0, 0},
 			{250 * time.Millisecond, 5000, base + burst, 1, 0},
-			// SIGSTOP for a minute: the first step after it sees 10,000
-			// commands over 60 s, not busy, and 2 s of calm long past.
-			{60 * time.Second, 15000, base, 2, 1},
+			// SIGSTOP for a minute: the first step after it starts a
+			// new measure; the next finds no load, and the last busy
+			// step long past.
+			{60 * time.Second, 5000, base + burst, 1, 0},
+			{60*time.Second + 250*time.Millisecond, 5010, base, 2, 1},
+		}},
+		{"stopped, resumed into a load", []step{
+			{0, 0, base, 0, 0},
+			{250 * time.Millisecond, 5000, base + burst, 1, 0},
+			// 10,000 commands over the minute's gap would average to
+			// 167/s; the gap is not judged, and the load after it is.
+			{60 * time.Second, 15000, base + burst, 1, 0},
+			{60*time.Second + 250*time.Millisecond, 16000, base + burst, 1, 0},
+			{62*time.Second + 250*time.Millisecond, 16000, base + burst, 1, 0},
+			{62*time.Second + 500*time.Millisecond, 16000, base, 2, 1},
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fake{}
-			g := New(f.config(base, burst))
+			cfg := f.config(base, burst)
+			cfg.Tick = 250 * time.Millisecond
+			g := New(cfg)
 			t0 := time.Unix(1000, 0)
 			g.lastAt = t0
 			for i, s := range tt.steps {
