@@ -54,7 +54,8 @@ func ApplyMemoryLimit(cfg config.Config, log *zap.Logger) {
 // MemoryGovernor returns what raises the soft limit set by
 // ApplyMemoryLimit by memory-burst while the server is busy, and lowers
 // it again once it is calm (package memlimit), with the commands
-// processed as its measure of activity. It is nil (a no-op) where
+// processed as its measure of activity, and writers held back by the
+// store's back-pressure as a stall, not calm. It is nil (a no-op) where
 // ApplyMemoryLimit sets nothing: GOMEMLIMIT set, or proxy mode. Start it
 // after Start, and Close it after Close.
 func (a *App) MemoryGovernor() *memlimit.Governor {
@@ -67,6 +68,7 @@ func (a *App) MemoryGovernor() *memlimit.Governor {
 		Base:     MemoryLimit(cfg),
 		Burst:    cfg.MemoryBurst,
 		Activity: a.Commands.CommandsProcessed,
+		Held:     func() bool { return a.Store.WritersHeld() > 0 },
 		Changed: func(limit int64, busy bool) {
 			log.Debug("heap limit", zap.Int64("bytes", limit), zap.Bool("busy", busy))
 		},

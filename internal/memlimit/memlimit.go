@@ -30,6 +30,12 @@ type Config struct {
 	// Activity counts the work done so far: commands processed. It may
 	// restart from 0 (CONFIG RESETSTAT).
 	Activity func() int64
+	// Held, if set, reports whether work is held back at this moment
+	// waiting for the server to catch up (writers under back-pressure):
+	// the server then counts as busy, though it processes no command.
+	// Lowering the limit there would run the collector without pause
+	// against the very work the writers wait for.
+	Held func() bool
 	// Busy is the activity per second from which the server counts as
 	// busy; 0 is DefaultBusy.
 	Busy int64
@@ -198,7 +204,8 @@ func (g *Governor) measure(now time.Time) (limit int64, lowered bool) {
 	if elapsed <= 0 || elapsed > gapTicks*g.cfg.Tick {
 		return 0, false
 	}
-	busy := float64(done) >= float64(g.cfg.Busy)*elapsed.Seconds()
+	busy := float64(done) >= float64(g.cfg.Busy)*elapsed.Seconds() ||
+		(g.cfg.Held != nil && g.cfg.Held())
 	switch {
 	case busy:
 		g.busyAt = now

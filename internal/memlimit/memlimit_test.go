@@ -11,6 +11,7 @@ import (
 type fake struct {
 	mu       sync.Mutex
 	activity atomic.Int64
+	held     atomic.Bool
 	limits   []int64
 	releases int
 }
@@ -19,6 +20,7 @@ func (f *fake) config(base, burst int64) Config {
 	return Config{
 		Base: base, Burst: burst,
 		Activity: f.activity.Load,
+		Held:     f.held.Load,
 		SetLimit: func(n int64) int64 {
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -49,6 +51,7 @@ func TestGovernorSteps(t *testing.T) {
 	type step struct {
 		at       time.Duration // since t0
 		activity int64
+		held     bool  // writers held back
 		limit    int64 // Limit() after the step
 		limits   int   // SetLimit calls so far
 		releases int
@@ -58,51 +61,66 @@ func TestGovernorSteps(t *testing.T) {
 		steps []step
 	}{
 		{"busy then calm", []step{
-			{0, 0, base, 0, 0},
-			{250 * time.Millisecond, 500, base + burst, 1, 0}, // 2,000/s: busy
-			{500 * time.Millisecond, 1000, base + burst, 1, 0},
-			{750 * time.Millisecond, 1010, base + burst, 1, 0}, // quiet, not calm yet
-			{1750 * time.Millisecond, 1015, base + burst, 1, 0},
-			{2400 * time.Millisecond, 1020, base + burst, 1, 0},
-			{2500 * time.Millisecond, 1030, base, 2, 1}, // 2 s after the last busy step
-			{2750 * time.Millisecond, 1030, base, 2, 1},
+			{0, 0, false, base, 0, 0},
+			{250 * time.Millisecond, 500, false, base + burst, 1, 0}, // 2,000/s: busy
+			{500 * time.Millisecond, 1000, false, base + burst, 1, 0},
+			{750 * time.Millisecond, 1010, false, base + burst, 1, 0}, // quiet, not calm yet
+			{1750 * time.Millisecond, 1015, false, base + burst, 1, 0},
+			{2400 * time.Millisecond, 1020, false, base + burst, 1, 0},
+			{2500 * time.Millisecond, 1030, false, base, 2, 1}, // 2 s after the last busy step
+			{2750 * time.Millisecond, 1030, false, base, 2, 1},
 		}},
 		{"below the threshold", []step{
-			{0, 0, base, 0, 0},
-			{250 * time.Millisecond, 499, base, 0, 0},
-			{500 * time.Millisecond, 998, base, 0, 0},
+			{0, 0, false, base, 0, 0},
+			{250 * time.Millisecond, 499, false, base, 0, 0},
+			{500 * time.Millisecond, 998, false, base, 0, 0},
 		}},
 		{"busy again before calm", []step{
-			{0, 0, base, 0, 0},
-			{250 * time.Millisecond, 1000, base + burst, 1, 0},
-			{2000 * time.Millisecond, 1000, base + burst, 1, 0},
-			{2250 * time.Millisecond, 2000, base + burst, 1, 0}, // busy: calm starts over
-			{4000 * time.Millisecond, 2000, base + burst, 1, 0},
-			{4250 * time.Millisecond, 2000, base, 2, 1},
+			{0, 0, false, base, 0, 0},
+			{250 * time.Millisecond, 1000, false, base + burst, 1, 0},
+			{2000 * time.Millisecond, 1000, false, base + burst, 1, 0},
+			{2250 * time.Millisecond, 2000, false, base + burst, 1, 0}, // busy: calm starts over
+			{4000 * time.Millisecond, 2000, false, base + burst, 1, 0},
+			{4250 * time.Millisecond, 2000, false, base, 2, 1},
 		}},
 		{"counter restarts", []step{
-			{0, 4000, base, 0, 0},
-			{250 * time.Millisecond, 4000, base, 0, 0},
-			{500 * time.Millisecond, 600, base + burst, 1, 0}, // RESETSTAT, then 600: busy
+			{0, 4000, false, base, 0, 0},
+			{250 * time.Millisecond, 4000, false, base, 0, 0},
+			{500 * time.Millisecond, 600, false, base + burst, 1, 0}, // RESETSTAT, then 600: busy
+		}},
+		{"stalled: writers held back", []step{
+			{0, 0, false, base, 0, 0},
+			{250 * time.Millisecond, 1000, false, base + burst, 1, 0},
+			// No command completes for 3 s while writers wait for the
+			// store: still busy.
+			{1250 * time.Millisecond, 1000, true, base + burst, 1, 0},
+			{2250 * time.Millisecond, 1000, true, base + burst, 1, 0},
+			{3250 * time.Millisecond, 1000, true, base + burst, 1, 0},
+			{4250 * time.Millisecond, 1000, false, base + burst, 1, 0},
+			{5250 * time.Millisecond, 1000, false, base, 2, 1}, // calm 2 s after the stall
+		}},
+		{"held back from the start", []step{
+			{0, 0, false, base, 0, 0},
+			{250 * time.Millisecond, 0, true, base + burst, 1, 0},
 		}},
 		{"stopped, resumed into quiet", []step{
-			{0, 0, base, 0, 0},
-			{250 * time.Millisecond, 5000, base + burst, 1, 0},
+			{0, 0, false, base, 0, 0},
+			{250 * time.Millisecond, 5000, false, base + burst, 1, 0},
 			// SIGSTOP for a minute: the first step after it starts a
 			// new measure; the next finds no load, and the last busy
 			// step long past.
-			{60 * time.Second, 5000, base + burst, 1, 0},
-			{60*time.Second + 250*time.Millisecond, 5010, base, 2, 1},
+			{60 * time.Second, 5000, false, base + burst, 1, 0},
+			{60*time.Second + 250*time.Millisecond, 5010, false, base, 2, 1},
 		}},
 		{"stopped, resumed into a load", []step{
-			{0, 0, base, 0, 0},
-			{250 * time.Millisecond, 5000, base + burst, 1, 0},
+			{0, 0, false, base, 0, 0},
+			{250 * time.Millisecond, 5000, false, base + burst, 1, 0},
 			// 10,000 commands over the minute's gap would average to
 			// 167/s; the gap is not judged, and the load after it is.
-			{60 * time.Second, 15000, base + burst, 1, 0},
-			{60*time.Second + 250*time.Millisecond, 16000, base + burst, 1, 0},
-			{62*time.Second + 250*time.Millisecond, 16000, base + burst, 1, 0},
-			{62*time.Second + 500*time.Millisecond, 16000, base, 2, 1},
+			{60 * time.Second, 15000, false, base + burst, 1, 0},
+			{60*time.Second + 250*time.Millisecond, 16000, false, base + burst, 1, 0},
+			{62*time.Second + 250*time.Millisecond, 16000, false, base + burst, 1, 0},
+			{62*time.Second + 500*time.Millisecond, 16000, false, base, 2, 1},
 		}},
 	}
 	for _, tt := range tests {
@@ -115,6 +133,7 @@ func TestGovernorSteps(t *testing.T) {
 			g.lastAt = t0
 			for i, s := range tt.steps {
 				f.activity.Store(s.activity)
+				f.held.Store(s.held)
 				g.step(t0.Add(s.at))
 				limits, releases := f.state()
 				if got := g.Limit(); got != s.limit {

@@ -458,3 +458,57 @@ func TestRequeuedRoundTurnsSkippingOff(t *testing.T) {
 		t.Fatalf("Badger still holds a, deleted after its failed batch was requeued (err %v)", err)
 	}
 }
+
+// WritersHeld counts the writers that back-pressure holds back, and only
+// while it does, so that the memory governor (internal/memlimit) tells a
+// stalled server, which processes no command while it waits for Badger,
+// from an idle one.
+func TestWritersHeldWhileBackPressured(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	opts.ApplyDelay, opts.MaxPending = time.Hour, 8
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(hold) }) }
+	s.applyHook = func([]op) { <-hold } // Badger gets nothing until release
+	s.Start()
+	defer func() { release(); s.Close() }()
+	if n := s.WritersHeld(); n != 0 {
+		t.Fatalf("WritersHeld = %d before any write", n)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for i := range 64 {
+			if _, err := s.Update(func(tx store.Tx) error {
+				return tx.Set(0, []byte("k"+strconv.Itoa(i)), str("v", 0))
+			}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.WritersHeld() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a writer over MaxPending was never counted as held")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the writes never got through once Badger caught up")
+	}
+	if n := s.WritersHeld(); n != 0 {
+		t.Fatalf("WritersHeld = %d once every write got through", n)
+	}
+}

@@ -338,9 +338,11 @@ type DB struct {
 	progMu    sync.Mutex
 	progLog   chan struct{}
 	progApply chan struct{}
-	failure   atomic.Pointer[error]
-	syncErr   atomic.Pointer[error] // the last everysec fsync failed
-	expired   atomic.Int64
+	// held counts the writers waiting in backPressure.
+	held    atomic.Int64
+	failure atomic.Pointer[error]
+	syncErr atomic.Pointer[error] // the last everysec fsync failed
+	expired atomic.Int64
 
 	// writeHook, when set (by tests), runs before each Badger write; an
 	// error fails the write as a full disk would.
@@ -761,13 +763,24 @@ func (s *DB) backPressure() {
 		if !s.overPending(1) {
 			return
 		}
+		s.held.Add(1)
 		select {
 		case <-ch:
 		case <-s.stop:
+		}
+		s.held.Add(-1)
+		select {
+		case <-s.stop:
 			return
+		default:
 		}
 	}
 }
+
+// WritersHeld is how many writers wait at this moment for Badger to catch
+// up with the writes before theirs (back-pressure): a server that
+// processes no command then is not idle, it is stalled.
+func (s *DB) WritersHeld() int64 { return s.held.Load() }
 
 // overPending reports whether the dirty entries, the writes that Badger
 // does not have yet, are at 1/div of their bounds (MaxPending keys,
