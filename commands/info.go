@@ -265,14 +265,6 @@ func infoMemory(s *Server, b *infoBuilder) {
 	b.int("maxmemory", 0)
 	b.str("maxmemory_human", "0B")
 	b.str("maxmemory_policy", "noeviction")
-	// The Go runtime's soft memory limit in force (0: none), which
-	// memory-burst raises while the server is busy.
-	limit := debug.SetMemoryLimit(-1)
-	if limit == math.MaxInt64 {
-		limit = 0
-	}
-	b.int("oncekv_heap_limit", limit)
-	b.str("oncekv_heap_limit_human", human(limit))
 	b.float("allocator_frag_ratio", ratio(active, allocated), 2)
 	b.int("allocator_frag_bytes", active-allocated)
 	b.float("allocator_rss_ratio", ratio(resident, active), 2)
@@ -290,6 +282,14 @@ func infoMemory(s *Server, b *infoBuilder) {
 	b.int("active_defrag_running", 0)
 	b.int("lazyfree_pending_objects", 0)
 	b.int("lazyfreed_objects", 0)
+	// The Go runtime's soft memory limit in force (0: none), which
+	// memory-burst raises while the server is busy.
+	limit := debug.SetMemoryLimit(-1)
+	if limit == math.MaxInt64 {
+		limit = 0
+	}
+	b.int("oncekv_heap_limit", limit)
+	b.str("oncekv_heap_limit_human", human(limit))
 }
 
 // human writes a byte count as Redis's bytesToHuman does.

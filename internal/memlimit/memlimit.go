@@ -34,7 +34,9 @@ type Config struct {
 	// waiting for the server to catch up (writers under back-pressure):
 	// the server then counts as busy, though it processes no command.
 	// Lowering the limit there would run the collector without pause
-	// against the very work the writers wait for.
+	// against the very work the writers wait for. (Writers held when
+	// the store starts refusing writes after a disk error stay held
+	// until it recovers, and the limit stays raised with them.)
 	Held func() bool
 	// Busy is the activity per second from which the server counts as
 	// busy; 0 is DefaultBusy.

@@ -93,10 +93,14 @@ func TestGovernorSteps(t *testing.T) {
 			{250 * time.Millisecond, 1000, false, base + burst, 1, 0},
 			// No command completes for 3 s while writers wait for the
 			// store: still busy.
+			{750 * time.Millisecond, 1000, true, base + burst, 1, 0},
 			{1250 * time.Millisecond, 1000, true, base + burst, 1, 0},
+			{1750 * time.Millisecond, 1000, true, base + burst, 1, 0},
 			{2250 * time.Millisecond, 1000, true, base + burst, 1, 0},
+			{2750 * time.Millisecond, 1000, true, base + burst, 1, 0},
 			{3250 * time.Millisecond, 1000, true, base + burst, 1, 0},
-			{4250 * time.Millisecond, 1000, false, base + burst, 1, 0},
+			{3750 * time.Millisecond, 1000, false, base + burst, 1, 0},
+			{4750 * time.Millisecond, 1000, false, base + burst, 1, 0},
 			{5250 * time.Millisecond, 1000, false, base, 2, 1}, // calm 2 s after the stall
 		}},
 		{"held back from the start", []step{
