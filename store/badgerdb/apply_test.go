@@ -25,6 +25,25 @@ func openDelayed(tb testing.TB, delay time.Duration, maxPending int) *DB {
 	return openOpts(tb, opts)
 }
 
+// openHeldBack opens and starts a store whose applier waits, before its
+// first Badger write, until release is called: Badger gets none of the
+// writes until then. The test's cleanup releases it and closes the store;
+// release may be called any number of times.
+func openHeldBack(tb testing.TB, opts Options) (s *DB, release func()) {
+	tb.Helper()
+	s, err := Open(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hold := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(hold) }) }
+	s.applyHook = func([]op) { <-hold }
+	s.Start()
+	tb.Cleanup(func() { release(); s.Close() })
+	return s, release
+}
+
 // Logged writes wait for the delay, then reach Badger by themselves.
 func TestApplyGathersThenApplies(t *testing.T) {
 	s := openDelayed(t, 300*time.Millisecond, 100000)
@@ -467,16 +486,7 @@ func TestWritersHeldWhileBackPressured(t *testing.T) {
 	opts := DefaultOptions(t.TempDir())
 	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
 	opts.ApplyDelay, opts.MaxPending = time.Hour, 8
-	s, err := Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hold := make(chan struct{})
-	var once sync.Once
-	release := func() { once.Do(func() { close(hold) }) }
-	s.applyHook = func([]op) { <-hold } // Badger gets nothing until release
-	s.Start()
-	defer func() { release(); s.Close() }()
+	s, release := openHeldBack(t, opts)
 	if n := s.WritersHeld(); n != 0 {
 		t.Fatalf("WritersHeld = %d before any write", n)
 	}

@@ -310,17 +310,8 @@ func TestAlwaysTicketIsDurable(t *testing.T) {
 			dir := t.TempDir()
 			opts := DefaultOptions(dir)
 			opts.Fsync, opts.SweepInterval, opts.GCInterval = fsync, 0, 0
-			s, err := Open(opts)
-			if err != nil {
-				t.Fatal(err)
-			}
 			// Hold the applier back, so Badger cannot have the writes.
-			hold := make(chan struct{})
-			var once sync.Once
-			release := func() { once.Do(func() { close(hold) }) }
-			s.applyHook = func([]op) { <-hold }
-			s.Start()
-			defer func() { release(); s.Close() }()
+			s, release := openHeldBack(t, opts)
 			want := map[string]string{}
 			for i := range 50 {
 				k := fmt.Sprintf("k%02d", i)

@@ -23,14 +23,7 @@ func TestWALTornTailIsDropped(t *testing.T) {
 	dir := t.TempDir()
 	opts := DefaultOptions(dir)
 	opts.SweepInterval, opts.GCInterval = 0, 0
-	s, err := Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hold := make(chan struct{})
-	s.applyHook = func([]op) { <-hold }
-	s.Start()
-	defer func() { close(hold); s.Close() }()
+	s, _ := openHeldBack(t, opts)
 	for i := range 10 {
 		set(t, s, 0, fmt.Sprintf("k%d", i), str("v", 0))
 	}
