@@ -67,7 +67,7 @@ const (
 )
 
 // gapTicks is how many ticks may pass between two steps before the
-// second only starts a new measure (Step).
+// second only starts a new measure (step).
 const gapTicks = 4
 
 // Governor raises and lowers the runtime's soft memory limit with the

@@ -766,13 +766,10 @@ func (s *DB) backPressure() {
 		s.held.Add(1)
 		select {
 		case <-ch:
+			s.held.Add(-1)
 		case <-s.stop:
-		}
-		s.held.Add(-1)
-		select {
-		case <-s.stop:
+			s.held.Add(-1)
 			return
-		default:
 		}
 	}
 }
