@@ -413,6 +413,12 @@ func ParseMemory(s string) (int64, error) {
 	return n * mult, nil
 }
 
+// MinMemTableSize is the smallest memtable-size: Badger takes at most 15%
+// of a memtable in one write batch, and a batch must hold any one entry
+// that stays in its tables (a key of up to 64 KB with its value, up to
+// the value threshold the store derives from the memtable size).
+const MinMemTableSize = 1 << 20
+
 // Validate checks ranges and enumerations.
 func (c Config) Validate() error {
 	switch {
@@ -434,6 +440,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("table-compression must be none, snappy or zstd, not %q", c.TableCompression)
 	case c.Dir == "":
 		return fmt.Errorf("dir must not be empty")
+	case c.MemTableSize < MinMemTableSize:
+		return fmt.Errorf("memtable-size must be at least 1mb (1048576)")
 	case c.ProtoMaxBulkLen < 1<<20:
 		return fmt.Errorf("proto-max-bulk-len must be at least 1mb (1048576)")
 	case c.ClientQueryBufferLimit < 1<<20:

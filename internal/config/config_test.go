@@ -33,6 +33,8 @@ func TestParse(t *testing.T) {
 		{name: "ignored redis directives", args: []string{"--appendonly", "yes", "--save", ""}, want: func(*Config) {}},
 		{name: "sizes and lease", args: []string{"--memtable-size", "16mb", "--once-lease-ms", "500"},
 			want: func(c *Config) { c.MemTableSize, c.OnceLease = 16<<20, 500*time.Millisecond }},
+		{name: "small memtable", args: []string{"--memtable-size", "1mb"}, want: func(c *Config) { c.MemTableSize = 1 << 20 }},
+		{name: "memtable too small", args: []string{"--memtable-size", "512kb"}, err: "memtable-size must be at least 1mb (1048576)"},
 		{name: "caches", args: []string{"--block-cache-size", "8mb", "--value-cache-size", "0"},
 			want: func(c *Config) { c.BlockCacheSize, c.ValueCacheSize = 8<<20, 0 }},
 		{name: "memory burst", args: []string{"--memory-burst", "0"}, want: func(c *Config) { c.MemoryBurst = 0 }},

@@ -491,12 +491,22 @@ func badgerOptions(opts Options) badger.Options {
 		WithValueLogFileSize(64 << 20).
 		WithCompression(compressions[opts.Compression])
 	if opts.MemTableSize > 0 {
-		bopts = bopts.WithMemTableSize(opts.MemTableSize)
+		bopts = bopts.WithMemTableSize(opts.MemTableSize).
+			WithValueThreshold(valueThreshold(opts.MemTableSize))
 	}
 	if opts.BlockCacheSize > 0 {
 		bopts = bopts.WithBlockCacheSize(opts.BlockCacheSize)
 	}
 	return bopts
+}
+
+// valueThreshold is the size from which Badger keeps a value in its value
+// log rather than in its tables for a memtable size: its default, 1 MiB,
+// unless that is more than the 15% of a memtable that Badger writes in one
+// batch, which must hold any value kept in the tables (Badger refuses to
+// open otherwise: the default alone would need memtables of 7 MiB).
+func valueThreshold(memTableSize int64) int64 {
+	return min(1<<20, 15*memTableSize/100)
 }
 
 // Start launches the committer, the syncer, the sweeper and value-log GC.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -945,5 +946,43 @@ func TestSweepRetriesKeysItCouldNotSettle(t *testing.T) {
 	clock.Store(1_000_200)
 	if n := s.Sweep(time.Second); n != 1 {
 		t.Fatalf("swept %d keys once writes were accepted again, want 1", n)
+	}
+}
+
+// Memtables smaller than the 7 MiB that Badger's default value threshold
+// needs open, and keep values on either side of the threshold the store
+// derives for them, and a long key, across a restart (config allows
+// memtable-size from 1mb).
+func TestSmallMemtables(t *testing.T) {
+	for _, mt := range []int64{1 << 20, 4 << 20, 8 << 20} {
+		t.Run(strconv.FormatInt(mt>>20, 10)+"MiB", func(t *testing.T) {
+			opts := DefaultOptions(t.TempDir())
+			opts.MemTableSize = mt
+			opts.CacheSize = 0
+			opts.SweepInterval, opts.GCInterval = 0, 0
+			th := int(valueThreshold(mt))
+			want := map[string]string{
+				"below":                  strings.Repeat("b", th-1),
+				"above":                  strings.Repeat("a", th+1),
+				strings.Repeat("k", 6e4): "long key",
+			}
+			s, err := Open(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Start()
+			for k, v := range want {
+				set(t, s, 0, k, str(v, 0))
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s = openOpts(t, opts)
+			for k, v := range want {
+				if got, ok := get(t, s, 0, k); !ok || got != v {
+					t.Errorf("key of %d bytes after restart: %d bytes, found %v; want %d", len(k), len(got), ok, len(v))
+				}
+			}
+		})
 	}
 }
