@@ -169,7 +169,7 @@ func DefaultOptions(dir string) Options {
 		Databases:      16,
 		Fsync:          FsyncEverysec,
 		Logger:         zap.NewNop(),
-		MemTableSize:   8 << 20,
+		MemTableSize:   4 << 20,
 		BlockCacheSize: 32 << 20,
 		SweepInterval:  100 * time.Millisecond,
 		SweepKeys:      64,
