@@ -414,9 +414,10 @@ func ParseMemory(s string) (int64, error) {
 }
 
 // MinMemTableSize is the smallest memtable-size: Badger takes at most 15%
-// of a memtable in one write batch, and a batch must hold any one entry
-// that stays in its tables (a key of up to 64 KB with its value, up to
-// the value threshold the store derives from the memtable size).
+// of a memtable in one write batch, which must hold any one entry kept in
+// its tables, a key of up to 65,000 bytes with a value under the threshold
+// the store derives from the memtable size (store/badgerdb; 92 KB at
+// 1 MiB, the most a smaller memtable would leave is too little).
 const MinMemTableSize = 1 << 20
 
 // Validate checks ranges and enumerations.

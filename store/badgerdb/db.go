@@ -501,12 +501,21 @@ func badgerOptions(opts Options) badger.Options {
 }
 
 // valueThreshold is the size from which Badger keeps a value in its value
-// log rather than in its tables for a memtable size: its default, 1 MiB,
-// unless that is more than the 15% of a memtable that Badger writes in one
-// batch, which must hold any value kept in the tables (Badger refuses to
-// open otherwise: the default alone would need memtables of 7 MiB).
+// log rather than in its tables, for a memtable size: its default, 1 MiB,
+// unless an entry with a value just under it and the longest key would not
+// fit in the 15% of a memtable that Badger writes in one batch. Such an
+// entry fails every batch (the applier would retry it for good, and the
+// log's replay at the next start would fail on it), and Badger refuses to
+// open with a threshold over the batch size: the default alone needs
+// memtables of 7 MiB, and with the longest keys, 7.4.
 func valueThreshold(memTableSize int64) int64 {
-	return min(1<<20, 15*memTableSize/100)
+	// Badger counts an entry kept in its tables as its key, its value,
+	// 2 bytes of metadata and 10 of version, and starts each batch with
+	// the 21 of its commit marker ("!badger!txn" and a version); a batch
+	// must stay under its size. Keys reach 65,000 bytes
+	// (store.MaxKeyLen, with 11 bytes of prefix).
+	const longestEntry = 65000 + 2 + 10 + 11 + 10
+	return min(1<<20, 15*memTableSize/100-longestEntry)
 }
 
 // Start launches the committer, the syncer, the sweeper and value-log GC.

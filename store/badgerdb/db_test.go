@@ -950,9 +950,12 @@ func TestSweepRetriesKeysItCouldNotSettle(t *testing.T) {
 }
 
 // Memtables smaller than the 7 MiB that Badger's default value threshold
-// needs open, and keep values on either side of the threshold the store
-// derives for them, and a long key, across a restart (config allows
-// memtable-size from 1mb).
+// needs open (config allows memtable-size from 1mb), and the entries that
+// strain a write batch most reach Badger's tables and are there after a
+// restart: the longest key, with a deadline (its expiry index entry is the
+// longest key the store writes) and the largest value kept in the tables,
+// and values on either side of the threshold. A longer key is refused at
+// once, and the store goes on taking writes.
 func TestSmallMemtables(t *testing.T) {
 	for _, mt := range []int64{1 << 20, 4 << 20, 8 << 20} {
 		t.Run(strconv.FormatInt(mt>>20, 10)+"MiB", func(t *testing.T) {
@@ -960,11 +963,13 @@ func TestSmallMemtables(t *testing.T) {
 			opts.MemTableSize = mt
 			opts.CacheSize = 0
 			opts.SweepInterval, opts.GCInterval = 0, 0
-			th := int(valueThreshold(mt))
-			want := map[string]string{
-				"below":                  strings.Repeat("b", th-1),
-				"above":                  strings.Repeat("a", th+1),
-				strings.Repeat("k", 6e4): "long key",
+			inTables := int(valueThreshold(mt)) - headerLen - 1 // encoded: threshold-1
+			far := time.Now().Add(time.Hour).UnixMilli()
+			longest := strings.Repeat("k", store.MaxKeyLen)
+			want := map[string]store.Value{
+				longest:      str(strings.Repeat("l", inTables), far),
+				"in tables":  str(strings.Repeat("t", inTables), 0),
+				"in the log": str(strings.Repeat("v", inTables+1), 0),
 			}
 			s, err := Open(opts)
 			if err != nil {
@@ -972,16 +977,27 @@ func TestSmallMemtables(t *testing.T) {
 			}
 			s.Start()
 			for k, v := range want {
-				set(t, s, 0, k, str(v, 0))
+				set(t, s, 0, k, v)
 			}
+			_, err = s.Update(func(tx store.Tx) error {
+				return tx.Set(0, []byte(longest+"k"), str("x", 0))
+			})
+			if !errors.Is(err, store.ErrKeyTooLong) {
+				t.Fatalf("a key of %d bytes: %v, want %v", len(longest)+1, err, store.ErrKeyTooLong)
+			}
+			set(t, s, 0, "after", str("a", 0))
+			want["after"] = str("a", 0)
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
 			s = openOpts(t, opts)
 			for k, v := range want {
-				if got, ok := get(t, s, 0, k); !ok || got != v {
-					t.Errorf("key of %d bytes after restart: %d bytes, found %v; want %d", len(k), len(got), ok, len(v))
+				if got, ok := get(t, s, 0, k); !ok || got != string(v.Data) {
+					t.Errorf("key of %d bytes after restart: %d bytes, found %v; want %d", len(k), len(got), ok, len(v.Data))
 				}
+			}
+			if n := lenOf(t, s, 0); n != len(want) {
+				t.Errorf("%d keys after restart, want %d", n, len(want))
 			}
 		})
 	}
