@@ -240,18 +240,25 @@ func commandHelpCmd(x *Ctx) {
 // keyPositions lists the indexes of the key arguments in a command line
 // of argc arguments (counting the name).
 func keyPositions(c *Command, argc int) []int {
-	if c.FirstKey <= 0 {
-		return nil
-	}
-	last := c.LastKey
-	if last < 0 {
-		last += argc
-	}
 	var pos []int
-	for i := c.FirstKey; i <= last && i < argc; i += keyStep(c) {
+	first, last, step := keyRange(c, argc)
+	for i := first; i <= last; i += step {
 		pos = append(pos, i)
 	}
 	return pos
+}
+
+// keyRange locates the key arguments in a command line of argc arguments:
+// every step-th from first to last (none when first > last).
+func keyRange(c *Command, argc int) (first, last, step int) {
+	if c.FirstKey <= 0 {
+		return 1, 0, 1
+	}
+	last = c.LastKey
+	if last < 0 {
+		last += argc
+	}
+	return c.FirstKey, min(last, argc-1), keyStep(c)
 }
 
 func keyStep(c *Command) int {

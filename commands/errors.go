@@ -3,6 +3,7 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/oncekv/oncekv/store"
@@ -35,6 +36,9 @@ var (
 	ErrShutdown      = errors.New("ERR Errors trying to SHUTDOWN. Check logs.")
 	ErrCursor        = errors.New("ERR invalid cursor")
 	ErrTimeout       = errors.New("ERR timeout is not an integer or out of range")
+	// ErrKeyTooLong has no Redis counterpart: Redis takes keys of up to
+	// proto-max-bulk-len, the storage engine here store.MaxKeyLen.
+	ErrKeyTooLong = errors.New("ERR key is too long (at most " + strconv.Itoa(store.MaxKeyLen) + " bytes)")
 )
 
 // errorText maps any error to the text of its RESP error reply. It is the
@@ -48,6 +52,8 @@ func errorText(err error) string {
 		return misconf(err)
 	case errors.Is(err, store.ErrBadDB):
 		return ErrDBIndex.Error()
+	case errors.Is(err, store.ErrKeyTooLong):
+		return ErrKeyTooLong.Error()
 	case errors.Is(err, store.ErrClosed):
 		return "ERR server is shutting down"
 	}
@@ -64,7 +70,7 @@ var sentinels = []error{
 	ErrNoSuchKey, ErrDBIndex, ErrNoAuth, ErrNoPassSet, ErrWrongPass, ErrStringTooBig,
 	ErrOffsetRange, ErrNoProto, ErrExecNoMulti, ErrDiscardNoMult, ErrNestedMulti,
 	ErrWatchInMulti, ErrExecAbort, ErrClientName, ErrMisconf, ErrShutdown, ErrCursor,
-	ErrTimeout,
+	ErrTimeout, ErrKeyTooLong,
 }
 
 // misconf words a refused write as Redis's MISCONF, naming the cause.

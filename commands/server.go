@@ -288,7 +288,24 @@ func (s *Server) resolve(args [][]byte) (*Command, string) {
 		}
 		cmd = sub
 	}
+	if cmd.Flags&Write != 0 && longKey(cmd, args) {
+		// Refused before it runs, so that a write of several keys
+		// (MSET) writes none of them.
+		return nil, ErrKeyTooLong.Error()
+	}
 	return cmd, ""
+}
+
+// longKey reports whether a key argument of args is longer than the store
+// takes (store.MaxKeyLen).
+func longKey(c *Command, args [][]byte) bool {
+	first, last, step := keyRange(c, len(args))
+	for i := first; i <= last; i += step {
+		if len(args[i]) > store.MaxKeyLen {
+			return true
+		}
+	}
+	return false
 }
 
 func unknownCommand(args [][]byte) string {

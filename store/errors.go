@@ -9,7 +9,14 @@ var (
 	ErrClosed = errors.New("store is closed")
 	// ErrBadDB is returned for a database index out of range.
 	ErrBadDB = errors.New("DB index is out of range")
+	// ErrKeyTooLong is returned by a write of a key longer than MaxKeyLen.
+	ErrKeyTooLong = errors.New("key is too long")
 	// ErrWrite is wrapped around a failure to persist writes, such as a full
 	// disk: the store refuses writes until it can write again.
 	ErrWrite = errors.New("store cannot persist writes")
 )
+
+// MaxKeyLen is the longest key a store accepts for writing, in bytes:
+// Badger takes keys of up to 65,000 bytes, and the longest key the store
+// builds from a client's key is its expiry index entry, 11 bytes more.
+const MaxKeyLen = 65000 - 11

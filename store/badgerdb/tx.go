@@ -92,6 +92,12 @@ func (t *tx) Set(db int, key []byte, v store.Value) error {
 	if err := t.checkDB(db); err != nil {
 		return err
 	}
+	if len(key) > store.MaxKeyLen {
+		// Badger would refuse it in the applier, for good, after the
+		// log holds it: every later write would wait behind it, and the
+		// log's replay at the next start would fail on it again.
+		return store.ErrKeyTooLong
+	}
 	old, raw, existed, err := t.getAny(db, key)
 	if err != nil {
 		return err
