@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -296,16 +297,25 @@ func (s *Server) resolve(args [][]byte) (*Command, string) {
 	return cmd, ""
 }
 
-// longKey reports whether a key argument of args is longer than the store
-// takes (store.MaxKeyLen).
+// longKey reports whether args write a key longer than the store takes
+// (store.MaxKeyLen): a key argument whose key spec may insert or update
+// it. A key that is only read or removed (DEL, GETDEL, RENAME's source)
+// passes: it cannot exist, or, at up to 8 bytes longer and without a
+// deadline, was stored before the limit, and may still be removed.
 func longKey(c *Command, args [][]byte) bool {
 	first, last, step := keyRange(c, len(args))
 	for i := first; i <= last; i += step {
-		if len(args[i]) > store.MaxKeyLen {
+		if len(args[i]) > store.MaxKeyLen && mayWrite(keySpecFlagsOf(c, specOf(c, i))) {
 			return true
 		}
 	}
 	return false
+}
+
+// mayWrite reports whether key spec flags let a command insert or update
+// its key.
+func mayWrite(flags []string) bool {
+	return slices.Contains(flags, "insert") || slices.Contains(flags, "update")
 }
 
 func unknownCommand(args [][]byte) string {

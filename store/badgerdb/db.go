@@ -507,7 +507,7 @@ func badgerOptions(opts Options) badger.Options {
 // entry fails every batch (the applier would retry it for good, and the
 // log's replay at the next start would fail on it), and Badger refuses to
 // open with a threshold over the batch size: the default alone needs
-// memtables of 7 MiB, and with the longest keys, 7.4.
+// memtables of 6.7 MiB, and with the longest keys, 7.1 MiB.
 func valueThreshold(memTableSize int64) int64 {
 	// Badger counts an entry kept in its tables as its key, its value,
 	// 2 bytes of metadata and 10 of version, and starts each batch with

@@ -949,7 +949,7 @@ func TestSweepRetriesKeysItCouldNotSettle(t *testing.T) {
 	}
 }
 
-// Memtables smaller than the 7 MiB that Badger's default value threshold
+// Memtables smaller than the 6.7 MiB that Badger's default value threshold
 // needs open (config allows memtable-size from 1mb), and the entries that
 // strain a write batch most reach Badger's tables and are there after a
 // restart: the longest key, with a deadline (its expiry index entry is the
@@ -998,6 +998,16 @@ func TestSmallMemtables(t *testing.T) {
 			}
 			if n := lenOf(t, s, 0); n != len(want) {
 				t.Errorf("%d keys after restart, want %d", n, len(want))
+			}
+			if _, err := s.View(func(tx store.Tx) error {
+				v, ok, err := tx.Get(0, []byte(longest))
+				if !ok || err != nil || v.ExpireAt != far || tx.Expiring(0) != 1 {
+					t.Errorf("the longest key's deadline after restart: %d (found %v, %v), %d expiring; want %d, 1",
+						v.ExpireAt, ok, err, tx.Expiring(0), far)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}
