@@ -500,6 +500,26 @@ func badgerOptions(opts Options) badger.Options {
 	return bopts
 }
 
+// badgerMaxKey is the longest key Badger takes, in bytes.
+const badgerMaxKey = 65000
+
+// writable drops from replayed ops those that Badger refuses, with an
+// error in the log: writes of keys over badgerMaxKey, which servers before
+// store.MaxKeyLen logged and could not apply (the replay of such a log
+// failed at every start). Badger never held them.
+func (s *DB) writable(ops []op) []op {
+	kept := ops[:0]
+	for _, o := range ops {
+		if len(o.key) > badgerMaxKey {
+			s.log.Error("log replay: dropped a write of a key longer than Badger takes (written before keys were limited to 64,989 bytes)",
+				zap.Int("bytes", len(o.key)), zap.ByteString("key_start", []byte(o.key[:32])))
+			continue
+		}
+		kept = append(kept, o)
+	}
+	return kept
+}
+
 // valueThreshold is the size from which Badger keeps a value in its value
 // log rather than in its tables, for a memtable size: its default, 1 MiB,
 // unless an entry with a value just under it and the longest key would not
@@ -514,7 +534,7 @@ func valueThreshold(memTableSize int64) int64 {
 	// the 21 of its commit marker ("!badger!txn" and a version); a batch
 	// must stay under its size. Keys reach 65,000 bytes
 	// (store.MaxKeyLen, with 11 bytes of prefix).
-	const longestEntry = 65000 + 2 + 10 + 11 + 10
+	const longestEntry = badgerMaxKey + 2 + 10 + 11 + 10
 	return min(1<<20, 15*memTableSize/100-longestEntry)
 }
 
@@ -1125,6 +1145,7 @@ func (s *DB) recoverWAL() error {
 	dir := filepath.Join(s.opts.Dir, walDirName)
 	replayed := 0
 	segs, err := replayWAL(dir, func(ops []op) error {
+		ops = s.writable(ops)
 		replayed += len(ops)
 		return s.write(ops)
 	})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,5 +193,28 @@ func TestWALAbandonedSegmentSyncFailureIsReported(t *testing.T) {
 	}
 	if err := w.sync(); err != nil {
 		t.Fatalf("sync of the next segment: %v", err)
+	}
+}
+
+// A log that holds a write of a key longer than Badger takes (servers
+// before store.MaxKeyLen logged them) opens: that write is dropped, with
+// an error in the log, and the writes around it are replayed. Before,
+// every start failed on it.
+func TestReplayDropsKeysBadgerRefuses(t *testing.T) {
+	dir := t.TempDir()
+	opts := DefaultOptions(dir)
+	opts.SweepInterval, opts.GCInterval = 0, 0
+	s, _ := openHeldBack(t, opts)
+	set(t, s, 0, "before", str("1", 0))
+	long := string(dataKey(0, []byte(strings.Repeat("k", badgerMaxKey))))
+	if err := s.wal.append([]op{{key: long, val: encodeValue(str("x", 0))}}); err != nil {
+		t.Fatal(err)
+	}
+	set(t, s, 0, "after", str("2", 0))
+	c := crashImage(t, dir)
+	for k, want := range map[string]string{"before": "1", "after": "2"} {
+		if got, ok := get(t, c, 0, k); !ok || got != want {
+			t.Errorf("%s after replay: %q %v, want %q", k, got, ok, want)
+		}
 	}
 }
