@@ -66,7 +66,7 @@ func (s *DB) sweepRound(db int) (deleted int, more bool) {
 // sweepDue scans db's expiry index for due entries under the keyspace
 // lock, settles those whose key memory holds, and returns the others.
 func (s *DB) sweepDue(db int) (later []sweepCand, now int64, deleted int, more bool) {
-	s.mu.Lock()
+	lockFresh(&s.mu)
 	defer s.mu.Unlock()
 	if !s.mayHaveKeys(db) || s.writeError() != nil {
 		// Nothing to sweep, or writes are refused (a full disk): the
@@ -170,7 +170,7 @@ func (s *DB) sweepLater(db int, now int64, later []sweepCand) (deleted int) {
 	if s.sweepHook != nil {
 		s.sweepHook()
 	}
-	s.mu.Lock()
+	lockFresh(&s.mu)
 	defer s.mu.Unlock()
 	t := &tx{s: s, now: now, write: true}
 	defer func() {
