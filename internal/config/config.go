@@ -413,11 +413,11 @@ func ParseMemory(s string) (int64, error) {
 	return n * mult, nil
 }
 
-// MinMemTableSize is the smallest memtable-size: Badger takes at most 15%
-// of a memtable in one write batch, which must hold any one entry kept in
-// its tables, a key of up to 65,000 bytes with a value under the threshold
-// the store derives from the memtable size (store/badgerdb; 92 KB at
-// 1 MiB, the most a smaller memtable would leave is too little).
+// MinMemTableSize is the smallest memtable-size. Badger writes at most 15%
+// of a memtable in one batch, which must hold any one entry kept in its
+// tables: a key of up to 65,000 bytes with a value under the threshold the
+// store derives from the memtable size (store/badgerdb). At 1 MiB that
+// threshold is 92 KB; below, it shrinks towards nothing.
 const MinMemTableSize = 1 << 20
 
 // Validate checks ranges and enumerations.
