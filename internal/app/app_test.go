@@ -15,7 +15,13 @@ import (
 // startFromFile starts a server from a config file, as `oncekv file` does.
 func startFromFile(t *testing.T, conf string) (*App, error) {
 	t.Helper()
-	dir := t.TempDir()
+	return startIn(t, t.TempDir(), conf)
+}
+
+// startIn is startFromFile with the configuration file and the data in
+// dir, so that a test can start a server again on the same data.
+func startIn(t *testing.T, dir, conf string) (*App, error) {
+	t.Helper()
 	file := filepath.Join(dir, "oncekv.conf")
 	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)

@@ -54,8 +54,13 @@ func ApplyMemoryLimit(cfg config.Config, log *zap.Logger) {
 // MemoryGovernor returns what raises the soft limit set by
 // ApplyMemoryLimit by memory-burst while the server is busy, and lowers
 // it again once it is calm (package memlimit), with the commands
-// processed as its measure of activity, and writers held back by the
-// store's back-pressure as a stall, not calm. It is nil (a no-op) where
+// processed and the keys the sweeper expired as its measure of activity,
+// and writers held back by the store's back-pressure as a stall, not calm.
+// Expirations count because a sweep is a stream of deletions that no
+// command makes: after a load of ONCE cycles kept 60 s, the keys expiring
+// en masse held the heap at the base limit with no command coming in, and
+// the collector ran five times a second, taking over half the server's
+// CPU; a PING meanwhile waited up to 96 ms. It is nil (a no-op) where
 // ApplyMemoryLimit sets nothing: GOMEMLIMIT set, or proxy mode. Start it
 // after Start, and Close it after Close.
 func (a *App) MemoryGovernor() *memlimit.Governor {
@@ -67,7 +72,7 @@ func (a *App) MemoryGovernor() *memlimit.Governor {
 	return memlimit.New(memlimit.Config{
 		Base:     MemoryLimit(cfg),
 		Burst:    cfg.MemoryBurst,
-		Activity: a.Commands.CommandsProcessed,
+		Activity: func() int64 { return a.Commands.CommandsProcessed() + a.Store.Expired() },
 		Held:     func() bool { return a.Store.WritersHeld() > 0 },
 		Changed: func(limit int64, busy bool) {
 			log.Debug("heap limit", zap.Int64("bytes", limit), zap.Bool("busy", busy))

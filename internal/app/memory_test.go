@@ -1,8 +1,11 @@
 package app
 
 import (
+	"bufio"
+	"fmt"
 	"net"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +132,76 @@ func TestMemoryGovernor(t *testing.T) {
 	cfg.Upstream = "redis://127.0.0.1:1"
 	if g := (&App{cfg: cfg, log: zap.NewNop()}).MemoryGovernor(); g != nil {
 		t.Fatal("a governor in proxy mode")
+	}
+}
+
+// TestMemoryGovernorCountsExpiries: keys that expire en masse raise the
+// limit though no command comes in (issue 6): the sweeper's deletions are
+// a write load of their own, and at the base limit the collector ran five
+// times a second against them. The keys are written by a first server and
+// fall due after a second one has started on the same data, so that
+// nothing but the sweep can make it busy.
+func TestMemoryGovernorCountsExpiries(t *testing.T) {
+	old := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(old) })
+	t.Setenv("GOMEMLIMIT", "")
+	const keys = 20000
+	dir := t.TempDir()
+
+	first, err := startIn(t, dir, "memory-burst 5mb\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := time.Now().Add(4 * time.Second)
+	at := strconv.FormatInt(due.UnixMilli(), 10)
+	var req strings.Builder
+	for i := range keys {
+		k := "k:" + strconv.Itoa(i)
+		fmt.Fprintf(&req, "*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\nv\r\n$4\r\nPXAT\r\n$%d\r\n%s\r\n", len(k), k, len(at), at)
+	}
+	nc, err := net.DialTimeout("tcp", first.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.SetDeadline(time.Now().Add(30 * time.Second))
+	go func() { _, _ = nc.Write([]byte(req.String())) }()
+	r := bufio.NewReader(nc)
+	for i := range keys {
+		line, err := r.ReadString('\n')
+		if err != nil || line != "+OK\r\n" {
+			t.Fatalf("reply %d to SET: %q, %v", i, line, err)
+		}
+	}
+	nc.Close()
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	a, err := startIn(t, dir, "memory-burst 5mb\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gov := a.MemoryGovernor()
+	base := MemoryLimit(a.Config())
+	gov.Start()
+	t.Cleanup(gov.Close)
+	if time.Now().After(due) {
+		t.Fatalf("the restart took until past the keys' deadline; nothing left to measure")
+	}
+	if got := gov.Limit(); got != base {
+		t.Fatalf("limit before the keys are due = %d, want the base %d", got, base)
+	}
+	deadline := due.Add(15 * time.Second)
+	for gov.Limit() != base+5<<20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the limit did not rise while %d keys expired (%d expired so far)", keys, a.Store.Expired())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := a.Commands.CommandsProcessed(); n != 0 {
+		t.Fatalf("%d commands processed: the sweep was not alone", n)
+	}
+	if n := a.Store.Expired(); n == 0 {
+		t.Fatal("the limit rose before any key expired")
 	}
 }

@@ -813,6 +813,11 @@ func (s *DB) backPressure() {
 	}
 }
 
+// Expired is how many keys the sweeper has deleted because their deadline
+// passed (Stats.Expired), without Stats' locks: the memory governor reads
+// it as work the server does without commands.
+func (s *DB) Expired() int64 { return s.expired.Load() }
+
 // WritersHeld is how many writers wait at this moment for Badger to catch
 // up with the writes before theirs (back-pressure): a server that
 // processes no command then is not idle, it is stalled.
