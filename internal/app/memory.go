@@ -72,7 +72,7 @@ func (a *App) MemoryGovernor() *memlimit.Governor {
 	return memlimit.New(memlimit.Config{
 		Base:     MemoryLimit(cfg),
 		Burst:    cfg.MemoryBurst,
-		Activity: func() int64 { return a.Commands.CommandsProcessed() + a.Store.Expired() },
+		Activity: memlimit.Sum(a.Commands.CommandsProcessed, a.Store.Expired),
 		Held:     func() bool { return a.Store.WritersHeld() > 0 },
 		Changed: func(limit int64, busy bool) {
 			log.Debug("heap limit", zap.Int64("bytes", limit), zap.Bool("busy", busy))

@@ -27,8 +27,10 @@ type Config struct {
 	// Base is the limit at rest, Burst what a busy server may use on top
 	// of it (bytes). A Governor with Burst <= 0 holds the base.
 	Base, Burst int64
-	// Activity counts the work done so far: commands processed. It may
-	// restart from 0 (CONFIG RESETSTAT).
+	// Activity counts the work done so far (a server's commands
+	// processed and keys expired, Sum). It may restart from 0 (CONFIG
+	// RESETSTAT): a reading below the last one is a restart, and counts
+	// as the work done since.
 	Activity func() int64
 	// Held, if set, reports whether work is held back at this moment
 	// waiting for the server to catch up (writers under back-pressure):
@@ -57,7 +59,8 @@ type Config struct {
 	Changed func(limit int64, busy bool)
 }
 
-// The defaults: busy from 2,000 commands a second (a client or two at
+// The defaults: busy from 2,000 units of activity a second, commands or
+// expired keys (a client or two at
 // idle speed is not busy; any benchmark or batch job is), read four times
 // a second, calm after 2 s without.
 const (
@@ -242,4 +245,30 @@ func (g *Governor) Limit() int64 {
 		return g.high()
 	}
 	return g.cfg.Base
+}
+
+// Sum returns an activity counter (Config.Activity) that adds up
+// counters, each of which may restart from 0 on its own: a restart of
+// one adds what it has counted since, and the sum never goes back. (A
+// plain sum would read one counter's restart as the whole sum's, and
+// count everything the others had counted since the start as one tick's
+// work.)
+func Sum(counters ...func() int64) func() int64 {
+	var mu sync.Mutex
+	last := make([]int64, len(counters))
+	var total int64
+	return func() int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		for i, c := range counters {
+			n := c()
+			d := n - last[i]
+			if d < 0 { // this counter restarted
+				d = n
+			}
+			last[i] = n
+			total += d
+		}
+		return total
+	}
 }

@@ -229,3 +229,28 @@ func TestGovernorWithoutBurst(t *testing.T) {
 	unstarted := New(f.config(100, 10))
 	unstarted.Close() // never started: returns at once
 }
+
+// TestSum: the sum of counters only grows, and one counter's restart
+// (CONFIG RESETSTAT resets commands, not expired keys) adds what that
+// counter counted since, not the other counters' totals again.
+func TestSum(t *testing.T) {
+	var cmds, expired int64
+	sum := Sum(func() int64 { return cmds }, func() int64 { return expired })
+	for _, step := range []struct {
+		cmds, expired, want int64
+	}{
+		{0, 0, 0},
+		{100, 0, 100},
+		{150, 10_000, 10_150},
+		{5, 10_000, 10_155},       // commands restarted: 5 since
+		{20, 10_001, 10_171},      // +15 commands, +1 expired
+		{20, 10_001, 10_171},      // nothing
+		{20, 3, 10_174},           // expired restarted (a new store): 3 since
+		{1_000_000, 3, 1_010_154}, // a burst of commands
+	} {
+		cmds, expired = step.cmds, step.expired
+		if got := sum(); got != step.want {
+			t.Fatalf("sum after commands %d, expired %d = %d, want %d", step.cmds, step.expired, got, step.want)
+		}
+	}
+}
