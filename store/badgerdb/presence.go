@@ -210,7 +210,15 @@ func (s *DB) rebuildPresence() {
 			s.pres.Store(np)
 		}
 		s.nextPres = nil
+		// Keys staged during the scan went to np without a check that
+		// it was full (addPresenceLocked checks the filter in use): if
+		// they filled it, rebuild again now, not at the next write,
+		// which may not come.
+		full := done && np.full()
 		s.omu.Unlock()
+		if full {
+			kickChan(s.rebuildPres)
+		}
 	}()
 	txn := s.bdb.NewTransaction(false)
 	defer txn.Discard()
