@@ -71,11 +71,17 @@ func TestCluster(t *testing.T) {
 	if r := cl.ReplicasOf(victim); len(r) != 1 || slices.Contains(masters, r[0]) {
 		t.Fatalf("ReplicasOf(%s) = %v", victim, r)
 	}
-	if err := cc.Set(ctx, "foo", "bar", 0).Err(); err != nil {
+	// SET and WAIT on one connection to foo's master, so that the
+	// replica has foo before the kill. (A WAIT through the cluster client
+	// went to some other node; on a loaded machine foo was then not
+	// replicated yet, was lost with the master, and GET found nothing.)
+	conn := cl.Node(victim).Client().Conn()
+	defer conn.Close()
+	if err := conn.Set(ctx, "foo", "bar", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := cc.Wait(ctx, 1, time.Second).Err(); err != nil {
-		t.Logf("WAIT: %v", err) // routed to some node; not what is tested here
+	if n, err := conn.Wait(ctx, 1, 5*time.Second).Result(); err != nil || n < 1 {
+		t.Fatalf("WAIT 1 on %s: %d replicas, %v", victim, n, err)
 	}
 	start := time.Now()
 	cl.KillNode(victim)
