@@ -103,17 +103,10 @@ func TestPresenceSparesLookupsOfNewKeys(t *testing.T) {
 func TestPresenceRebuildKeepsEveryKey(t *testing.T) {
 	dir := t.TempDir()
 	opts := DefaultOptions(dir)
-	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
-	opts.ApplyDelay = 20 * time.Millisecond // many writes wait when a rebuild starts
-	opts.CacheSize = 4 << 10                // and few stay cached once applied
-	s, err := Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Nothing is written yet: a small first filter, so that it fills.
-	s.presMin = 256
-	s.pres.Store(newPresence(0, s.presMin))
-	first := s.pres.Load()
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0 // here and at the restart
+	opts.ApplyDelay = 20 * time.Millisecond                          // many writes wait when a rebuild starts
+	opts.CacheSize = 4 << 10                                         // and few stay cached once applied
+	s, first := openSmallFilter(t, opts)
 	// Writes go on while a rebuild holds its snapshot: only stage can
 	// add them to the new filter.
 	s.presHook = func() { time.Sleep(30 * time.Millisecond) }
@@ -263,6 +256,21 @@ func TestCloseWhileALockHolderDrains(t *testing.T) {
 	}
 }
 
+// openSmallFilter opens a store (not started) without background sweeps,
+// and gives it a first key filter of 256 keys, so that writes fill it
+// soon; it returns that filter too.
+func openSmallFilter(t testing.TB, opts Options) (*DB, *presence) {
+	t.Helper()
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.presMin = 256
+	s.pres.Store(newPresence(0, s.presMin))
+	return s, s.pres.Load()
+}
+
 // waitSized waits until s's presence filter is no longer first and is
 // sized for at least keys.
 func waitSized(t testing.TB, s *DB, first *presence, keys int64) {
@@ -286,15 +294,7 @@ func waitSized(t testing.TB, s *DB, first *presence, keys int64) {
 // write, which may not come. A CI run on a loaded machine ended with the
 // filter sized for half the keys.
 func TestPresenceRebuildCatchesUp(t *testing.T) {
-	opts := DefaultOptions(t.TempDir())
-	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
-	s, err := Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.presMin = 256
-	s.pres.Store(newPresence(0, s.presMin))
-	first := s.pres.Load()
+	s, first := openSmallFilter(t, DefaultOptions(t.TempDir()))
 	var scans atomic.Int32
 	s.presHook = func() {
 		if scans.Add(1) == 1 {
