@@ -60,9 +60,9 @@ type Config struct {
 }
 
 // The defaults: busy from 2,000 units of activity a second, commands or
-// expired keys (a client or two at
-// idle speed is not busy; any benchmark or batch job is), read four times
-// a second, calm after 2 s without.
+// expired keys (a client or two at idle speed is not busy; any benchmark,
+// batch job or mass expiry is), read four times a second, calm after 2 s
+// without.
 const (
 	DefaultBusy = 2000
 	DefaultCalm = 2 * time.Second
