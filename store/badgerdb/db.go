@@ -48,6 +48,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+	"github.com/dgraph-io/ristretto/v2/z"
 	"github.com/tidwall/btree"
 	"go.uber.org/zap"
 
@@ -103,7 +104,8 @@ type Options struct {
 	// GCInterval is how often Badger's value log is garbage collected.
 	GCInterval time.Duration
 	// TrimInterval is how often the pages of Badger's table mappings are
-	// handed back to the page cache (trim_linux.go); 0 never.
+	// handed back to the page cache (trim_linux.go), and the arenas its
+	// table builders left over released (builders.go); 0 never.
 	TrimInterval time.Duration
 	// Compression is how the tables Badger writes from now on are
 	// compressed: "none" (also ""), "snappy" or "zstd". Each table
@@ -211,8 +213,11 @@ type op struct {
 type DB struct {
 	opts Options
 	bdb  *badger.DB
-	log  *zap.Logger
-	now  func() int64
+	// builders is Badger's pool of table builders' arenas, which trim
+	// empties (builders.go); nil if not found.
+	builders *z.AllocatorPool
+	log      *zap.Logger
+	now      func() int64
 
 	// mu is the keyspace lock: Update holds it exclusively, View shared.
 	// counts and expiring are the changes, under mu, to the numbers of
@@ -426,6 +431,7 @@ func Open(opts Options) (*DB, error) {
 	s := &DB{
 		opts:        opts,
 		bdb:         bdb,
+		builders:    poolOf(bdb),
 		log:         opts.Logger,
 		now:         opts.Clock,
 		counts:      make([]int, opts.Databases),
@@ -1583,9 +1589,11 @@ func (s *DB) collectValueLog() bool {
 }
 
 // trim hands table pages back to the page cache, so that the process's
-// resident memory is its own (trim_linux.go).
+// resident memory is its own (trim_linux.go), and releases the arenas
+// Badger's table builders left in their pool (builders.go).
 func (s *DB) trim() bool {
 	s.trims.Add(1)
+	s.drainBuilders()
 	if _, err := s.trimTables(); err != nil {
 		s.log.Warn("could not trim table mappings; they stay resident", zap.Error(err))
 		return false
