@@ -41,8 +41,9 @@ type Config struct {
 	// OnceLease is the lease of a ONCE.CLAIM that names none.
 	OnceLease time.Duration
 	// TableTrim is how often the pages of Badger's tables that reads
-	// mapped in are handed back to the page cache (table-trim-ms); 0
-	// never: they then stay in the server's RSS.
+	// mapped in are handed back to the page cache (table-trim-ms), in
+	// intervals without a stream of reads of the tables; 0 never: they
+	// then stay in the server's RSS.
 	TableTrim time.Duration
 	// TableCompression is how Badger compresses the tables it writes
 	// (table-compression): none, snappy or zstd.

@@ -114,6 +114,39 @@ func TestTrimReleasesTablePagesAndKeepsData(t *testing.T) {
 	readAll() // the pages come back from the page cache, intact
 }
 
+// While reads of the tables stream in, a trim leaves their pages mapped
+// (the reads would map them again at once, a fault each); the first
+// interval with few reads hands them back.
+func TestTrimWaitsForQuietReads(t *testing.T) {
+	dir := t.TempDir()
+	s, readAll := tablesRead(t, dir) // no trim of its own: trim runs here only
+	const quiet = 100
+	s.trimQuiet = quiet
+	resident := tableRSS(t, dir)
+	check := func(what string, waited int64, trimmed bool) {
+		t.Helper()
+		s.trim()
+		after := tableRSS(t, dir)
+		if got := s.trimsWaited.Load(); got != waited {
+			t.Fatalf("%s: %d trims waited, want %d", what, got, waited)
+		}
+		if trimmed && after > resident/10 {
+			t.Fatalf("%s: %d bytes of tables resident after the trim (%d before): not trimmed", what, after, resident)
+		}
+		if !trimmed && after < resident/2 {
+			t.Fatalf("%s: %d bytes of tables resident after the trim (%d before): trimmed under reads", what, after, resident)
+		}
+	}
+	check("after reading every value", 1, false)
+	readAll()
+	check("after reading them again", 2, false)
+	check("with no read since", 2, true)
+	for i := 0; i < quiet/2; i++ {
+		get(t, s, 0, "k"+strconv.Itoa(i))
+	}
+	check("after a few reads", 2, true)
+}
+
 // With TrimInterval set (table-trim-ms), the store trims by itself; with 0,
 // never.
 func TestTrimRunsEveryInterval(t *testing.T) {
