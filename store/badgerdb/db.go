@@ -1598,17 +1598,18 @@ func (s *DB) collectValueLog() bool {
 	return true
 }
 
-// trimQuietReads is the rate of point reads from Badger's tables (reads
-// that missed memory), a second, up to which trim hands the table pages
-// back. Above it, the next reads map the pages again, a fault each, and
-// the trim only adds that cost: measured with 10M keys (1.3 GB of tables)
-// and redis-benchmark GETs of random keys, a trim every second cut the
-// GETs by 40% unpipelined (13-16k against 20-26k a second) and by two
-// thirds with -P 16 (21k against 60-64k), and the run still ended with
-// 686 MB of tables mapped, against 1.3 GB with no trim. So while reads
-// stream in, the pages stay mapped (clean pages of files, which the
-// kernel reclaims under memory pressure), and the first quiet interval
-// hands them all back.
+// trimQuietReads is the rate of point reads from Badger's tables (lookup:
+// reads that missed memory, by GETs and by writes and expirations of keys
+// not in memory, which read the old value), a second, up to which trim
+// hands the table pages back. Above it, the next reads map the pages
+// again, a fault each, and the trim only adds that cost: measured with 10M
+// keys (1.3 GB of tables) and redis-benchmark GETs of random keys, a trim
+// every second cut the GETs by 40% unpipelined (13-16k against 20-26k a
+// second) and by two thirds with -P 16 (21k against 60-64k), and the run
+// still ended with 686 MB of tables mapped, against 1.3 GB with no trim.
+// So while reads stream in, the pages stay mapped (clean pages of files,
+// which the kernel reclaims under memory pressure), and the first quiet
+// interval hands them all back.
 const trimQuietReads = 1000
 
 // trim hands table pages back to the page cache, so that the process's
