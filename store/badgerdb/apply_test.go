@@ -199,6 +199,47 @@ func TestPendingBytesBounded(t *testing.T) {
 	}
 }
 
+// A log round starts an apply without waiting out the delay once the
+// writes waiting for Badger reach half of their bound (earlyApply), and
+// not before: under it they keep gathering, so that rewrites collapse and
+// Badger gets fewer, larger batches (issue 6).
+func TestApplyStartsAtHalfTheBound(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	opts.ApplyDelay = time.Hour
+	opts.MaxPendingBytes = 64 << 10
+	s := openOpts(t, opts)
+	val := str(strings.Repeat("x", 200), 0)
+	dirty := func() int64 {
+		s.omu.RLock()
+		defer s.omu.RUnlock()
+		return s.dirtyBytes
+	}
+	i := 0
+	writeUpTo := func(limit int64) {
+		for dirty() < limit {
+			set(t, s, 0, "k"+strconv.Itoa(i), val)
+			i++
+		}
+	}
+	writeUpTo(opts.MaxPendingBytes * 3 / 8)
+	time.Sleep(300 * time.Millisecond) // room for an apply that should not start
+	if c := s.committed.Load(); c != 0 {
+		t.Fatalf("%d bytes, under half of the %d bound, were applied (op %d) before the delay", dirty(), opts.MaxPendingBytes, c)
+	}
+	writeUpTo(opts.MaxPendingBytes / 2)
+	deadline := time.Now().Add(10 * time.Second)
+	for s.committed.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes, half of the %d-byte bound, waited for the hour-long delay", i, opts.MaxPendingBytes)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if h := s.WritersHeld(); h != 0 {
+		t.Fatalf("%d writers held under the bound", h)
+	}
+}
+
 // failOneRound opens a store that is not started (each write logs and
 // applies in place) and writes a = 1 in a round whose Badger apply fails
 // with fail while the store closes: the applier gives the round up and
