@@ -394,6 +394,7 @@ type onceSummary struct {
 		Client string  `json:"client"`
 		System string  `json:"system"`
 		Oncekv bool    `json:"oncekv"`
+		Floor  bool    `json:"floor"` // PING + PING, never a baseline
 		Median float64 `json:"cycles_per_s"`
 	} `json:"cycles"`
 	Ratios []struct {
@@ -402,6 +403,9 @@ type onceSummary struct {
 		BestBaseline string  `json:"best_baseline"`
 		Baseline     float64 `json:"baseline_cycles_per_s"`
 		Ratio        float64 `json:"ratio"`
+		// PING + PING cycles/s on each server (0: not measured)
+		OncekvFloor float64 `json:"oncekv_floor_cycles_per_s"`
+		RedisFloor  float64 `json:"redis_floor_cycles_per_s"`
 	} `json:"ratios"`
 	Wakeups []struct {
 		Waiters   int     `json:"waiters"`
@@ -416,6 +420,9 @@ type onceSummary struct {
 		PollP50us    float64 `json:"poll_p50_us"`
 		PollP99us    float64 `json:"poll_p99_us"`
 		PollPeriod   string  `json:"poll_period"`
+		// the floor: no server, one write to each connection (0: not measured)
+		LoopbackP50us float64 `json:"loopback_p50_us"`
+		LoopbackP99us float64 `json:"loopback_p99_us"`
 	} `json:"wakeups"`
 }
 

@@ -185,9 +185,13 @@ func onceMarkdown(head sectionHead, report string, sum onceSummary) string {
 		}
 		measured := fmt.Sprintf("%s against the fastest baseline, %s (%s vs %s cycles/s)", ratio(r.Ratio), r.BestBaseline, thousands(r.Oncekv), thousands(r.Baseline))
 		for _, c := range sum.Cycles {
-			if c.Client == r.Client && !c.Oncekv && c.System != r.BestBaseline && c.Median > 0 {
+			if c.Client == r.Client && !c.Oncekv && !c.Floor && c.System != r.BestBaseline && c.Median > 0 {
 				measured += fmt.Sprintf("; %s against %s", ratio(r.Oncekv/c.Median), c.System)
 			}
+		}
+		if r.RedisFloor > 0 {
+			measured += fmt.Sprintf(". Floor, two PINGs a cycle: redis-server %s, oncekv %s cycles/s; the target, %s cycles/s, is %s the floor of redis-server",
+				thousands(r.RedisFloor), thousands(r.OncekvFloor), thousands(2*r.Baseline), ratio(2*r.Baseline/r.RedisFloor))
 		}
 		targets = append(targets, target{
 			Section:  "once",
@@ -209,6 +213,9 @@ func onceMarkdown(head sectionHead, report string, sum onceSummary) string {
 			}
 			if w.PollP99us > 0 {
 				measured += fmt.Sprintf(" (GET polling every %s: p99 %s)", w.PollPeriod, usStr(w.PollP99us))
+			}
+			if w.LoopbackP99us > 0 {
+				measured += fmt.Sprintf("; floor with no server, one write to each of %d loopback connections: p99 %s, p50 %s", w.Waiters, usStr(w.LoopbackP99us), usStr(w.LoopbackP50us))
 			}
 			targets = append(targets, target{
 				Section:  "once",

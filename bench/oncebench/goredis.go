@@ -87,6 +87,22 @@ func newGoOnceSystem(addr, prefix string) system {
 		})
 }
 
+// newGoPingSystem is the floor of a two-round-trip cycle with go-redis:
+// PING, PING.
+func newGoPingSystem(name string, oncekv bool, addr, prefix string) system {
+	s := goRedisSystem(name, 2, oncekv, addr, prefix,
+		func(ctx context.Context, rdb *redis.Client, _, _ string) error {
+			for range 2 {
+				if err := rdb.Ping(ctx).Err(); err != nil {
+					return fmt.Errorf("PING: %w", err)
+				}
+			}
+			return nil
+		})
+	s.floor = true
+	return s
+}
+
 // newGoKVSystem runs kv.Once[string].Run with a function that returns the
 // answer at once: ONCE.CLAIM … WAIT, then ONCE.COMPLETE, through kv.
 func newGoKVSystem(addr, prefix string) system {

@@ -13,7 +13,11 @@
 //     pays to wake that many blocked clients, redis-server's own push
 //     paths measured the same way: one PUBLISH to N subscribers of one
 //     channel, and one RPUSH of N elements to N clients in BLPOP on one
-//     list (see wakeref.go).
+//     list (see wakeref.go);
+//   - the floors, what this machine allows any server (floor.go): a cycle
+//     of two PINGs on each server, and a wake-up with no server at all,
+//     this process writing the reply to N loopback connections it
+//     accepted.
 //
 // By default it builds oncekv from the module it is run in and starts it
 // and redis-server on free 127.0.0.1 ports, each in a temporary directory
@@ -56,6 +60,7 @@ type options struct {
 	rounds              int
 	waiters             []int
 	cycles, wakeups     bool     // the parts run
+	floors              bool     // also run the PING + PING floors of the cycles
 	wakeRefs            []string // the reference wake-ups run on redis-server
 	wakeSamples         int
 	wakeMinRounds       int
@@ -81,9 +86,10 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of one timed cycle round per system")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "untimed cycle run per system before the rounds")
 	flag.IntVar(&o.rounds, "rounds", 3, "timed cycle rounds per system, alternating between systems; the median counts")
+	flag.BoolVar(&o.floors, "floors", true, "also measure the floor of a cycle: PING + PING on each server (the most two-round-trip cycles/s the client and machine allow)")
 	flag.StringVar(&parts, "parts", "cycles,wakeup", "the parts to run: cycles (claim+complete cycles/s), wakeup (waiter wake-up latency) or both")
 	flag.StringVar(&waiters, "waiters", "1,50,1000", "comma-separated waiter counts for the wake-up benchmark")
-	flag.StringVar(&refs, "wake-refs", strings.Join(allWakeRefs, ","), "what the wake-up benchmark also measures on redis-server: publish (PUBLISH to N subscribers), blpop (one RPUSH to N clients in BLPOP), poll (GET polling), any of them or none")
+	flag.StringVar(&refs, "wake-refs", strings.Join(allWakeRefs, ","), "what the wake-up benchmark also measures: on redis-server publish (PUBLISH to N subscribers), blpop (one RPUSH to N clients in BLPOP), poll (GET polling); loopback (the floor: this process writes the reply to N connections it accepted, no server); any of them or none")
 	flag.IntVar(&o.wakeSamples, "wake-samples", 500, "wake-up samples wanted per waiter count and system (rounds = samples/waiters)")
 	flag.IntVar(&o.wakeMinRounds, "wake-min-rounds", 10, "wake-up rounds (keys) at least, per waiter count and system")
 	flag.DurationVar(&o.poll, "poll", 10*time.Millisecond, "baseline waiters' GET polling interval")
@@ -272,10 +278,18 @@ func run(o options) error {
 			systems = append(systems, newGoLuaClaimSystem(redisAddr, p()))
 			systems = append(systems, newGoSetNXSystem(redisAddr, p()))
 			systems = append(systems, newGoIncrSystem(redisAddr, p()))
+			if o.floors {
+				systems = append(systems, newGoPingSystem(floorOncekv, true, onceAddr, p()))
+				systems = append(systems, newGoPingSystem(floorRedis, false, redisAddr, p()))
+			}
 		case clientRaw:
 			systems = append(systems, newOnceSystem(onceAddr, p()))
 			systems = append(systems, newLuaClaimSystem(redisAddr, p(), sc))
 			systems = append(systems, newBaseSystem(redisAddr, p(), sc))
+			if o.floors {
+				systems = append(systems, newPingSystem(floorOncekv, true, onceAddr, p()))
+				systems = append(systems, newPingSystem(floorRedis, false, redisAddr, p()))
+			}
 		}
 	}
 
@@ -353,6 +367,7 @@ type wakeResult struct {
 	rounds         int
 	once, redis    []time.Duration
 	publish, blpop []time.Duration
+	loopback       []time.Duration // the floor: no server
 }
 
 func measureWakeups(o options, onceAddr, redisAddr string, sc scripts, prefix, answer string) ([]wakeResult, error) {
@@ -377,6 +392,13 @@ func measureWakeups(o options, onceAddr, redisAddr string, sc scripts, prefix, a
 		return nil, fmt.Errorf("redis: %d poller connections: %w", maxW, err)
 	}
 	defer closeAll(redisWs)
+	var lb *loopback
+	if slices.Contains(o.wakeRefs, refLoopback) {
+		if lb, err = openLoopback(maxW); err != nil {
+			return nil, fmt.Errorf("loopback floor: %d connections: %w", maxW, err)
+		}
+		defer lb.close()
+	}
 
 	var out []wakeResult
 	for _, n := range o.waiters {
@@ -400,6 +422,9 @@ func measureWakeups(o options, onceAddr, redisAddr string, sc scripts, prefix, a
 				case refPoll:
 					lat, err = pollWakeRound(redisRun, redisWs[:n], sc, prefix+"fence", key, answer, o.poll, o.timeout)
 					w.redis = append(w.redis, lat...)
+				case refLoopback:
+					lat, err = loopbackWakeRound(lb, n, answer, o.timeout, o.wakeReader)
+					w.loopback = append(w.loopback, lat...)
 				}
 				if err != nil {
 					return nil, fmt.Errorf("redis %s wake-up, %d waiters: %w", ref, n, err)
@@ -410,7 +435,7 @@ func measureWakeups(o options, onceAddr, redisAddr string, sc scripts, prefix, a
 		for _, r := range []struct {
 			name string
 			lat  []time.Duration
-		}{{"redis PUBLISH", w.publish}, {"redis BLPOP", w.blpop}, {"GET polling", w.redis}} {
+		}{{"redis PUBLISH", w.publish}, {"redis BLPOP", w.blpop}, {"GET polling", w.redis}, {"loopback floor", w.loopback}} {
 			if len(r.lat) > 0 {
 				line += fmt.Sprintf(", %s p50 %s p99 %s", r.name, fmtDur(percentile(r.lat, 0.5)), fmtDur(percentile(r.lat, 0.99)))
 			}
@@ -434,6 +459,7 @@ type cycleRow struct {
 	Client   string  `json:"client"`
 	System   string  `json:"system"`
 	Oncekv   bool    `json:"oncekv"`
+	Floor    bool    `json:"floor"` // PING + PING: no work, never a baseline
 	RTTs     int     `json:"rtts"`
 	Median   float64 `json:"cycles_per_s"`
 	P50Micro float64 `json:"p50_us"`
@@ -448,6 +474,10 @@ type ratioRow struct {
 	BestBaseline string  `json:"best_baseline"`
 	Baseline     float64 `json:"baseline_cycles_per_s"`
 	Ratio        float64 `json:"ratio"`
+	// The floors, PING + PING cycles/s on each server (0: not measured):
+	// what the client and the machine allow a cycle of two round trips.
+	OncekvFloor float64 `json:"oncekv_floor_cycles_per_s,omitempty"`
+	RedisFloor  float64 `json:"redis_floor_cycles_per_s,omitempty"`
 }
 
 type wakeRowSum struct {
@@ -462,8 +492,11 @@ type wakeRowSum struct {
 	BlpopP99us   float64 `json:"blpop_p99_us,omitempty"`
 	PollP50us    float64 `json:"poll_p50_us,omitempty"`
 	PollP99us    float64 `json:"poll_p99_us,omitempty"`
-	PollPeriod   string  `json:"poll_period"`
-	Reader       string  `json:"reader"`
+	// the floor, no server (0: not measured)
+	LoopbackP50us float64 `json:"loopback_p50_us,omitempty"`
+	LoopbackP99us float64 `json:"loopback_p99_us,omitempty"`
+	PollPeriod    string  `json:"poll_period"`
+	Reader        string  `json:"reader"`
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -478,7 +511,7 @@ func summarize(o options, systems []system, results [][]cycleResult, wakes []wak
 			lat = append(lat, r.lat...)
 		}
 		sum.Cycles = append(sum.Cycles, cycleRow{
-			Client: s.client, System: s.name, Oncekv: s.oncekv, RTTs: s.rtts, Median: median(rates),
+			Client: s.client, System: s.name, Oncekv: s.oncekv, Floor: s.floor, RTTs: s.rtts, Median: median(rates),
 			P50Micro: us(percentile(lat, 0.5)), P99Micro: us(percentile(lat, 0.99)),
 		})
 	}
@@ -487,6 +520,10 @@ func summarize(o options, systems []system, results [][]cycleResult, wakes []wak
 		for i, c := range sum.Cycles {
 			switch {
 			case c.Client != lib:
+			case c.Floor && c.Oncekv:
+				r.OncekvFloor = c.Median
+			case c.Floor:
+				r.RedisFloor = c.Median
 			case c.Oncekv && !systems[i].extra:
 				r.Oncekv = c.Median // plain ONCE.* commands
 			case !c.Oncekv && c.Median > r.Baseline:
@@ -505,6 +542,7 @@ func summarize(o options, systems []system, results [][]cycleResult, wakes []wak
 			PublishP50us: us(percentile(w.publish, 0.5)), PublishP99us: us(percentile(w.publish, 0.99)),
 			BlpopP50us: us(percentile(w.blpop, 0.5)), BlpopP99us: us(percentile(w.blpop, 0.99)),
 			PollP50us: us(percentile(w.redis, 0.5)), PollP99us: us(percentile(w.redis, 0.99)),
+			LoopbackP50us: us(percentile(w.loopback, 0.5)), LoopbackP99us: us(percentile(w.loopback, 0.99)),
 			PollPeriod: o.poll.String(), Reader: o.wakeReader,
 		})
 	}
@@ -562,6 +600,11 @@ func report(w io.Writer, o options, systems []system, results [][]cycleResult, w
 		for _, r := range sum.Ratios {
 			p("- **%s: oncekv / fastest baseline = %.2f×** (%.0f vs %.0f cycles/s, baseline: %s)\n",
 				r.Client, r.Ratio, r.Oncekv, r.Baseline, r.BestBaseline)
+			if r.RedisFloor > 0 {
+				p("- %s, floor: two PINGs a cycle, no work, %.0f cycles/s on redis-server and %.0f on oncekv. "+
+					"Twice the fastest baseline, %.0f cycles/s, is %.2f× what redis-server answers doing nothing with this client on this machine.\n",
+					r.Client, r.RedisFloor, r.OncekvFloor, 2*r.Baseline, 2*r.Baseline/r.RedisFloor)
+			}
 		}
 		p("\n")
 		p("What each system runs (answer: %d bytes; lease 30 s, keep 60 s):\n\n", o.answerSize)
@@ -575,6 +618,10 @@ func report(w io.Writer, o options, systems []system, results [][]cycleResult, w
 			"The usual recipe; tokens do not grow, so no fencing.\n")
 		p("- redis: INCR + SET NX PX + EVALSHA CAS: `INCR <fence>` → tok (one counter, so tokens only grow: fencing as in ONCE); " +
 			"`SET k running:<tok> NX PX 30000`; the CAS script. Three round trips.\n")
+		if o.floors {
+			p("- %s and %s: `PING`, then `PING`: the round trips of a cycle without its work, "+
+				"the most two-round-trip cycles/s that the client, the server's front end and this machine allow. Never a baseline.\n", floorOncekv, floorRedis)
+		}
 		p("\nThe go-redis baselines use `redis.NewScript(…).Run` (EVALSHA, EVAL on NOSCRIPT).\n\n")
 	}
 	if len(wakes) > 0 {
@@ -601,7 +648,11 @@ func wakeReport(p func(string, ...any), o options, wakes []wakeResult, sum summa
 		p("- redis GET poll (what users build without ONCE): N connections polling `GET k` with a %s sleep between polls, a goroutine each (random start phase; "+
 			"once all have seen the key running, the runner waits a random fraction of the interval and sends the EVALSHA CAS).\n", o.poll)
 	}
-	p("\nEach round is a fresh key (channel, list); rounds alternate between oncekv and each redis-server measurement, the same number of rounds each.\n\n")
+	if slices.Contains(o.wakeRefs, refLoopback) {
+		p("- floor, no server: this process accepts the N connections itself and writes the same reply (ONCE's `[\"done\", <answer>]`) to each, " +
+			"from as many goroutines as it has CPUs: what N loopback deliveries and the reader cost on this machine, which every server's figure includes.\n")
+	}
+	p("\nEach round is a fresh key (channel, list); rounds alternate between oncekv and each other measurement, the same number of rounds each.\n\n")
 	type col struct {
 		name     string
 		p50, p99 func(wakeRowSum) float64
@@ -615,6 +666,8 @@ func wakeReport(p func(string, ...any), o options, wakes []wakeResult, sum summa
 			cols = append(cols, col{"redis BLPOP", func(s wakeRowSum) float64 { return s.BlpopP50us }, func(s wakeRowSum) float64 { return s.BlpopP99us }})
 		case refPoll:
 			cols = append(cols, col{"redis GET poll", func(s wakeRowSum) float64 { return s.PollP50us }, func(s wakeRowSum) float64 { return s.PollP99us }})
+		case refLoopback:
+			cols = append(cols, col{"floor (no server)", func(s wakeRowSum) float64 { return s.LoopbackP50us }, func(s wakeRowSum) float64 { return s.LoopbackP99us }})
 		}
 	}
 	p("| waiters | rounds | samples each |")
@@ -633,7 +686,11 @@ func wakeReport(p func(string, ...any), o options, wakes []wakeResult, sum summa
 	last := sum.Wakeups[len(sum.Wakeups)-1]
 	p("\n- **%d waiters: oncekv p50 %s, p99 %s", last.Waiters, fmtUs(last.OnceP50us), fmtUs(last.OnceP99us))
 	for _, c := range cols[1:] {
-		if c.name != "redis GET poll" {
+		switch c.name {
+		case "redis GET poll":
+		case "floor (no server)":
+			p("; %s p50 %s, p99 %s", c.name, fmtUs(c.p50(last)), fmtUs(c.p99(last)))
+		default:
 			p("; reference %s p50 %s, p99 %s", c.name, fmtUs(c.p50(last)), fmtUs(c.p99(last)))
 		}
 	}

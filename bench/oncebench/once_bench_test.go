@@ -285,6 +285,8 @@ func TestBaselineScript(t *testing.T) {
 			newGoOnceSystem(onceAddr, prefix+"go-once:"), newGoKVSystem(onceAddr, prefix+"go-kv:"),
 			newGoLuaClaimSystem(rs.Addr, prefix+"go-lua:"), newGoSetNXSystem(rs.Addr, prefix+"go-setnx:"),
 			newGoIncrSystem(rs.Addr, prefix+"go-incr:"),
+			newPingSystem(floorOncekv, true, onceAddr, prefix+"raw-ping-once:"), newPingSystem(floorRedis, false, rs.Addr, prefix+"raw-ping-redis:"),
+			newGoPingSystem(floorOncekv, true, onceAddr, prefix+"go-ping-once:"), newGoPingSystem(floorRedis, false, rs.Addr, prefix+"go-ping-redis:"),
 		}
 		oc := mustDial(t, onceAddr)
 		for _, s := range systems {
@@ -303,6 +305,7 @@ func TestBaselineScript(t *testing.T) {
 			// The first key of worker 0 was claimed and completed.
 			key := s.prefix + "r:0:0"
 			switch {
+			case s.floor: // PING + PING: nothing is stored
 			case s.extra: // kv: the key is the Once's name + ":" + key, the answer JSON
 				key = prefix + "go-kv:kv:r:0:0"
 				if r := do(oc, "ONCE.CLAIM", key); r.Arr == nil || r.Arr[0].Str != "done" || r.Arr[1].Str != `"`+answer+`"` {

@@ -20,14 +20,16 @@ import (
 	"time"
 )
 
-// The reference wake-ups of redis-server, and GET polling.
+// The reference wake-ups of redis-server, GET polling, and the floor with
+// no server (floor.go).
 const (
-	refPoll    = "poll"
-	refPublish = "publish"
-	refBlpop   = "blpop"
+	refPoll     = "poll"
+	refPublish  = "publish"
+	refBlpop    = "blpop"
+	refLoopback = "loopback"
 )
 
-var allWakeRefs = []string{refPublish, refBlpop, refPoll}
+var allWakeRefs = []string{refPublish, refBlpop, refPoll, refLoopback}
 
 // messageReply is the RESP2 push a subscriber of channel gets for
 // PUBLISH channel answer.

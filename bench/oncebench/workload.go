@@ -222,6 +222,10 @@ type system struct {
 	oncekv bool   // runs on oncekv; else a baseline on redis-server
 	prefix string // key prefix, unique per run and system
 	extra  bool   // shown, but not counted in the headline ratio
+	// floor marks the same round trips doing no work (PING + PING): the
+	// most cycles/s the client, the server's front end and this machine
+	// allow; shown, never a baseline.
+	floor bool
 	// open prepares n workers: their cycle functions (each called from
 	// one goroutine) and a function that frees what open took.
 	open func(n int) ([]cycleFunc, func(), error)
@@ -253,6 +257,28 @@ func rawSystem(name string, rtts int, oncekv bool, addr, prefix string, cycle fu
 
 func newOnceSystem(addr, prefix string) system {
 	return rawSystem("oncekv: ONCE.CLAIM + ONCE.COMPLETE", 2, true, addr, prefix, onceCycle)
+}
+
+// newPingSystem is the floor of a two-round-trip cycle on a raw
+// connection: PING, PING.
+func newPingSystem(name string, oncekv bool, addr, prefix string) system {
+	s := rawSystem(name, 2, oncekv, addr, prefix, pingCycle)
+	s.floor = true
+	return s
+}
+
+// pingCycle is two round trips that do nothing: PING, PING.
+func pingCycle(c *conn, _, _ string) error {
+	for range 2 {
+		r, err := c.Do("PING")
+		if err != nil {
+			return err
+		}
+		if r.Kind != '+' || r.Str != "PONG" {
+			return fmt.Errorf("PING: %v, want PONG", r)
+		}
+	}
+	return nil
 }
 
 func newBaseSystem(addr, prefix string, s scripts) system {

@@ -112,6 +112,9 @@ func CloseAll(cs []*Conn) {
 // Close closes the connection.
 func (c *Conn) Close() error { return c.nc.Close() }
 
+// LocalAddr returns the connection's own address.
+func (c *Conn) LocalAddr() net.Addr { return c.nc.LocalAddr() }
+
 // SetDeadline sets the deadline of the connection's reads and writes; a
 // deadline in the past makes a blocked Read fail at once.
 func (c *Conn) SetDeadline(t time.Time) error { return c.nc.SetDeadline(t) }
