@@ -297,3 +297,46 @@ func TestFormats(t *testing.T) {
 		t.Errorf("niceStep(0.23) = %v", s)
 	}
 }
+
+// TestThroughputMarkdownCeiling checks that the throughput section shows
+// bench/ceiling's column where it ran (everysec) and not where it did not
+// (always), and that the everysec target names its cells, while the
+// target itself still counts oncekv's cells only.
+func TestThroughputMarkdownCeiling(t *testing.T) {
+	h := &harness{rounds: 2, clients: 50, requests: 1000, keyspace: 10, pauseIdle: true}
+	set := cell{Label: "SET", Test: "set", Pipeline: 1}
+	get := cell{Label: "GET", Test: "get", Pipeline: 16}
+	rps := func(vs ...float64) []sample {
+		var s []sample
+		for _, v := range vs {
+			s = append(s, sample{RPS: v, P50: 1, P99: 2})
+		}
+		return s
+	}
+	pols := []policyResult{
+		{Fsync: "everysec", OursCmd: "oncekv …", RedisCmd: "redis-server …", CeilingCmd: "ceiling -addr 127.0.0.1:<port> -aof <dir>/ceiling/ceiling.aof", Cells: []cellResult{
+			{Cell: set, Ours: rps(50, 60), Redis: rps(100, 100), Ceiling: rps(90, 80)},
+			{Cell: get, Ours: rps(120, 110), Redis: rps(100, 100), Ceiling: rps(150, 130)},
+		}},
+		{Fsync: "always", OursCmd: "oncekv …", RedisCmd: "redis-server …", Cells: []cellResult{
+			{Cell: set, Ours: rps(50, 50), Redis: rps(100, 100)},
+		}},
+	}
+	md := h.throughputMarkdown(sectionHead{title: "Throughput", runLine: "run", command: "bench"}, pols, "")
+	for _, want := range []string{
+		"`bench/ceiling`, a deliberately minimal Go server",
+		"    ceiling -addr 127.0.0.1:<port> -aof <dir>/ceiling/ceiling.aof\n",
+		"| ratio per round | Go ceiling req/s | ceiling/redis |\n|---|--:|--:|--:|--:|--:|--:|---|--:|--:|\n",
+		"| SET | 1 | 55 | 100 | **0.55×** | 1.000 / 2.000 | 1.000 / 2.000 | 0.50, 0.60 | 85 | 0.85× |\n",
+		"| GET | 16 | 115 | 100 | **1.15×** | 1.000 / 2.000 | 1.000 / 2.000 | 1.20, 1.10 | 140 | 1.40× |\n",
+		"1 of 2 cells ≥ 1.0×; lowest 0.55× (SET). A minimal Go server with no storage engine (bench/ceiling), same run: 1 of 2 cells ≥ 1.0×, lowest 0.85× (SET)",
+		"### appendfsync always\n\n| test | -P | oncekv req/s | redis req/s | oncekv/redis | oncekv p50 / p99 ms | redis p50 / p99 ms | ratio per round |\n|---|--:|--:|--:|--:|--:|--:|---|\n| SET |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("section lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "0 of 1 cells ≥ 1.0×; lowest 0.50× (SET). A minimal") {
+		t.Errorf("the always target names bench/ceiling, which did not run there:\n%s", md)
+	}
+}

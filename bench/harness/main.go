@@ -46,7 +46,11 @@ type harness struct {
 	repo, work                  string
 	onceBin, redisBin, benchBin string
 	onceBenchBin                string
-	redisExtra                  []string
+	// ceilingBin is bench/ceiling, built when -ceiling is on and the
+	// throughput section runs ("" otherwise).
+	ceilingBin string
+	ceiling    bool
+	redisExtra []string
 
 	sections  []string
 	fsyncs    []string
@@ -106,6 +110,7 @@ func main() {
 	flag.DurationVar(&h.settle, "settle", 5*time.Second, "idle time before reading RSS")
 	flag.BoolVar(&h.restart, "restart", true, "measure the restart with the largest key count")
 	flag.StringVar(&h.restartSignal, "restart-signal", "term", "how the servers are stopped before the restart: term or kill")
+	flag.BoolVar(&h.ceiling, "ceiling", true, "also run bench/ceiling, a minimal Go server (a map and a log written once per batch, no storage engine), in the throughput cells of appendfsync everysec: what any Go server reaches on this machine")
 	flag.BoolVar(&h.pauseIdle, "pause-idle", true, "pause (SIGSTOP) the server not being measured, so that its background work takes no CPU from the other")
 	flag.BoolVar(&aofRewrite, "redis-aof-rewrite", true, "let redis-server rewrite its AOF automatically (its default); false adds --auto-aof-rewrite-percentage 0, so a restart replays commands only")
 	flag.StringVar(&h.out, "out", "", "markdown file to write (default BENCHMARKS.md in the repository; with -smoke, in a temporary directory)")
@@ -275,6 +280,11 @@ func (h *harness) main(work string, keep bool) error {
 	if h.onceBin == "" {
 		h.logf("building oncekv in %s", h.repo)
 		if h.onceBin, err = benchkit.BuildOncekv(h.repo, filepath.Join(h.work, "bin")); err != nil {
+			return err
+		}
+	}
+	if h.ceiling && slices.Contains(h.sections, "throughput") && slices.Contains(h.fsyncs, "everysec") {
+		if h.ceilingBin, err = benchkit.Build(h.repo, "./bench/ceiling", filepath.Join(h.work, "bin", "ceiling")); err != nil {
 			return err
 		}
 	}

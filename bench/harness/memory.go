@@ -101,14 +101,14 @@ func (h *harness) runMemory() (memResult, error) {
 	var prev int64
 	for _, n := range h.memKeys {
 		sr := sizeResult{Keys: n}
-		if err := h.alone(ours, redis, func() (err error) {
+		if err := h.alone(ours, []*benchkit.Proc{redis}, func() (err error) {
 			sr.LoadOurs, err = load(ours.Addr, prev, n, h.valueSize, h.loadConns, "oncekv", h.log)
 			return err
 		}); err != nil {
 			return res, err
 		}
 		h.logf("memory: loaded keys %d..%d into oncekv in %s (%.0f keys/s)", prev, n, sr.LoadOurs.elapsed.Round(time.Millisecond), sr.LoadOurs.rate())
-		if err := h.alone(redis, ours, func() (err error) {
+		if err := h.alone(redis, []*benchkit.Proc{ours}, func() (err error) {
 			sr.LoadRedis, err = load(redis.Addr, prev, n, h.valueSize, h.loadConns, "redis-server", h.log)
 			return err
 		}); err != nil {
@@ -139,13 +139,13 @@ func (h *harness) runMemory() (memResult, error) {
 		for _, pl := range h.pipelines {
 			g := getResult{Pipeline: pl}
 			c := cell{Label: "GET", Test: "get", Pipeline: pl}
-			if err := h.alone(ours, redis, func() (err error) {
+			if err := h.alone(ours, []*benchkit.Proc{redis}, func() (err error) {
 				g.Ours, err = h.bench(ours, c, h.memGets, n)
 				return err
 			}); err != nil {
 				return res, err
 			}
-			if err := h.alone(redis, ours, func() (err error) {
+			if err := h.alone(redis, []*benchkit.Proc{ours}, func() (err error) {
 				g.Redis, err = h.bench(redis, c, h.memGets, n)
 				return err
 			}); err != nil {

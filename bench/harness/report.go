@@ -69,27 +69,46 @@ func (h *harness) throughputMarkdown(head sectionHead, pols []policyResult, char
 	if len(pols) > 0 {
 		fmt.Fprintf(&b, "Both servers are started fresh for each fsync policy, each in its own temporary directory, on free 127.0.0.1 ports:\n\n")
 		fmt.Fprintf(&b, "    %s\n    %s\n\n", pols[0].OursCmd, pols[0].RedisCmd)
-		fmt.Fprintf(&b, "(with `--appendfsync always` for the other policy). Before the runs, keys `key:000000000000` … `%s` are set on both "+
+		fmt.Fprintf(&b, "(with `--appendfsync always` for the other policy). Before the runs, keys `key:000000000000` … `%s` are set on every server "+
 			"(3-byte values), so that every GET hits. Each cell is\n\n", keyName(int64(h.keyspace-1)))
 		fmt.Fprintf(&b, "    redis-benchmark -h 127.0.0.1 -p <port> -c %d -n %d -r %d -t <test> [-d 256] [-P 16] --csv\n\n",
 			h.clients, h.requests, h.keyspace)
-		fmt.Fprintf(&b, "run against oncekv and redis-server in turn (oncekv first in odd rounds, redis-server first in even ones), "+
+		fmt.Fprintf(&b, "run against each server in turn, the order rotating from round to round (oncekv first in the first round, redis-server in the second), "+
 			"%d round(s). Requests/s and latencies are the medians over the rounds; the ratio is the median of the ratios "+
 			"oncekv/redis-server measured within each round.%s\n\n", h.rounds, h.pauseNote())
+		for _, pol := range pols {
+			if pol.CeilingCmd == "" {
+				continue
+			}
+			fmt.Fprintf(&b, "Under appendfsync %s a third server takes its turn in every cell: `bench/ceiling`, a deliberately minimal Go server, "+
+				"what any Go server reaches on this machine. It serves SET, GET and INCR from a map under one mutex, a goroutine per connection, "+
+				"and appends each batch of writes to a log with one write(2), fsynced every second; no storage engine, no other commands, no memory bound:\n\n    %s\n\n"+
+				"Its column, ceiling/redis, is measured like oncekv's ratio. Where it is below 1.0×, no Go server of this design reaches redis-server on that cell here; "+
+				"where it is above and oncekv below, the difference is oncekv's engine.\n\n", pol.Fsync, pol.CeilingCmd)
+		}
 	}
 	var targets []target
 	for _, pol := range pols {
 		fmt.Fprintf(&b, "### appendfsync %s\n\n", pol.Fsync)
-		b.WriteString("| test | -P | oncekv req/s | redis req/s | oncekv/redis | oncekv p50 / p99 ms | redis p50 / p99 ms | ratio per round |\n")
-		b.WriteString("|---|--:|--:|--:|--:|--:|--:|---|\n")
+		withCeiling := pol.CeilingCmd != ""
+		b.WriteString("| test | -P | oncekv req/s | redis req/s | oncekv/redis | oncekv p50 / p99 ms | redis p50 / p99 ms | ratio per round |")
+		if withCeiling {
+			b.WriteString(" Go ceiling req/s | ceiling/redis |")
+		}
+		b.WriteString("\n|---|--:|--:|--:|--:|--:|--:|---|")
+		if withCeiling {
+			b.WriteString("--:|--:|")
+		}
+		b.WriteString("\n")
 		worst, worstCell, ok := math.Inf(1), "", 0
+		cWorst, cWorstCell, cOK := math.Inf(1), "", 0
 		for _, c := range pol.Cells {
 			r := c.ratio()
 			var per []string
 			for i := range min(len(c.Ours), len(c.Redis)) {
 				per = append(per, fmt.Sprintf("%.2f", c.Ours[i].RPS/c.Redis[i].RPS))
 			}
-			fmt.Fprintf(&b, "| %s | %d | %s | %s | **%s** | %.3f / %.3f | %.3f / %.3f | %s |\n",
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | **%s** | %.3f / %.3f | %.3f / %.3f | %s |",
 				c.Cell.Label, c.Cell.Pipeline,
 				thousands(medianOf(c.Ours, func(s sample) float64 { return s.RPS })),
 				thousands(medianOf(c.Redis, func(s sample) float64 { return s.RPS })),
@@ -97,6 +116,17 @@ func (h *harness) throughputMarkdown(head sectionHead, pols []policyResult, char
 				medianOf(c.Ours, func(s sample) float64 { return s.P50 }), medianOf(c.Ours, func(s sample) float64 { return s.P99 }),
 				medianOf(c.Redis, func(s sample) float64 { return s.P50 }), medianOf(c.Redis, func(s sample) float64 { return s.P99 }),
 				strings.Join(per, ", "))
+			if withCeiling {
+				cr := c.ceilingRatio()
+				fmt.Fprintf(&b, " %s | %s |", thousands(medianOf(c.Ceiling, func(s sample) float64 { return s.RPS })), ratio(cr))
+				if cr < cWorst {
+					cWorst, cWorstCell = cr, c.Cell.name()
+				}
+				if cr >= 1 {
+					cOK++
+				}
+			}
+			b.WriteString("\n")
 			if r < worst {
 				worst, worstCell = r, c.Cell.name()
 			}
@@ -109,7 +139,7 @@ func (h *harness) throughputMarkdown(head sectionHead, pols []policyResult, char
 			targets = append(targets, target{
 				Section:  "throughput",
 				Name:     fmt.Sprintf("appendfsync %s: oncekv/redis req/s ≥ 1.0× on every cell (median of %d round(s))", pol.Fsync, h.rounds),
-				Measured: fmt.Sprintf("%d of %d cells ≥ 1.0×; lowest %s (%s)", ok, len(pol.Cells), ratio(worst), worstCell),
+				Measured: fmt.Sprintf("%d of %d cells ≥ 1.0×; lowest %s (%s)", ok, len(pol.Cells), ratio(worst), worstCell) + ceilingNote(withCeiling, cOK, len(pol.Cells), cWorst, cWorstCell),
 				Met:      met(ok == len(pol.Cells) && h.rounds >= 2),
 			})
 		}
@@ -124,12 +154,20 @@ func (h *harness) throughputMarkdown(head sectionHead, pols []policyResult, char
 	return b.String()
 }
 
+// ceilingNote is what the throughput target says of bench/ceiling's cells.
+func ceilingNote(ran bool, ok, cells int, worst float64, worstCell string) string {
+	if !ran {
+		return ""
+	}
+	return fmt.Sprintf(". A minimal Go server with no storage engine (bench/ceiling), same run: %d of %d cells ≥ 1.0×, lowest %s (%s)", ok, cells, ratio(worst), worstCell)
+}
+
 // pauseNote says, when it is so, that the idle server was paused.
 func (h *harness) pauseNote() string {
 	if !h.pauseIdle {
 		return ""
 	}
-	return " While one server is measured (or loaded), the other is paused with SIGSTOP, so that its background work " +
+	return " While one server is measured (or loaded), the others are paused with SIGSTOP, so that their background work " +
 		"(Badger's compactions, Redis's AOF rewrites) takes no CPU from it."
 }
 

@@ -77,19 +77,27 @@ type sample struct {
 	RPS, P50, P99 float64 // requests/s, latency in ms
 }
 
-// cellResult is a cell's samples, one per round and server.
+// cellResult is a cell's samples, one per round and server; Ceiling is
+// bench/ceiling's, when it ran.
 type cellResult struct {
-	Cell        cell
-	Ours, Redis []sample
+	Cell                 cell
+	Ours, Redis, Ceiling []sample
 }
 
 // ratio is the median over rounds of ours/redis requests/s, each ratio
 // taken within one round.
-func (r cellResult) ratio() float64 {
+func (r cellResult) ratio() float64 { return roundRatio(r.Ours, r.Redis) }
+
+// ceilingRatio is ratio for bench/ceiling (0 if it did not run).
+func (r cellResult) ceilingRatio() float64 { return roundRatio(r.Ceiling, r.Redis) }
+
+// roundRatio is the median over rounds of a/b requests/s, each ratio
+// taken within one round.
+func roundRatio(a, b []sample) float64 {
 	var rs []float64
-	for i := range min(len(r.Ours), len(r.Redis)) {
-		if r.Redis[i].RPS > 0 {
-			rs = append(rs, r.Ours[i].RPS/r.Redis[i].RPS)
+	for i := range min(len(a), len(b)) {
+		if b[i].RPS > 0 {
+			rs = append(rs, a[i].RPS/b[i].RPS)
 		}
 	}
 	return median(rs)
@@ -121,6 +129,7 @@ type policyResult struct {
 	Cells          []cellResult
 	OursCmd        string // how the servers were started
 	RedisCmd       string
+	CeilingCmd     string // "" when bench/ceiling did not run
 	Started, Ended time.Time
 }
 
@@ -153,20 +162,32 @@ func (h *harness) runThroughput(fsync string) (policyResult, error) {
 	}
 	defer ours.Stop()
 	res.OursCmd, res.RedisCmd = genericCmd(ours, dir), genericCmd(redis, dir)
+	procs := []*benchkit.Proc{ours, redis}
+	var ceiling *benchkit.Proc
+	if h.ceilingBin != "" && fsync == "everysec" {
+		// bench/ceiling fsyncs its log every second; it has no other policy.
+		cdir := filepath.Join(dir, "ceiling")
+		ceiling, err = benchkit.Start("ceiling", h.ceilingBin, cdir, func(port int) []string {
+			return []string{"-addr", "127.0.0.1:" + strconv.Itoa(port), "-aof", filepath.Join(cdir, "ceiling.aof")}
+		})
+		if err != nil {
+			return res, err
+		}
+		defer ceiling.Stop()
+		res.CeilingCmd = strings.ReplaceAll(genericCmd(ceiling, dir), "127.0.0.1:"+strconv.Itoa(ceiling.Port), "127.0.0.1:<port>")
+		procs = append(procs, ceiling)
+	}
 
 	// The GETs of redis-benchmark -r K read key:000000000000 … key:K-1:
 	// set them all first (3-byte values, as redis-benchmark's SET), so
-	// that every GET hits on both servers.
-	for _, p := range []*benchkit.Proc{ours, redis} {
-		if _, err := load(p.Addr, 0, int64(h.keyspace), 3, 4, p.Name, h.log); err != nil {
+	// that every GET hits on every server.
+	for _, p := range procs {
+		if err := h.alone(p, others(procs, p), func() error {
+			_, err := load(p.Addr, 0, int64(h.keyspace), 3, 4, p.Name, h.log)
+			return err
+		}); err != nil {
 			return res, err
 		}
-	}
-	other := func(p *benchkit.Proc) *benchkit.Proc {
-		if p == ours {
-			return redis
-		}
-		return ours
 	}
 
 	res.Cells = make([]cellResult, len(h.cells))
@@ -175,23 +196,26 @@ func (h *harness) runThroughput(fsync string) (policyResult, error) {
 	}
 	for round := range h.rounds {
 		for ci, c := range h.cells {
-			order := []*benchkit.Proc{ours, redis}
-			if round%2 == 1 {
-				order = []*benchkit.Proc{redis, ours}
-			}
+			// The order rotates from round to round: oncekv first in
+			// the first, redis-server in the second, and so on.
+			k := round % len(procs)
+			order := append(slices.Clone(procs[k:]), procs[:k]...)
 			for _, p := range order {
 				var s sample
-				err := h.alone(p, other(p), func() (err error) {
+				err := h.alone(p, others(procs, p), func() (err error) {
 					s, err = h.bench(p, c, int64(h.requests), int64(h.keyspace))
 					return err
 				})
 				if err != nil {
 					return res, err
 				}
-				if p == ours {
+				switch p {
+				case ours:
 					res.Cells[ci].Ours = append(res.Cells[ci].Ours, s)
-				} else {
+				case redis:
 					res.Cells[ci].Redis = append(res.Cells[ci].Redis, s)
+				default:
+					res.Cells[ci].Ceiling = append(res.Cells[ci].Ceiling, s)
 				}
 				h.logf("throughput %s round %d/%d %-16s %-12s %12s req/s  p50 %.3f  p99 %.3f ms",
 					fsync, round+1, h.rounds, c.name(), p.Name, thousands(s.RPS), s.P50, s.P99)
@@ -202,19 +226,39 @@ func (h *harness) runThroughput(fsync string) (policyResult, error) {
 	return res, nil
 }
 
-// alone runs f with other paused (SIGSTOP), unless -pause-idle=false,
-// so that the idle server's background work (Badger's compactions,
+// others is procs without p.
+func others(procs []*benchkit.Proc, p *benchkit.Proc) []*benchkit.Proc {
+	var out []*benchkit.Proc
+	for _, q := range procs {
+		if q != p {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// alone runs f with the others paused (SIGSTOP), unless -pause-idle=false,
+// so that the idle servers' background work (Badger's compactions,
 // Redis's AOF rewrites) takes no CPU from p's measurement.
-func (h *harness) alone(p, other *benchkit.Proc, f func() error) error {
+func (h *harness) alone(p *benchkit.Proc, others []*benchkit.Proc, f func() error) error {
 	if !h.pauseIdle {
 		return f()
 	}
-	if err := other.Pause(); err != nil {
-		return err
+	var paused []*benchkit.Proc
+	var err error
+	for _, o := range others {
+		if err = o.Pause(); err != nil {
+			break
+		}
+		paused = append(paused, o)
 	}
-	err := f()
-	if rerr := other.Resume(); rerr != nil && err == nil {
-		err = rerr
+	if err == nil {
+		err = f()
+	}
+	for _, o := range paused {
+		if rerr := o.Resume(); rerr != nil && err == nil {
+			err = rerr
+		}
 	}
 	if p.Exited() && err == nil {
 		err = fmt.Errorf("%s exited\n%s", p.Name, p.LogTail())
