@@ -563,3 +563,89 @@ func TestWritersHeldWhileBackPressured(t *testing.T) {
 		t.Fatalf("WritersHeld = %d once every write got through", n)
 	}
 }
+
+// TestMapsShrinkAfterABurst checks that the maps of entries in memory are
+// rebuilt by a trim that follows a quiet second, once a burst of writes
+// is applied and they hold half or less of their peak (a Go map keeps its
+// largest buckets otherwise); that a trim while writes come in leaves
+// them alone; and that nothing is lost or changed by the rebuild: every
+// key reads back its value, and writes after it are staged, read and
+// applied as before.
+func TestMapsShrinkAfterABurst(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0 // trims run here only
+	opts.CacheSize = 256 << 10                                       // a few thousand entries stay cached
+	opts.ApplyDelay = time.Hour                                      // applied by the drains
+	s := openOpts(t, opts)
+	const n = 2 * shrinkMin
+	const batch = 1000
+	key := func(i int) string { return "k" + strconv.Itoa(i) }
+	val := func(i, round int) string { return "v" + strconv.Itoa(i) + ":" + strconv.Itoa(round) }
+	write := func(round, from, to int) {
+		for i := from; i < to; i += batch {
+			if _, err := s.Update(func(tx store.Tx) error {
+				for j := i; j < min(i+batch, to); j++ {
+					if err := tx.Set(0, []byte(key(j)), str(val(j, round), 0)); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sizes := func() (mem, memPeak, dirty, dirtyPeak, shrinks int) {
+		s.omu.RLock()
+		defer s.omu.RUnlock()
+		return len(s.mem), s.memPeak, len(s.dirty), s.dirtyPeak, s.shrinks
+	}
+	drain := func() {
+		t.Helper()
+		if err := s.drainForTest(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(0, 0, n)
+	if mem, memPeak, dirty, dirtyPeak, _ := sizes(); memPeak < n || dirtyPeak < n || mem < n || dirty < n {
+		t.Fatalf("after %d writes: mem %d (peak %d), dirty %d (peak %d); want all %d in both", n, mem, memPeak, dirty, dirtyPeak, n)
+	}
+	drain()
+	// Writes between two trims: the second leaves the maps alone.
+	s.trim()
+	write(0, 0, 1)
+	s.trim()
+	if _, _, _, _, shrinks := sizes(); shrinks != 0 {
+		t.Fatalf("%d rebuilds by a trim after a write, want none", shrinks)
+	}
+	drain()
+	s.trim() // quiet since the last one
+	mem, memPeak, dirty, dirtyPeak, shrinks := sizes()
+	if shrinks != 2 || dirty != 0 || mem > n/4 || memPeak != mem || dirtyPeak != 0 {
+		t.Fatalf("after a quiet trim: mem %d (peak %d), dirty %d (peak %d), %d rebuilds; want both maps rebuilt to what they hold", mem, memPeak, dirty, dirtyPeak, shrinks)
+	}
+	for i := range n {
+		if v, ok := get(t, s, 0, key(i)); !ok || v != val(i, 0) {
+			t.Fatalf("after the rebuild: %s = %q, %v; want %q", key(i), v, ok, val(i, 0))
+		}
+	}
+	// The rebuilt maps go on serving: a second burst is staged in them,
+	// read from them, and applied.
+	write(1, 0, n)
+	for _, i := range []int{0, n / 2, n - 1} {
+		if v, ok := get(t, s, 0, key(i)); !ok || v != val(i, 1) {
+			t.Fatalf("second burst, before its apply: %s = %q, %v; want %q", key(i), v, ok, val(i, 1))
+		}
+	}
+	drain()
+	for i := range n {
+		if v, ok := get(t, s, 0, key(i)); !ok || v != val(i, 1) {
+			t.Fatalf("second burst, applied: %s = %q, %v; want %q", key(i), v, ok, val(i, 1))
+		}
+	}
+	s.trim()
+	s.trim()
+	if _, _, dirty, dirtyPeak, again := sizes(); dirty != 0 || dirtyPeak != 0 || again != shrinks+2 {
+		t.Fatalf("after the second burst and two trims: dirty %d (peak %d), %d rebuilds; want 0, both maps rebuilt again", dirty, dirtyPeak, again)
+	}
+}

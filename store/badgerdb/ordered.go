@@ -38,6 +38,7 @@ func (s *DB) orderOf(key string) *btree.Map[string, *entry] {
 // held.
 func (s *DB) makeDirty(e *entry) {
 	s.dirty[e.key] = e
+	s.dirtyPeak = max(s.dirtyPeak, len(s.dirty))
 	if o := s.orderOf(e.key); o != nil {
 		o.Set(e.key, e)
 	}
