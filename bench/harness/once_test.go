@@ -45,16 +45,7 @@ func TestOnceMarkdownWakeupReference(t *testing.T) {
 			}
 			doc := mergeDoc("", map[string]string{"once": sec})
 			summary := parseSections(doc)["summary"]
-			for _, w := range tc.want {
-				if !strings.Contains(summary, w) {
-					t.Errorf("summary lacks %q:\n%s", w, summary)
-				}
-			}
-			for _, n := range tc.not {
-				if strings.Contains(summary, n) {
-					t.Errorf("summary has %q:\n%s", n, summary)
-				}
-			}
+			checkText(t, "summary", summary, tc.want, tc.not)
 		})
 	}
 }
@@ -94,16 +85,23 @@ func TestOnceMarkdownCycleFloors(t *testing.T) {
 			}
 			sec := onceMarkdown(sectionHead{title: "ONCE", runLine: "run", command: "oncebench"}, "### Claim+complete\n\ntable\n", sum)
 			summary := parseSections(mergeDoc("", map[string]string{"once": sec}))["summary"]
-			for _, w := range tc.want {
-				if !strings.Contains(summary, w) {
-					t.Errorf("summary lacks %q:\n%s", w, summary)
-				}
-			}
-			for _, n := range tc.not {
-				if strings.Contains(summary, n) {
-					t.Errorf("summary has %q:\n%s", n, summary)
-				}
-			}
+			checkText(t, "summary", summary, tc.want, tc.not)
 		})
+	}
+}
+
+// checkText fails t unless text (named what) holds every string of want
+// and none of not.
+func checkText(t testing.TB, what, text string, want, not []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s lacks %q:\n%s", what, w, text)
+		}
+	}
+	for _, n := range not {
+		if strings.Contains(text, n) {
+			t.Errorf("%s has %q:\n%s", what, n, text)
+		}
 	}
 }

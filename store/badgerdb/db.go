@@ -1154,20 +1154,20 @@ const shrinkMin = 1 << 14
 // only to grow again, and the copy holds omu (about 10 ms per hundred
 // thousand entries). Called with omu held.
 func (s *DB) shrinkMapsLocked() {
-	if n := len(s.mem); s.memPeak >= shrinkMin && n <= s.memPeak/2 {
-		m := make(map[string]*entry, n)
-		for k, e := range s.mem {
-			m[k] = e
+	for _, m := range []struct {
+		m    *map[string]*entry
+		peak *int
+	}{{&s.mem, &s.memPeak}, {&s.dirty, &s.dirtyPeak}} {
+		n := len(*m.m)
+		if *m.peak < shrinkMin || n > *m.peak/2 {
+			continue
 		}
-		s.mem, s.memPeak = m, n
-		s.shrinks++
-	}
-	if n := len(s.dirty); s.dirtyPeak >= shrinkMin && n <= s.dirtyPeak/2 {
-		m := make(map[string]*entry, n)
-		for k, e := range s.dirty {
-			m[k] = e
+		// Not maps.Clone, which copies the tables as they are.
+		fresh := make(map[string]*entry, n)
+		for k, e := range *m.m {
+			fresh[k] = e
 		}
-		s.dirty, s.dirtyPeak = m, n
+		*m.m, *m.peak = fresh, n
 		s.shrinks++
 	}
 }
