@@ -5,6 +5,10 @@
 # appendonly yes, appendfsync everysec, on the redis-benchmark cells
 # -c 50 -n 200000 -r 100000, SET/GET/INCR, -P 1 and -P 16.
 #
+# bench/redis-benchmark.sh also runs bench/ceiling (goroutine mode), next to
+# oncekv in every everysec cell of BENCHMARKS.md; this script runs it alone,
+# in more variants (one epoll loop, GOMAXPROCS=1).
+#
 # Each round runs every server variant in turn (the order rotates from round
 # to round), each on a fresh port and a fresh data directory. The table
 # gives the median requests/s over the rounds (the mean of the middle two

@@ -5,8 +5,11 @@
 //     and SET -d 256, each with and without -P 16, alternated between the
 //     two servers started with the same appendfsync (everysec, then
 //     always); requests/s, the ratio oncekv/redis and p50/p99 latency;
+//     under everysec, bench/ceiling (a minimal Go server, no storage
+//     engine) takes its turn too, as the ceiling of any Go server here;
 //   - once: bench/oncebench (ONCE claim+complete against the go-redis +
-//     Lua baselines; waiter wake-up latency with up to 1000 waiters);
+//     Lua baselines; waiter wake-up latency with up to 1000 waiters; the
+//     floors of both: PING + PING cycles, and a wake-up with no server);
 //   - memory: RSS idle and with 1M and 10M keys (16-byte keys, 100-byte
 //     values), GETs over a keyspace larger than oncekv's cache, and the
 //     time to the first GET after a restart, redis-server replaying its
