@@ -192,6 +192,7 @@ type entry struct {
 	val []byte // nil with del
 	del bool
 	n   uint64 // the staged op that wrote it; 0 when clean
+	seq uint64 // its latest place in the clean queue (cache.go)
 }
 
 type op struct {
@@ -287,6 +288,8 @@ type DB struct {
 	spareBatch []op
 	staged     uint64
 	cacheBytes int64 // the cost of mem's clean entries
+	// clean is the order in which mem's clean entries leave it (cache.go).
+	clean      cleanQueue
 	dirtyBytes int64 // the cost of the dirty ones
 	// snap is a read-only Badger transaction that point reads share
 	// (readBadger), replaced after each apply; snapMu guards it, held
@@ -1126,8 +1129,8 @@ func (s *DB) cacheable(e *entry) bool {
 		e.cost() <= s.opts.CacheSize/16
 }
 
-// cacheLocked keeps a clean entry that is not in mem yet, evicting clean
-// entries at random (map order) when over budget. Called with omu held.
+// cacheLocked keeps a clean entry that is not in mem yet, evicting the
+// oldest clean entries when over budget (cache.go). Called with omu held.
 func (s *DB) cacheLocked(e *entry) {
 	if !s.cacheable(e) {
 		return
@@ -1135,6 +1138,7 @@ func (s *DB) cacheLocked(e *entry) {
 	s.mem[e.key] = e
 	s.memPeak = max(s.memPeak, len(s.mem))
 	s.cacheBytes += e.cost()
+	s.queueCleanLocked(e)
 	s.evictLocked()
 }
 
@@ -1170,24 +1174,7 @@ func (s *DB) shrinkMapsLocked() {
 		*m.m, *m.peak = fresh, n
 		s.shrinks++
 	}
-}
-
-// evictLocked drops clean entries until the cache is within 90% of its
-// budget, once it is over it.
-func (s *DB) evictLocked() {
-	if s.cacheBytes <= s.opts.CacheSize {
-		return
-	}
-	target := s.opts.CacheSize * 9 / 10
-	for k, e := range s.mem {
-		if s.cacheBytes <= target {
-			break
-		}
-		if e.n == 0 {
-			delete(s.mem, k)
-			s.cacheBytes -= e.cost()
-		}
-	}
+	s.shrinkCleanLocked()
 }
 
 // cleanLocked marks the entries of a committed round clean: up to op hi,
@@ -1206,6 +1193,7 @@ func (s *DB) cleanLocked(ops []op, hi uint64) {
 		s.dirtyBytes -= e.cost()
 		if s.cacheable(e) {
 			s.cacheBytes += e.cost()
+			s.queueCleanLocked(e)
 		} else {
 			delete(s.mem, e.key)
 		}

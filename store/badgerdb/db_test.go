@@ -422,6 +422,7 @@ func TestMemoryLayerStaysTrue(t *testing.T) {
 				t.Fatalf("%s: get %s = %q %v, want %q %v", step, k, v, ok, want, wok)
 			}
 		}
+		checkCache(t, s, step)
 	}
 	check("empty") // every key is now a cached absence (or evicted)
 	for i := 0; i < 200; i += 2 {
