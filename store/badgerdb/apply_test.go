@@ -567,7 +567,8 @@ func TestWritersHeldWhileBackPressured(t *testing.T) {
 // TestMapsShrinkAfterABurst checks that the maps of entries in memory are
 // rebuilt by a trim that follows a quiet second, once a burst of writes
 // is applied and they hold half or less of their peak (a Go map keeps its
-// largest buckets otherwise); that a trim while writes come in leaves
+// largest buckets otherwise), and the memory handed back at once; that a
+// trim while writes come in leaves
 // them alone; and that nothing is lost or changed by the rebuild: every
 // key reads back its value, and writes after it are staged, read and
 // applied as before.
@@ -577,6 +578,8 @@ func TestMapsShrinkAfterABurst(t *testing.T) {
 	opts.CacheSize = 256 << 10                                       // a few thousand entries stay cached
 	opts.ApplyDelay = time.Hour                                      // applied by the drains
 	s := openOpts(t, opts)
+	releases := 0
+	s.release = func() { releases++ } // trims run on this goroutine only
 	const n = 2 * shrinkMin
 	const batch = 1000
 	key := func(i int) string { return "k" + strconv.Itoa(i) }
@@ -615,14 +618,17 @@ func TestMapsShrinkAfterABurst(t *testing.T) {
 	s.trim()
 	write(0, 0, 1)
 	s.trim()
-	if _, _, _, _, shrinks := sizes(); shrinks != 0 {
-		t.Fatalf("%d rebuilds by a trim after a write, want none", shrinks)
+	if _, _, _, _, shrinks := sizes(); shrinks != 0 || releases != 0 {
+		t.Fatalf("%d rebuilds and %d releases by a trim after a write, want none", shrinks, releases)
 	}
 	drain()
 	s.trim() // quiet since the last one
 	mem, memPeak, dirty, dirtyPeak, shrinks := sizes()
 	if shrinks != 2 || dirty != 0 || mem > n/4 || memPeak != mem || dirtyPeak != 0 {
 		t.Fatalf("after a quiet trim: mem %d (peak %d), dirty %d (peak %d), %d rebuilds; want both maps rebuilt to what they hold", mem, memPeak, dirty, dirtyPeak, shrinks)
+	}
+	if releases != 1 {
+		t.Fatalf("%d releases of memory by the trim that rebuilt the maps, want 1", releases)
 	}
 	for i := range n {
 		if v, ok := get(t, s, 0, key(i)); !ok || v != val(i, 0) {
@@ -645,7 +651,7 @@ func TestMapsShrinkAfterABurst(t *testing.T) {
 	}
 	s.trim()
 	s.trim()
-	if _, _, dirty, dirtyPeak, again := sizes(); dirty != 0 || dirtyPeak != 0 || again != shrinks+2 {
-		t.Fatalf("after the second burst and two trims: dirty %d (peak %d), %d rebuilds; want 0, both maps rebuilt again", dirty, dirtyPeak, again)
+	if _, _, dirty, dirtyPeak, again := sizes(); dirty != 0 || dirtyPeak != 0 || again != shrinks+2 || releases != 2 {
+		t.Fatalf("after the second burst and two trims: dirty %d (peak %d), %d rebuilds, %d releases; want 0, both maps rebuilt again, released again", dirty, dirtyPeak, again, releases)
 	}
 }

@@ -41,6 +41,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -278,10 +279,13 @@ type DB struct {
 	memPeak, dirtyPeak int
 	shrinks            int
 	trimStaged         uint64
-	keyOrder           *btree.Map[string, *entry]
-	auxOrder           btree.Map[string, *entry]
-	lastScan           atomic.Int64 // when a scan last used keyOrder (Unix ns)
-	batch              []op
+	// release hands the heap's free memory back to the kernel after a
+	// rebuild (debug.FreeOSMemory; tests count the calls).
+	release  func()
+	keyOrder *btree.Map[string, *entry]
+	auxOrder btree.Map[string, *entry]
+	lastScan atomic.Int64 // when a scan last used keyOrder (Unix ns)
+	batch    []op
 	// spareBatch is the slice of the batch the logger wrote last, cleared,
 	// for the next one: grown anew each round, the batch was a quarter
 	// of the bytes allocated under a load of small writes.
@@ -460,6 +464,7 @@ func Open(opts Options) (*DB, error) {
 		counted:     make(chan struct{}),
 		mem:         make(map[string]*entry),
 		dirty:       make(map[string]*entry),
+		release:     debug.FreeOSMemory,
 		progLog:     make(chan struct{}),
 		progApply:   make(chan struct{}),
 		applyNow:    make(chan struct{}, 1),
@@ -1156,8 +1161,10 @@ const shrinkMin = 1 << 14
 // 32 MiB cache). trim calls it only when no write came since the last
 // trim: under a steady load the maps would shrink after every apply
 // only to grow again, and the copy holds omu (about 10 ms per hundred
-// thousand entries). Called with omu held.
-func (s *DB) shrinkMapsLocked() {
+// thousand entries). It reports whether it rebuilt either. Called with
+// omu held.
+func (s *DB) shrinkMapsLocked() bool {
+	rebuilt := false
 	for _, m := range []struct {
 		m    *map[string]*entry
 		peak *int
@@ -1173,8 +1180,10 @@ func (s *DB) shrinkMapsLocked() {
 		}
 		*m.m, *m.peak = fresh, n
 		s.shrinks++
+		rebuilt = true
 	}
 	s.shrinkCleanLocked()
+	return rebuilt
 }
 
 // cleanLocked marks the entries of a committed round clean: up to op hi,
@@ -1664,16 +1673,21 @@ const trimQuietReads = 1000
 // (trimQuietReads), releases the arenas Badger's table builders left in
 // their pool (builders.go), and, when no write came since the last trim,
 // rebuilds the maps of entries that a burst left oversized
-// (shrinkMapsLocked).
+// (shrinkMapsLocked) and hands the memory they held back to the kernel.
 func (s *DB) trim() bool {
 	s.trims.Add(1)
 	s.drainBuilders()
 	s.omu.Lock()
-	if s.staged == s.trimStaged {
-		s.shrinkMapsLocked()
-	}
+	rebuilt := s.staged == s.trimStaged && s.shrinkMapsLocked()
 	s.trimStaged = s.staged
 	s.omu.Unlock()
+	if rebuilt {
+		// The old maps, and whatever else the burst left, are garbage
+		// now, but a quiet server allocates too little to start a
+		// collection (Go forces one every two minutes): after a 1M-key
+		// load, the RSS at rest kept the burst's heap until then.
+		s.release()
+	}
 	reads := s.lookups.Load()
 	busy := reads-s.trimReads > s.trimQuiet
 	s.trimReads = reads
