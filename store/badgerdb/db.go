@@ -1204,7 +1204,7 @@ func (s *DB) cleanLocked(ops []op, hi uint64) {
 			s.cacheBytes += e.cost()
 			s.queueCleanLocked(e)
 		} else {
-			delete(s.mem, e.key)
+			s.dropLocked(e)
 		}
 	}
 	s.evictLocked()

@@ -196,7 +196,7 @@ func (t *tx) Flush(db int) error {
 	for k, e := range t.s.mem {
 		// drain left no dirty entry behind: these are clean copies.
 		if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
-			delete(t.s.mem, k)
+			t.s.dropLocked(e)
 			t.s.cacheBytes -= e.cost()
 		}
 	}
