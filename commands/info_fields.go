@@ -59,5 +59,6 @@ var InfoExtra = map[string][]string{
 	"memory": {"oncekv_heap_limit", "oncekv_heap_limit_human"},
 	"persistence": {"oncekv_appendfsync", "oncekv_pending_writes", "oncekv_unsynced_writes",
 		"oncekv_lsm_size_bytes", "oncekv_vlog_size_bytes", "oncekv_writes_refused", "oncekv_write_error",
-		"oncekv_key_filter_bytes", "oncekv_lookups", "oncekv_lookups_skipped"},
+		"oncekv_key_filter_bytes", "oncekv_lookups", "oncekv_lookups_skipped",
+		"oncekv_log_writes", "oncekv_log_fsyncs"},
 }

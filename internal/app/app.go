@@ -114,6 +114,8 @@ func New(cfg config.Config, log *zap.Logger) (*App, error) {
 				"oncekv_key_filter_bytes": strconv.FormatInt(s.FilterBytes, 10),
 				"oncekv_lookups":          strconv.FormatInt(s.Lookups, 10),
 				"oncekv_lookups_skipped":  strconv.FormatInt(s.LookupsSkipped, 10),
+				"oncekv_log_writes":       strconv.FormatUint(s.LogWrites, 10),
+				"oncekv_log_fsyncs":       strconv.FormatUint(s.LogSyncs, 10),
 			}
 		},
 		ExpiredKeys: func() int64 { return st.Stats().Expired },

@@ -2,9 +2,12 @@ package app
 
 import (
 	"bufio"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,6 +84,71 @@ func TestBadRenameOrTLSIsAStartupError(t *testing.T) {
 	} {
 		if _, err := startFromFile(t, conf); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err %v, want %q", conf, err, want)
+		}
+	}
+}
+
+// TestInfoCountsLogWritesAndFsyncs: under appendfsync always, each write
+// a lone client sends is a log round of its own, synced: INFO's
+// oncekv_log_writes and oncekv_log_fsyncs count them.
+func TestInfoCountsLogWritesAndFsyncs(t *testing.T) {
+	a, err := startFromFile(t, "appendfsync always\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := net.DialTimeout("tcp", a.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(nc)
+	send := func(cmd string) string {
+		t.Helper()
+		if _, err := nc.Write([]byte(cmd + "\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(line, "$") {
+			return line
+		}
+		var n int
+		if _, err := fmt.Sscanf(line, "$%d\r\n", &n); err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, n+2)
+		if _, err := io.ReadFull(r, b); err != nil {
+			t.Fatal(err)
+		}
+		return string(b[:n])
+	}
+	field := func(info, name string) int {
+		t.Helper()
+		for _, l := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(l, name+":"); ok {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					t.Fatalf("%s: %q", name, v)
+				}
+				return n
+			}
+		}
+		t.Fatalf("no %s in INFO persistence:\n%s", name, info)
+		return 0
+	}
+	before := send("INFO persistence")
+	for i := range 3 {
+		if got := send(fmt.Sprintf("SET k%d v", i)); got != "+OK\r\n" {
+			t.Fatalf("SET: %q", got)
+		}
+	}
+	after := send("INFO persistence")
+	for _, name := range []string{"oncekv_log_writes", "oncekv_log_fsyncs"} {
+		if d := field(after, name) - field(before, name); d < 3 {
+			t.Errorf("%s rose by %d over 3 writes, each synced before the next was sent", name, d)
 		}
 	}
 }

@@ -252,7 +252,7 @@ type DB struct {
 	sweepSteps int
 	// sweepScans counts the sweeper's scans of the index (for tests).
 	sweepScans int
-	// logWrites counts the log records written (for tests).
+	// logWrites counts the log records written (INFO, tests).
 	logWrites atomic.Uint64
 	// skippedDeletes counts the deletions that write left out, of keys
 	// Badger did not hold (the applier's; for tests).
@@ -391,7 +391,10 @@ type DB struct {
 
 	kick chan struct{}
 	stop chan struct{}
-	wg   sync.WaitGroup
+	// group is the logger's state for grouping commits under "always"
+	// (group.go); only the logger goroutine uses it.
+	group groupState
+	wg    sync.WaitGroup
 	// committers are the log, apply and sync loops (also in wg): they
 	// never take mu, so a caller holding mu may wait for them (waitFor),
 	// where waiting for wg could wait for a sweep or a filter rebuild
@@ -680,6 +683,10 @@ type Stats struct {
 	Lookups        int64
 	LookupsSkipped int64
 	FilterBytes    int64
+	// LogWrites counts the records written to the log, one per round of
+	// writes from any number of clients, and LogSyncs its fsyncs: under
+	// "always" the writes per fsync are how well commits are grouped.
+	LogWrites, LogSyncs uint64
 }
 
 // Stats reports the committer's progress and Badger's sizes.
@@ -698,6 +705,8 @@ func (s *DB) Stats() Stats {
 		Lookups:        s.lookups.Load(),
 		LookupsSkipped: s.presSkips.Load(),
 		FilterBytes:    s.pres.Load().bytes(),
+		LogWrites:      s.logWrites.Load(),
+		LogSyncs:       s.wal.syncs.Load(),
 	}
 	st.Pending = staged - st.Committed
 	st.LastError = s.writeError()
@@ -1358,6 +1367,9 @@ func (s *DB) retry(write func() error) bool {
 // (synced under "always"), then hands it to the applier.
 func (s *DB) logRound() {
 	for {
+		if s.opts.Fsync == FsyncAlways {
+			s.gatherGroup()
+		}
 		s.omu.Lock()
 		ops := s.batch
 		if len(ops) == 0 {
@@ -1381,7 +1393,14 @@ func (s *DB) logRound() {
 			}
 			s.logWrites.Add(1)
 			if s.opts.Fsync == FsyncAlways {
-				return s.wal.sync()
+				start := time.Now()
+				if err := s.wal.sync(); err != nil {
+					return err
+				}
+				s.omu.Lock()
+				ahead := len(s.batch)
+				s.omu.Unlock()
+				s.group.synced(len(ops), ahead, start, time.Now())
 			}
 			return nil
 		})

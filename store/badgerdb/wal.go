@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // The write-ahead log is the store's own append-only log, as Redis's AOF
@@ -69,6 +70,8 @@ type wal struct {
 	// syncHook, when set (by tests), runs in sync before the file is
 	// synced.
 	syncHook func()
+	// syncs counts the fsyncs of the log (INFO).
+	syncs atomic.Uint64
 }
 
 func segName(n uint64) string { return fmt.Sprintf("%016d%s", n, walExt) }
@@ -289,6 +292,7 @@ func (w *wal) sync() error {
 	if err := fdatasync(f); err != nil {
 		return fmt.Errorf("wal: fsync: %w", err)
 	}
+	w.syncs.Add(1)
 	return nil
 }
 

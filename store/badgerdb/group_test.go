@@ -1,0 +1,55 @@
+package badgerdb
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestAlwaysGroupsClosedLoopWriters runs writers that each send a write
+// once the last is durable, under "always", with an fsync slow enough
+// (3 ms) that scheduling noise is small beside it, and checks that one
+// fsync serves nearly all of them (group.go): left to take turns, the
+// writers split into two groups, one fsync for each, half the writers a
+// fsync. Then a lone write after a pause is synced without a wait.
+func TestAlwaysGroupsClosedLoopWriters(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.Fsync = FsyncAlways
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	s := openOpts(t, opts)
+	s.wal.syncHook = func() { time.Sleep(3 * time.Millisecond) }
+	const writers, each = 16, 25
+	before := s.wal.syncs.Load()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				set(t, s, 0, fmt.Sprintf("w%d:%d", w, i), str("v", 0))
+			}
+		}()
+	}
+	wg.Wait()
+	syncs := s.wal.syncs.Load() - before
+	perSync := float64(writers*each) / float64(syncs)
+	t.Logf("%d writes, %d fsyncs: %.1f a fsync; %d rounds waited, %d to their bound",
+		writers*each, syncs, perSync, s.group.waits.Load(), s.group.bounded.Load())
+	if perSync < 0.75*writers {
+		t.Fatalf("%.1f writes a fsync with %d writers, want at least %d", perSync, writers, 3*writers/4)
+	}
+
+	time.Sleep(2 * groupIdle)
+	waits := s.group.waits.Load()
+	start := time.Now()
+	set(t, s, 0, "lone", str("v", 0))
+	if n := s.group.waits.Load() - waits; n != 0 {
+		t.Fatalf("a lone write after a pause waited %d times (in %v) for writers that were gone", n, time.Since(start))
+	}
+	for w := range writers {
+		if v, ok := get(t, s, 0, fmt.Sprintf("w%d:%d", w, each-1)); !ok || v != "v" {
+			t.Fatalf("w%d's last write reads %q, %v", w, v, ok)
+		}
+	}
+}
