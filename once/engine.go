@@ -74,6 +74,9 @@ type Engine struct {
 	mu      sync.Mutex
 	keys    map[wkey]*keyState
 	running map[wkey]int64 // running records' lease deadlines, for INFO
+	// keysPeak and runningPeak are the most entries each map held since
+	// it was last rebuilt, and rebuilds counts the rebuilds (maps.go).
+	keysPeak, runningPeak, rebuilds int
 	next    uint64
 	hwm     uint64
 	pending []delivery
@@ -240,8 +243,9 @@ func (e *Engine) save(tx store.Tx, k wkey, r Record) error {
 	defer func() { e.self = false }()
 	if r.State == Running {
 		e.running[k] = r.Deadline
+		grown(&e.runningPeak, len(e.running))
 	} else {
-		delete(e.running, k)
+		e.forgetRunning(k)
 	}
 	return tx.Set(k.db, []byte(k.key), r.encode())
 }
@@ -249,7 +253,7 @@ func (e *Engine) save(tx store.Tx, k wkey, r Record) error {
 func (e *Engine) remove(tx store.Tx, k wkey) error {
 	e.self = true
 	defer func() { e.self = false }()
-	delete(e.running, k)
+	e.forgetRunning(k)
 	_, err := tx.Delete(k.db, []byte(k.key))
 	return err
 }
@@ -357,6 +361,7 @@ func (e *Engine) addWaiter(r Record, w *Waiter) {
 	if ks == nil {
 		ks = &keyState{}
 		e.keys[w.k] = ks
+		grown(&e.keysPeak, len(e.keys))
 	}
 	ks.fp, ks.hasFP = r.Fingerprint, r.HasFP
 	if r.HasFP {
@@ -496,6 +501,14 @@ func (e *Engine) dropLocked(k wkey, ks *keyState) {
 		ks.timer.Stop()
 	}
 	delete(e.keys, k)
+	e.keys = shrunk(e.keys, &e.keysPeak, &e.rebuilds)
+}
+
+// forgetRunning deletes k from running. Call it inside an exclusive store
+// transaction.
+func (e *Engine) forgetRunning(k wkey) {
+	delete(e.running, k)
+	e.running = shrunk(e.running, &e.runningPeak, &e.rebuilds)
 }
 
 // holder loads the running record that token must hold.
@@ -703,6 +716,7 @@ func (e *Engine) Flushed(tx store.Tx, db int) {
 			delete(e.running, k)
 		}
 	}
+	e.running = shrunk(e.running, &e.runningPeak, &e.rebuilds)
 	for _, k := range ks {
 		if _, _, err := e.settle(tx, k); err != nil && err != ErrWrongType {
 			e.log.Warn("once: settle after flush", zap.Error(err))
@@ -727,5 +741,6 @@ func (e *Engine) RunningKeys(now int64) int {
 			delete(e.running, k)
 		}
 	}
+	e.running = shrunk(e.running, &e.runningPeak, &e.rebuilds)
 	return n
 }

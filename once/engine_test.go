@@ -8,6 +8,7 @@ package once_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -810,5 +811,52 @@ func TestEngineTokensSurviveRestart(t *testing.T) {
 			last = max(last, v.mustClaim("running", lease(60000)))
 		}
 		v.close()
+	}
+}
+
+// TestMapsShrinkAfterABurstOfClaims runs a burst of concurrent claims
+// (more than once.ShrinkMin at once, each with a waiter), then completes
+// them all: the engine's maps of running claims and of waited keys must
+// be rebuilt once they hold a quarter of their peak (a Go map keeps its
+// largest buckets otherwise), and go on working: the waiters all get
+// their answer, and a claim after the burst runs as before.
+func TestMapsShrinkAfterABurstOfClaims(t *testing.T) {
+	v := openEnv(t, "", time.Minute)
+	n := once.ShrinkMin + once.ShrinkMin/2
+	toks := make([]uint64, n)
+	ws := make([]*once.Waiter, n)
+	for i := range n {
+		k := fmt.Sprintf("burst:%d", i)
+		toks[i] = v.mustClaim(k, once.ClaimArgs{})
+		ws[i] = v.waiter(k, false, once.ClaimArgs{})
+	}
+	sizes := func() (running, runningPeak, keys, keysPeak, rebuilds int) {
+		v.update(func(store.Tx) { running, runningPeak, keys, keysPeak, rebuilds = v.e.MapSizes() })
+		return
+	}
+	if running, runningPeak, keys, keysPeak, rebuilds := sizes(); running != n || runningPeak != n || keys != n || keysPeak != n || rebuilds != 0 {
+		t.Fatalf("during the burst: running %d (peak %d), keys %d (peak %d), %d rebuilds; want %d in both, none", running, runningPeak, keys, keysPeak, rebuilds, n)
+	}
+	for i := range n {
+		if err := v.complete(fmt.Sprintf("burst:%d", i), toks[i], fmt.Sprint("answer ", i), 60_000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, w := range ws {
+		wantState(t, "waiter", recv(t, w, 5*time.Second), "done", fmt.Sprint("answer ", i))
+	}
+	running, runningPeak, keys, keysPeak, rebuilds := sizes()
+	if running != 0 || keys != 0 || rebuilds != 2 || runningPeak >= once.ShrinkMin || keysPeak >= once.ShrinkMin {
+		t.Fatalf("after the burst: running %d (peak %d), keys %d (peak %d), %d rebuilds; want both maps rebuilt once",
+			running, runningPeak, keys, keysPeak, rebuilds)
+	}
+	tok := v.mustClaim("after", once.ClaimArgs{})
+	w := v.waiter("after", false, once.ClaimArgs{})
+	if err := v.complete("after", tok, "later", 60_000); err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, "waiter after the burst", recv(t, w, 5*time.Second), "done", "later")
+	if r := v.wait("burst:7"); r.State != "done" || string(r.Answer) != "answer 7" {
+		t.Fatalf("burst:7 after the rebuild: %+v", r)
 	}
 }
