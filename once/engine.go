@@ -74,14 +74,15 @@ type Engine struct {
 	mu      sync.Mutex
 	keys    map[wkey]*keyState
 	running map[wkey]int64 // running records' lease deadlines, for INFO
-	// keysPeak and runningPeak are the most entries each map held since
-	// it was last rebuilt, and rebuilds counts the rebuilds (maps.go).
-	keysPeak, runningPeak, rebuilds int
 	next    uint64
 	hwm     uint64
 	pending []delivery
 	self    bool // the engine itself is writing (ignore Touched)
 	closed  bool
+
+	// keysPeak and runningPeak are the most entries each map held since
+	// it was last rebuilt, and rebuilds counts the rebuilds (maps.go).
+	keysPeak, runningPeak, rebuilds int
 }
 
 type wkey struct {
