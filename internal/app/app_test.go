@@ -44,6 +44,19 @@ func startIn(t *testing.T, dir, conf string) (*App, error) {
 	return a, nil
 }
 
+// dial connects to a's server, with a deadline of 10 s for the test's
+// exchanges; the connection closes when the test ends.
+func dial(t *testing.T, a *App) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", a.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	return nc, bufio.NewReader(nc)
+}
+
 // TestRenameCommandInConfigFile: rename-command in the config file, as in
 // redis.conf; "" disables a command.
 func TestRenameCommandInConfigFile(t *testing.T) {
@@ -51,13 +64,7 @@ func TestRenameCommandInConfigFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := net.DialTimeout("tcp", a.Addr().String(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
-	r := bufio.NewReader(nc)
+	nc, r := dial(t, a)
 	for _, step := range []struct{ send, want string }{
 		{"FLUSHDB\r\n", "-ERR unknown command 'FLUSHDB', with args beginning with: \r\n"},
 		{"PING\r\n", "-ERR unknown command 'PING', with args beginning with: \r\n"},
@@ -96,13 +103,7 @@ func TestInfoCountsLogWritesAndFsyncs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := net.DialTimeout("tcp", a.Addr().String(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
-	r := bufio.NewReader(nc)
+	nc, r := dial(t, a)
 	send := func(cmd string) string {
 		t.Helper()
 		if _, err := nc.Write([]byte(cmd + "\r\n")); err != nil {

@@ -44,6 +44,21 @@ func checkCache(tb testing.TB, s *DB, step string) {
 	}
 }
 
+// setEach writes key(i) = val(i) for i in [from, to) in one transaction.
+func setEach(tb testing.TB, s *DB, from, to int, key func(int) string, val func(int) store.Value) {
+	tb.Helper()
+	if _, err := s.Update(func(tx store.Tx) error {
+		for i := from; i < to; i++ {
+			if err := tx.Set(0, []byte(key(i)), val(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 func cached(s *DB, db int, key string) bool {
 	s.omu.RLock()
 	defer s.omu.RUnlock()
@@ -64,16 +79,7 @@ func TestCacheEvictsOldestFirst(t *testing.T) {
 	const n = 4000 // about ten times what the cache holds
 	key := func(i int) string { return fmt.Sprintf("k%05d", i) }
 	for i := 0; i < n; i += 100 {
-		if _, err := s.Update(func(tx store.Tx) error {
-			for j := i; j < i+100; j++ {
-				if err := tx.Set(0, []byte(key(j)), str("value of "+key(j), 0)); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		setEach(t, s, i, i+100, key, func(j int) store.Value { return str("value of "+key(j), 0) })
 		if err := s.drainForTest(); err != nil {
 			t.Fatal(err)
 		}
@@ -205,20 +211,11 @@ func BenchmarkCacheHeapAfterLoad(b *testing.B) {
 	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
 	opts.CacheSize = 4 << 20
 	s := openOpts(b, opts)
-	val := make([]byte, 100)
+	val := store.Value{Kind: store.KindString, Data: make([]byte, 100)}
+	key := func(i int) string { return fmt.Sprintf("key:%012d", i) }
 	b.ResetTimer()
 	for i := 0; i < b.N; i += 1000 {
-		if _, err := s.Update(func(tx store.Tx) error {
-			for j := i; j < min(i+1000, b.N); j++ {
-				k := fmt.Sprintf("key:%012d", j)
-				if err := tx.Set(0, []byte(k), store.Value{Kind: store.KindString, Data: val}); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			b.Fatal(err)
-		}
+		setEach(b, s, i, min(i+1000, b.N), key, func(int) store.Value { return val })
 	}
 	if err := s.drainForTest(); err != nil {
 		b.Fatal(err)
