@@ -84,7 +84,7 @@ func (s *DB) Backup(w io.Writer) (BackupStats, error) {
 		st.Bytes += int64(n + len(b))
 		return err
 	}
-	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 64})
+	it := s.newIterator(txn, badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 64})
 	defer it.Close()
 	var val []byte
 	for it.Rewind(); it.Valid(); it.Next() {

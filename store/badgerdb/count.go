@@ -20,7 +20,7 @@ func (s *DB) countKeys() {
 			space  byte
 			counts []int
 		}{{spaceKeys, s.base}, {spaceExpiry, s.baseExp}} {
-			it := s.countTxn.NewIterator(badger.IteratorOptions{Prefix: []byte{sp.space}})
+			it := s.newIterator(s.countTxn, badger.IteratorOptions{Prefix: []byte{sp.space}})
 			n := 0
 			for it.Rewind(); it.Valid(); it.Next() {
 				if n++; n%4096 == 0 && s.closed.Load() {

@@ -384,7 +384,17 @@ type DB struct {
 	trims       atomic.Int64
 	trimsWaited atomic.Int64
 	trimReads   int64
-	trimQuiet   int64
+	// tableReads counts the Badger iterators the store opened and its
+	// value-log collections: reads of the tables that lookups does not
+	// count. trimmedMaps and trimmedReads are the tables' mappings and
+	// lookups + tableReads at the last trim of the tables, and trimsIdle
+	// counts the trims skipped because neither changed since (the trim
+	// goroutine's; trim_linux.go).
+	tableReads   atomic.Uint64
+	trimmedMaps  string
+	trimmedReads uint64
+	trimsIdle    atomic.Int64
+	trimQuiet    int64
 	// realDir is Dir with symbolic links resolved, as /proc/self/maps
 	// names the table files (trim_linux.go).
 	realDir string
@@ -1668,9 +1678,31 @@ func (s *DB) every(d time.Duration, fn func() bool) {
 
 // collectValueLog garbage-collects Badger's value log.
 func (s *DB) collectValueLog() bool {
+	s.tableReads.Add(1) // it looks each entry up in the tables
 	for s.bdb.RunValueLogGC(0.5) == nil {
 	}
 	return true
+}
+
+// newIterator opens an iterator of txn, counting it as a read of the
+// tables for trimTables, at its opening and again at its close (a scan
+// maps table pages all along, and a trim while it runs may find no other
+// sign of it).
+func (s *DB) newIterator(txn *badger.Txn, o badger.IteratorOptions) tableIter {
+	s.tableReads.Add(1)
+	return tableIter{Iterator: txn.NewIterator(o), s: s}
+}
+
+// tableIter is a Badger iterator that counts its close in tableReads.
+type tableIter struct {
+	*badger.Iterator
+	s *DB
+}
+
+// Close closes the iterator.
+func (it tableIter) Close() {
+	it.Iterator.Close()
+	it.s.tableReads.Add(1)
 }
 
 // trimQuietReads is the rate of point reads from Badger's tables (lookup:

@@ -225,7 +225,7 @@ func (s *DB) rebuildPresence() {
 	if s.presHook != nil {
 		s.presHook()
 	}
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{spaceKeys}})
+	it := s.newIterator(txn, badger.IteratorOptions{Prefix: []byte{spaceKeys}})
 	defer it.Close()
 	i := 0
 	for it.Rewind(); it.Valid(); it.Next() {

@@ -3,9 +3,11 @@ package badgerdb
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/dgraph-io/badger/v4"
 	"golang.org/x/sys/unix"
@@ -27,24 +29,26 @@ import (
 // and after an iterator is opened, which holds a reference to each of them
 // (Badger unmaps a table only when its last reference goes).
 //
+// A trim costs a few milliseconds with a hundred tables (reading their
+// list from Badger touches every table's index, which the trim then
+// drops again), so a trim that finds the same table mappings as the last
+// and no read of the tables since (lookups, iterators, value-log
+// collections: tableReads) does nothing: an idle server with 3M keys
+// spent 1.9% of a core on trims every second before.
+//
 // It returns how many bytes of mappings it trimmed.
 func (s *DB) trimTables() (int64, error) {
-	before := tableIDs(s.bdb)
-	txn := s.bdb.NewTransaction(false)
-	defer txn.Discard()
-	it := txn.NewIterator(badger.IteratorOptions{})
-	defer it.Close()
-	held := tableIDs(s.bdb)
-	for id := range held {
-		if _, ok := before[id]; !ok {
-			delete(held, id)
-		}
-	}
+	reads := uint64(s.lookups.Load()) + s.tableReads.Load()
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		return 0, err
 	}
-	var trimmed int64
+	type mapping struct {
+		id         uint64
+		start, end uintptr
+	}
+	var tables []mapping
+	var sig strings.Builder
 	sc := bufio.NewScanner(bytes.NewReader(maps))
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	for sc.Scan() {
@@ -56,15 +60,42 @@ func (s *DB) trimTables() (int64, error) {
 		if err != nil {
 			continue
 		}
-		if _, ok := held[id]; !ok {
+		tables = append(tables, mapping{id, start, end})
+		fmt.Fprintf(&sig, "%d:%x-%x ", id, start, end)
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	if sig.String() == s.trimmedMaps && reads == s.trimmedReads {
+		s.trimsIdle.Add(1)
+		return 0, nil
+	}
+	// A table's mapping stays where it is while the table is open, and
+	// a held table stays open: the ranges read above are the held
+	// tables' ranges still.
+	before := tableIDs(s.bdb)
+	txn := s.bdb.NewTransaction(false)
+	defer txn.Discard()
+	it := txn.NewIterator(badger.IteratorOptions{})
+	defer it.Close()
+	held := tableIDs(s.bdb)
+	for id := range held {
+		if _, ok := before[id]; !ok {
+			delete(held, id)
+		}
+	}
+	var trimmed int64
+	for _, m := range tables {
+		if _, ok := held[m.id]; !ok {
 			continue
 		}
-		if _, _, e := unix.Syscall(unix.SYS_MADVISE, start, end-start, unix.MADV_DONTNEED); e != 0 {
+		if _, _, e := unix.Syscall(unix.SYS_MADVISE, m.start, m.end-m.start, unix.MADV_DONTNEED); e != 0 {
 			return trimmed, e
 		}
-		trimmed += int64(end - start)
+		trimmed += int64(m.end - m.start)
 	}
-	return trimmed, sc.Err()
+	s.trimmedMaps, s.trimmedReads = sig.String(), reads
+	return trimmed, nil
 }
 
 // tableIDs is the set of the tables in Badger's levels.

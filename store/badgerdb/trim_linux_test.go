@@ -189,3 +189,43 @@ func TestParseMapsLine(t *testing.T) {
 		}
 	}
 }
+
+// A trim that finds the same table mappings as the last and no read of
+// the tables since does nothing (it costs milliseconds with many tables);
+// a lookup, a scan (an iterator, counted at its close too) or new tables
+// make the next one trim again.
+func TestTrimSkipsWhenNothingWasRead(t *testing.T) {
+	dir := t.TempDir()
+	s, readAll := tablesRead(t, dir)
+	trim := func(what string, wantIdle int64) int64 {
+		t.Helper()
+		n, err := s.trimTables()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.trimsIdle.Load(); got != wantIdle {
+			t.Fatalf("%s: %d trims skipped as idle, want %d", what, got, wantIdle)
+		}
+		return n
+	}
+	if n := trim("first trim", 0); n == 0 {
+		t.Fatal("the first trim trimmed nothing")
+	}
+	if n := trim("nothing read since", 1); n != 0 {
+		t.Fatalf("an idle trim trimmed %d bytes", n)
+	}
+	readAll()
+	if n := trim("after reads", 1); n == 0 || tableRSS(t, dir) > 1<<20 {
+		t.Fatalf("after reads: trimmed %d bytes, %d resident", n, tableRSS(t, dir))
+	}
+	trim("idle again", 2)
+	if got := keys(t, s, 0, ""); len(got) == 0 {
+		t.Fatal("scan found no key")
+	}
+	trim("after a scan", 2)
+	set(t, s, 0, "new", str("v", 0))
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	trim("idle after a write", 3) // the write went to a memtable, no table read
+}

@@ -269,7 +269,7 @@ func (s *DB) scanIn(view func(func(*badger.Txn) error) error, prefix, start []by
 	s.ordered(prefix)
 	ov := overlay{s: s, prefix: string(prefix), from: string(start)}
 	return view(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
+		it := s.newIterator(txn, badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
 		defer it.Close()
 		it.Seek(start)
 		for {
