@@ -1636,6 +1636,9 @@ func (s *DB) syncLoop() {
 		select {
 		case <-t.C:
 			c := s.logged.Load()
+			if c == s.synced.Load() && s.syncErr.Load() == nil {
+				continue // nothing written since the last fsync
+			}
 			if err := s.wal.sync(); err != nil {
 				if s.syncErr.Load() == nil {
 					s.log.Error("fsync failed; refusing writes until it succeeds", zap.Error(err))

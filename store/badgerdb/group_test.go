@@ -53,3 +53,32 @@ func TestAlwaysGroupsClosedLoopWriters(t *testing.T) {
 		}
 	}
 }
+
+// Under everysec the syncer fsyncs the log once a second only when
+// something was written since its last fsync: an idle server does none.
+func TestEverysecSyncsOnlyAfterWrites(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.Fsync = FsyncEverysec
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	s := openOpts(t, opts)
+	set(t, s, 0, "k", str("v", 0))
+	deadline := time.Now().Add(5 * time.Second)
+	for s.synced.Load() < s.logged.Load() || s.wal.syncs.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the write was never synced")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	before := s.wal.syncs.Load()
+	time.Sleep(2500 * time.Millisecond) // two ticks of the syncer
+	if n := s.wal.syncs.Load() - before; n != 0 {
+		t.Fatalf("%d fsyncs of an unchanged log in 2.5 s", n)
+	}
+	set(t, s, 0, "k2", str("v", 0))
+	for s.wal.syncs.Load() == before {
+		if time.Now().After(deadline.Add(3 * time.Second)) {
+			t.Fatal("a write after the idle seconds was never synced")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
