@@ -67,11 +67,12 @@ func (g *groupState) bound(now time.Time) time.Duration {
 // last fsync released (see above).
 func (s *DB) gatherGroup() {
 	g := &s.group
-	limit := g.bound(time.Now())
+	now := time.Now()
+	limit := g.bound(now)
 	if limit <= 0 {
 		return
 	}
-	deadline := time.Now().Add(limit)
+	deadline := now.Add(limit)
 	counted := false
 	for {
 		s.omu.Lock()
@@ -99,9 +100,7 @@ func (s *DB) gatherGroup() {
 		case <-s.kick: // a write was staged
 		case <-g.timer.C:
 		case <-s.stop:
-			g.timer.Stop()
 			return
 		}
-		g.timer.Stop()
 	}
 }
