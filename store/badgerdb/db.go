@@ -192,12 +192,20 @@ type entry struct {
 	key string
 	val []byte // nil with del
 	del bool
-	n   uint64 // the staged op that wrote it; 0 when clean
-	seq uint64 // its latest place in the clean queue (cache.go)
+	// queued is the entry's place in the applier's queue, under applyMu
+	// (queueLocked): valid while applyQ[queued].e is this entry. It fits
+	// in the padding after del, so an entry stays 64 bytes.
+	queued uint32
+	n      uint64 // the staged op that wrote it; 0 when clean
+	seq    uint64 // its latest place in the clean queue (cache.go)
 }
 
 type op struct {
 	key string
+	// e is the entry in memory that the op was staged into, which stays
+	// there, dirty, until the op is applied (nil for replayed ops, which
+	// skip the queue).
+	e   *entry
 	val []byte
 	del bool
 	// absent reports that Badger does not hold key before this op, once
@@ -335,11 +343,15 @@ type DB struct {
 	// applyMu guards the writes the logger has logged and hands to the
 	// applier, and the log segments waiting for a checkpoint.
 	applyMu sync.Mutex
-	applyQ  []op
-	// applyAt indexes applyQ by key: a key's later write replaces its
-	// earlier one in place, so each key costs Badger one write a round.
-	applyAt   map[string]int
-	spareQ    []op // an applied round's queue, for the next round
+	// applyQ holds one op per key (queueLocked): a key's later write
+	// replaces its earlier one in place, so each key costs Badger one
+	// write a round.
+	applyQ []op
+	spareQ []op // an applied round's queue, for the next round
+	// queueHint is the last round's size: a round too large to leave
+	// its queue for the next starts the next one at that size, when its
+	// first op arrives (queueLocked), not grown from nothing.
+	queueHint int
 	applyHi   uint64
 	segsDone  []segEnd
 	applyKick chan struct{}
@@ -485,7 +497,6 @@ func Open(opts Options) (*DB, error) {
 		presMin:     presenceMinKeys,
 		rebuildPres: make(chan struct{}, 1),
 		applyKick:   make(chan struct{}, 1),
-		applyAt:     make(map[string]int),
 		stop:        make(chan struct{}),
 	}
 	if s.now == nil {
@@ -1044,7 +1055,7 @@ func (s *DB) stage(key []byte, val []byte, del, absent bool) uint64 {
 	if !del && len(key) > 0 && key[0] == spaceKeys {
 		s.addPresenceLocked(key)
 	}
-	s.batch = append(s.batch, op{key: e.key, val: val, del: del, absent: absent, n: n})
+	s.batch = append(s.batch, op{key: e.key, e: e, val: val, del: del, absent: absent, n: n})
 	s.omu.Unlock()
 	return n
 }
@@ -1206,11 +1217,13 @@ func (s *DB) shrinkMapsLocked() bool {
 }
 
 // cleanLocked marks the entries of a committed round clean: up to op hi,
-// they are in Badger now. Called with omu held.
+// they are in Badger now. Called with omu held. Each op's entry is in
+// dirty while its n is set (makeDirty), and the same entry since the op
+// was staged (queueLocked).
 func (s *DB) cleanLocked(ops []op, hi uint64) {
 	for i := range ops {
-		e := s.dirty[ops[i].key]
-		if e == nil || e.n > hi {
+		e := ops[i].e
+		if e.n == 0 || e.n > hi {
 			continue
 		}
 		e.n = 0
@@ -1468,11 +1481,7 @@ func (s *DB) applyRound() {
 	ops := s.applyQ
 	s.applyQ = s.spareQ
 	s.spareQ = nil
-	if len(s.applyAt) > reuseLimit {
-		s.applyAt = make(map[string]int) // do not keep a burst's buckets
-	} else {
-		clear(s.applyAt)
-	}
+	s.queueHint = len(ops)
 	hi := s.applyHi
 	var done []segEnd
 	for len(s.segsDone) > 0 && s.segsDone[0].hi <= hi {
@@ -1539,7 +1548,6 @@ func (s *DB) requeue(ops []op, done []segEnd) {
 	defer s.applyMu.Unlock()
 	newer := s.applyQ
 	s.applyQ = nil
-	clear(s.applyAt)
 	s.queueLocked(ops)
 	s.queueLocked(newer)
 	s.segsDone = append(done, s.segsDone...)
@@ -1589,15 +1597,30 @@ func (s *DB) checkpoint(seg uint64) {
 // Badger before both, so the replacement takes it: a deletion of a key
 // that Badger held, then a put and a deletion, must still delete it.
 // Called with applyMu held.
+//
+// A key's waiting op is found through its entry, not a map of the queue:
+// every op of a key that waits for the applier was staged into the same
+// entry, which stays in memory, dirty, until the applier makes it clean
+// after writing the key's latest op (a key's ops meet in one queue only
+// before that). The entry's place is checked against the queue, so a
+// place left from an earlier round, or by a requeue, is simply stale.
+// Measured with redis-benchmark -c 50 -P 16 -r 100000 -t incr: a map of
+// the queue was a fifth of the bytes allocated and a tenth of the CPU.
 func (s *DB) queueLocked(ops []op) {
+	if s.applyQ == nil && s.queueHint > reuseLimit {
+		s.applyQ = make([]op, 0, s.queueHint+s.queueHint/4)
+	}
 	for i := range ops {
-		if j, ok := s.applyAt[ops[i].key]; ok {
+		e := ops[i].e
+		if j := int(e.queued); j < len(s.applyQ) && s.applyQ[j].e == e {
 			absent := s.applyQ[j].absent
 			s.applyQ[j] = ops[i]
 			s.applyQ[j].absent = absent
 			continue
 		}
-		s.applyAt[ops[i].key] = len(s.applyQ)
+		if len(s.applyQ) < math.MaxUint32 {
+			e.queued = uint32(len(s.applyQ))
+		}
 		s.applyQ = append(s.applyQ, ops[i])
 	}
 }

@@ -128,7 +128,8 @@ func (o *overlay) fill() {
 			o.done = true
 			return false
 		}
-		o.buf = append(o.buf, *e)
+		// Field by field: queued is the applier's, under applyMu.
+		o.buf = append(o.buf, entry{key: e.key, val: e.val, del: e.del, n: e.n, seq: e.seq})
 		return len(o.buf) < overlayChunk
 	})
 	o.s.omu.RUnlock()
