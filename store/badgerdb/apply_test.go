@@ -3,6 +3,7 @@ package badgerdb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strconv"
 	"strings"
@@ -653,5 +654,66 @@ func TestMapsShrinkAfterABurst(t *testing.T) {
 	s.trim()
 	if _, _, dirty, dirtyPeak, again := sizes(); dirty != 0 || dirtyPeak != 0 || again != shrinks+2 || releases != 2 {
 		t.Fatalf("after the second burst and two trims: dirty %d (peak %d), %d rebuilds, %d releases; want 0, both maps rebuilt again, released again", dirty, dirtyPeak, again, releases)
+	}
+}
+
+// The applier's queue is sized by the last round: a round as large as
+// the last grows its queue to that size at once, once it outgrows a kept
+// queue's size; a small round after a large one does not allocate the
+// large one's queue.
+func TestApplyQueueSizedByLastRound(t *testing.T) {
+	s := openDelayed(t, time.Hour, 1<<20)
+	const n = 132 * 1000 // over twice reuseLimit, in transactions of 1000
+	key := func(i int) string { return fmt.Sprintf("k%07d", i) }
+	val := func(int) store.Value { return str("v", 0) }
+	logged := func(from, to int) {
+		t.Helper()
+		tk, err := s.Update(func(tx store.Tx) error {
+			for i := from; i < to; i++ {
+				if err := tx.Set(0, []byte(key(i)), val(i)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tk.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queue := func() (length, capacity, hint int) {
+		s.applyMu.Lock()
+		defer s.applyMu.Unlock()
+		return len(s.applyQ), cap(s.applyQ), s.queueHint
+	}
+	for i := 0; i < n; i += 1000 {
+		logged(i, i+1000)
+	}
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, hint := queue(); hint != n {
+		t.Fatalf("after a round of %d keys the hint is %d", n, hint)
+	}
+	logged(0, 1)
+	if l, c, _ := queue(); l != 1 || c > reuseLimit {
+		t.Fatalf("one write after a round of %d: queue of %d with capacity %d, want a small one", n, l, c)
+	}
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i += 1000 {
+		logged(i, i+1000)
+	}
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i += 1000 {
+		logged(i, i+1000)
+		if l, c, _ := queue(); l > reuseLimit && c < n {
+			t.Fatalf("a round as large as the last (%d keys): queue of %d with capacity %d", n, l, c)
+		}
 	}
 }
