@@ -2,6 +2,7 @@ package badgerdb
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"testing"
 	"time"
@@ -11,18 +12,27 @@ import (
 
 // checkCache checks the cache's books against mem: cacheBytes is the
 // cost of mem's clean entries, each of which has exactly one live place
-// in the clean queue, and the queue has no more places than its bound.
+// in the clean queue, and the queue has no more places than its bound;
+// dirty lists exactly mem's dirty entries, each at its index (seq).
 func checkCache(tb testing.TB, s *DB, step string) {
 	tb.Helper()
 	s.omu.RLock()
 	defer s.omu.RUnlock()
 	var cost int64
-	clean := 0
+	clean, dirty := 0, 0
 	for _, e := range s.mem {
 		if e.n == 0 {
 			cost += e.cost()
 			clean++
+			continue
 		}
+		dirty++
+		if e.seq >= uint64(len(s.dirty)) || s.dirty[e.seq] != e {
+			tb.Fatalf("%s: dirty entry %q is not at its index %d in dirty (%d entries)", step, e.key, e.seq, len(s.dirty))
+		}
+	}
+	if dirty != len(s.dirty) {
+		tb.Fatalf("%s: mem has %d dirty entries, dirty lists %d", step, dirty, len(s.dirty))
 	}
 	live := map[*entry]int{}
 	for _, p := range s.clean.q[s.clean.head:] {
@@ -230,4 +240,48 @@ func BenchmarkCacheHeapAfterLoad(b *testing.B) {
 	b.ReportMetric(float64(ms.HeapInuse-ms.HeapAlloc)/(1<<20), "heap-slack-MiB")
 	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-live-MiB")
 	b.ReportMetric(float64(s.cacheBytes)/(1<<20), "cache-MiB")
+}
+
+// TestDirtyList makes entries dirty and clean in a shuffled order and
+// checks after each step that dirty lists exactly the dirty ones, each at
+// its index.
+func TestDirtyList(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	s := openOpts(t, opts)
+	s.omu.Lock()
+	defer s.omu.Unlock()
+	es := make([]*entry, 300)
+	for i := range es {
+		es[i] = &entry{key: fmt.Sprintf("%ck%03d", spaceKeys, i), n: uint64(i + 1)}
+		s.makeDirty(es[i])
+	}
+	check := func(step string) {
+		t.Helper()
+		want := 0
+		for _, e := range es {
+			if e.n == 0 {
+				continue
+			}
+			want++
+			if e.seq >= uint64(len(s.dirty)) || s.dirty[e.seq] != e {
+				t.Fatalf("%s: %q is not at its index %d", step, e.key, e.seq)
+			}
+		}
+		if want != len(s.dirty) {
+			t.Fatalf("%s: %d dirty entries, dirty lists %d", step, want, len(s.dirty))
+		}
+	}
+	check("all dirty")
+	r := rand.New(rand.NewPCG(1, 2))
+	for round, i := range r.Perm(len(es)) {
+		e := es[i]
+		e.n = 0
+		s.undirtyLocked(e)
+		if round%3 == 0 { // dirty again, at the end
+			e.n = uint64(1000 + round)
+			s.makeDirty(e)
+		}
+		check(fmt.Sprintf("step %d (%s)", round, e.key))
+	}
 }

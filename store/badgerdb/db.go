@@ -198,7 +198,11 @@ type entry struct {
 	// in the padding after del, so an entry stays 64 bytes.
 	queued uint32
 	n      uint64 // the staged op that wrote it; 0 when clean
-	seq    uint64 // its latest place in the clean queue (cache.go)
+	// seq is, while the entry is clean, its latest place in the clean
+	// queue (cache.go), and while it is dirty its index in dirty
+	// (makeDirty): the queue's check of a place needs the entry clean
+	// anyway (queuedLive), and cleaning it queues it anew.
+	seq uint64
 }
 
 type op struct {
@@ -275,12 +279,14 @@ type DB struct {
 	// counters; the committer takes only omu, never mu.
 	omu sync.RWMutex
 	// mem holds every dirty entry and the cached clean ones; dirty
-	// indexes the dirty ones (the overlay that scans merge). They are
-	// also indexed in key order (ordered.go): those of the keyspace in
-	// keyOrder while scans run, the others (the expiry index, which the
-	// sweeper scans) always, in auxOrder.
+	// lists the dirty ones (the overlay that scans merge), each at its
+	// seq, in no order: nothing looks a key up in it, so a slice serves,
+	// where a map cost two hash lookups a write. They are also indexed
+	// in key order (ordered.go): those of the keyspace in keyOrder while
+	// scans run, the others (the expiry index, which the sweeper scans)
+	// always, in auxOrder.
 	mem   map[string]*entry
-	dirty map[string]*entry
+	dirty []*entry
 	// memPeak and dirtyPeak are the most entries mem and dirty held
 	// since they were last rebuilt (shrinkMapsLocked); shrinks counts
 	// the rebuilds (for tests); trimStaged is staged at the last trim,
@@ -489,7 +495,6 @@ func Open(opts Options) (*DB, error) {
 		setSince:    make([]int64, opts.Databases),
 		counted:     make(chan struct{}),
 		mem:         make(map[string]*entry),
-		dirty:       make(map[string]*entry),
 		release:     debug.FreeOSMemory,
 		progLog:     make(chan struct{}),
 		progApply:   make(chan struct{}),
@@ -1196,20 +1201,19 @@ const shrinkMin = 1 << 14
 // omu held.
 func (s *DB) shrinkMapsLocked() bool {
 	rebuilt := false
-	for _, m := range []struct {
-		m    *map[string]*entry
-		peak *int
-	}{{&s.mem, &s.memPeak}, {&s.dirty, &s.dirtyPeak}} {
-		n := len(*m.m)
-		if *m.peak < shrinkMin || n > *m.peak/2 {
-			continue
-		}
+	if n := len(s.mem); s.memPeak >= shrinkMin && n <= s.memPeak/2 {
 		// Not maps.Clone, which copies the tables as they are.
 		fresh := make(map[string]*entry, n)
-		for k, e := range *m.m {
+		for k, e := range s.mem {
 			fresh[k] = e
 		}
-		*m.m, *m.peak = fresh, n
+		s.mem, s.memPeak = fresh, n
+		s.shrinks++
+		rebuilt = true
+	}
+	if n := len(s.dirty); s.dirtyPeak >= shrinkMin && n <= s.dirtyPeak/2 {
+		// In order: the entries' indexes stay what they are.
+		s.dirty, s.dirtyPeak = slices.Clone(s.dirty), n
 		s.shrinks++
 		rebuilt = true
 	}
@@ -1228,7 +1232,7 @@ func (s *DB) cleanLocked(ops []op, hi uint64) {
 			continue
 		}
 		e.n = 0
-		delete(s.dirty, e.key)
+		s.undirtyLocked(e)
 		if o := s.orderOf(e.key); o != nil {
 			o.Delete(e.key)
 		}

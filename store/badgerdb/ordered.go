@@ -37,11 +37,22 @@ func (s *DB) orderOf(key string) *btree.Map[string, *entry] {
 // makeDirty indexes an entry that has just become dirty. Called with omu
 // held.
 func (s *DB) makeDirty(e *entry) {
-	s.dirty[e.key] = e
+	e.seq = uint64(len(s.dirty))
+	s.dirty = append(s.dirty, e)
 	s.dirtyPeak = max(s.dirtyPeak, len(s.dirty))
 	if o := s.orderOf(e.key); o != nil {
 		o.Set(e.key, e)
 	}
+}
+
+// undirtyLocked takes e, just made clean, out of dirty: the last entry
+// there takes its index. Called with omu held.
+func (s *DB) undirtyLocked(e *entry) {
+	i, last := e.seq, len(s.dirty)-1
+	moved := s.dirty[last]
+	s.dirty[i], moved.seq = moved, i
+	s.dirty[last] = nil
+	s.dirty = s.dirty[:last]
 }
 
 // ordered makes sure that the ordered index of prefix's space exists, for
@@ -64,8 +75,8 @@ func (s *DB) ordered(prefix []byte) {
 		return
 	}
 	var dirty []*entry
-	for k, e := range s.dirty {
-		if k[0] == spaceKeys {
+	for _, e := range s.dirty {
+		if e.key[0] == spaceKeys {
 			dirty = append(dirty, e)
 		}
 	}
@@ -129,7 +140,7 @@ func (o *overlay) fill() {
 			return false
 		}
 		// Field by field: queued is the applier's, under applyMu.
-		o.buf = append(o.buf, entry{key: e.key, val: e.val, del: e.del, n: e.n, seq: e.seq})
+		o.buf = append(o.buf, entry{key: e.key, val: e.val, del: e.del, n: e.n})
 		return len(o.buf) < overlayChunk
 	})
 	o.s.omu.RUnlock()

@@ -131,8 +131,8 @@ func dirtyKeys(s *DB) int {
 	s.omu.RLock()
 	defer s.omu.RUnlock()
 	n := 0
-	for k := range s.dirty {
-		if k[0] == spaceKeys {
+	for _, e := range s.dirty {
+		if e.key[0] == spaceKeys {
 			n++
 		}
 	}

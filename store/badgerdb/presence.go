@@ -195,9 +195,9 @@ func (s *DB) rebuildPresence() {
 	s.mu.RUnlock()
 	np := newPresence(n+n/4, s.presMin)
 	s.omu.Lock()
-	for k, e := range s.dirty {
-		if !e.del && k != "" && k[0] == spaceKeys {
-			np.add([]byte(k))
+	for _, e := range s.dirty {
+		if !e.del && e.key != "" && e.key[0] == spaceKeys {
+			np.add([]byte(e.key))
 		}
 	}
 	s.nextPres = np
