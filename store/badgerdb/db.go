@@ -405,13 +405,15 @@ type DB struct {
 	trimReads   int64
 	// tableReads counts the Badger iterators the store opened and its
 	// value-log collections: reads of the tables that lookups does not
-	// count. trimmedMaps and trimmedReads are the tables' mappings and
-	// lookups + tableReads at the last trim of the tables, and trimsIdle
-	// counts the trims skipped because neither changed since (the trim
+	// count. trimmedMaps, trimmedReads and trimmedFile are the tables'
+	// mappings, lookups + tableReads and the process's resident file
+	// pages after the last trim of the tables, and trimsIdle counts the
+	// trims skipped because none of them changed since (the trim
 	// goroutine's; trim_linux.go).
 	tableReads   atomic.Uint64
 	trimmedMaps  string
 	trimmedReads uint64
+	trimmedFile  int64
 	trimsIdle    atomic.Int64
 	trimQuiet    int64
 	// realDir is Dir with symbolic links resolved, as /proc/self/maps
