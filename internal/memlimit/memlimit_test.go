@@ -219,7 +219,8 @@ func TestGovernorRuns(t *testing.T) {
 func TestGovernorWithoutBurst(t *testing.T) {
 	f := &fake{}
 	cfg := f.config(100, 0)
-	cfg.Tick = 250 * time.Millisecond
+	// Started, but its own loop never ticks: the test steps it.
+	cfg.Tick = time.Hour
 	g := New(cfg)
 	g.Start()
 	t0 := time.Now()
@@ -289,7 +290,8 @@ func TestGovernorFollowsLiveHeap(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fake{}
 			cfg := f.config(tt.base, tt.burst)
-			cfg.Tick = 250 * time.Millisecond
+			// Started, but its own loop never ticks: the test steps it.
+			cfg.Tick = time.Hour
 			g := New(cfg)
 			f.live.Store(tt.startLive)
 			g.Start()
