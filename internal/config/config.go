@@ -36,7 +36,8 @@ type Config struct {
 	ValueCacheSize int64
 	// MemoryBurst is how far the Go heap's soft limit rises above the
 	// one these caches size while the server is busy (memory-burst;
-	// package memlimit); 0 keeps it at that limit.
+	// package memlimit); 0 keeps it at that limit, or at half again the
+	// live heap when that is higher.
 	MemoryBurst int64
 	// OnceLease is the lease of a ONCE.CLAIM that names none.
 	OnceLease time.Duration
