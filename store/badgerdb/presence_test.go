@@ -175,7 +175,13 @@ func TestPresenceRebuildKeepsEveryKey(t *testing.T) {
 	// Let the applier empty memory and the rebuilds settle while the
 	// readers go on.
 	time.Sleep(200 * time.Millisecond)
-	waitSized(t, s, first, writers*perWriter/2)
+	// A filter made for c keys is rebuilt once it has taken 2c, so the
+	// last one is made for at least half the keys there are, less the
+	// adds that found their bits set already (up to 15% at 2c): a third
+	// is what the design promises on any schedule. (Half failed on a
+	// loaded machine: a rebuild that started at 4,630 keys, made for
+	// 5,787, took the other 7,370 keys without filling.)
+	waitSized(t, s, first, writers*perWriter/3)
 	close(stop)
 	readers.Wait()
 	if misses.Load() > 0 {
