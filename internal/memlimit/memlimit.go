@@ -197,9 +197,9 @@ func (g *Governor) loop() {
 // into quiet lowers it at the next step, its last busy step being long
 // past.
 func (g *Governor) step(now time.Time) {
-	limit, lowered := g.measure(now)
+	limit, lowered, busy := g.measure(now)
 	if limit != 0 && g.cfg.Changed != nil {
-		g.cfg.Changed(limit, !lowered)
+		g.cfg.Changed(limit, busy)
 	}
 	if lowered {
 		// The heap may have grown past the base meanwhile: collect now
@@ -211,8 +211,9 @@ func (g *Governor) step(now time.Time) {
 }
 
 // measure is step under mu: it returns the limit it set, if any (else 0),
-// and whether the server turned calm (the limit left the burst).
-func (g *Governor) measure(now time.Time) (limit int64, lowered bool) {
+// whether the server turned calm (the limit left the burst), and whether
+// it is busy (raised).
+func (g *Governor) measure(now time.Time) (limit int64, lowered, busy bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	changed := g.judge(now)
@@ -229,9 +230,9 @@ func (g *Governor) measure(now time.Time) (limit int64, lowered bool) {
 	down := want < g.limit && (changed || want == target || want < g.limit-g.limit/8)
 	if want > g.limit || down {
 		g.set(want)
-		return want, lowered
+		return want, lowered, g.raised
 	}
-	return 0, lowered
+	return 0, lowered, g.raised
 }
 
 // judge reads the activity at now and reports whether the server turned

@@ -2,6 +2,7 @@ package memlimit
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -318,6 +319,37 @@ func TestGovernorFollowsLiveHeap(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGovernorChangedSaysBusy: Changed (the log line) is told whether the
+// server is busy, also when the live heap alone moved the limit.
+func TestGovernorChangedSaysBusy(t *testing.T) {
+	f := &fake{}
+	cfg := f.config(1000, 500)
+	cfg.Tick = time.Hour // stepped by hand
+	type change struct {
+		limit int64
+		busy  bool
+	}
+	var got []change
+	cfg.Changed = func(limit int64, busy bool) { got = append(got, change{limit, busy}) }
+	g := New(cfg)
+	g.Start()
+	defer g.Close()
+	t0 := time.Unix(1000, 0)
+	g.mu.Lock()
+	g.lastAt, g.last = t0, 0
+	g.mu.Unlock()
+	f.live.Store(800) // calm, the floor 1200 over the base
+	g.step(t0.Add(250 * time.Millisecond))
+	f.activity.Store(1000) // busy: raised to 1500
+	g.step(t0.Add(500 * time.Millisecond))
+	f.live.Store(1200) // busy, the floor 1800 over the burst
+	g.step(t0.Add(750 * time.Millisecond))
+	want := []change{{1200, false}, {1500, true}, {1800, true}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Changed calls %v, want %v", got, want)
 	}
 }
 
