@@ -215,17 +215,25 @@ func TestGovernorRuns(t *testing.T) {
 	g.Close() // twice is fine
 }
 
+// stepped starts a Governor for cfg whose own loop never ticks, and
+// returns it with the time its measure starts from (activity 0): the test
+// steps it by hand from there.
+func stepped(f *fake, cfg Config) (*Governor, time.Time) {
+	cfg.Tick = time.Hour
+	g := New(cfg)
+	g.Start()
+	t0 := time.Unix(1000, 0)
+	g.mu.Lock()
+	g.lastAt, g.last = t0, f.activity.Load()
+	g.mu.Unlock()
+	return g, t0
+}
+
 // TestGovernorWithoutBurst: Burst 0 sets the base and never raises it
 // for a load; a nil Governor (GOMEMLIMIT set, proxy mode) is a no-op.
 func TestGovernorWithoutBurst(t *testing.T) {
 	f := &fake{}
-	cfg := f.config(100, 0)
-	// Started, but its own loop never ticks: the test steps it.
-	cfg.Tick = time.Hour
-	g := New(cfg)
-	g.Start()
-	t0 := time.Now()
-	g.lastAt = t0
+	g, t0 := stepped(f, f.config(100, 0))
 	f.activity.Store(1 << 40)
 	g.step(t0.Add(250 * time.Millisecond))
 	if got := g.Limit(); got != 100 {
@@ -290,20 +298,12 @@ func TestGovernorFollowsLiveHeap(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fake{}
-			cfg := f.config(tt.base, tt.burst)
-			// Started, but its own loop never ticks: the test steps it.
-			cfg.Tick = time.Hour
-			g := New(cfg)
 			f.live.Store(tt.startLive)
-			g.Start()
+			g, t0 := stepped(f, f.config(tt.base, tt.burst))
 			defer g.Close()
 			if got := g.Limit(); got != tt.startLimit {
 				t.Fatalf("after Start, Limit() = %d, want %d", got, tt.startLimit)
 			}
-			t0 := time.Unix(1000, 0)
-			g.mu.Lock()
-			g.lastAt, g.last = t0, 0
-			g.mu.Unlock()
 			var total int64
 			for i, s := range tt.steps {
 				total += s.activity
@@ -327,20 +327,14 @@ func TestGovernorFollowsLiveHeap(t *testing.T) {
 func TestGovernorChangedSaysBusy(t *testing.T) {
 	f := &fake{}
 	cfg := f.config(1000, 500)
-	cfg.Tick = time.Hour // stepped by hand
 	type change struct {
 		limit int64
 		busy  bool
 	}
 	var got []change
 	cfg.Changed = func(limit int64, busy bool) { got = append(got, change{limit, busy}) }
-	g := New(cfg)
-	g.Start()
+	g, t0 := stepped(f, cfg)
 	defer g.Close()
-	t0 := time.Unix(1000, 0)
-	g.mu.Lock()
-	g.lastAt, g.last = t0, 0
-	g.mu.Unlock()
 	f.live.Store(800) // calm, the floor 1200 over the base
 	g.step(t0.Add(250 * time.Millisecond))
 	f.activity.Store(1000) // busy: raised to 1500
