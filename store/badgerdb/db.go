@@ -331,6 +331,8 @@ type DB struct {
 	// the ones the presence filter spared.
 	lookups   atomic.Int64
 	presSkips atomic.Int64
+	// replayed is what Open's replay of the log did (tests read it).
+	replayed replayStats
 	// presHook, if set, runs while a rebuild holds its snapshot (tests).
 	presHook func()
 	// sweepHook, if set, runs between a sweep's reads outside the
@@ -1259,21 +1261,24 @@ type segEnd struct {
 // Badger, deletes the replayed segments and opens a new one.
 func (s *DB) recoverWAL() error {
 	dir := filepath.Join(s.opts.Dir, walDirName)
-	replayed := 0
-	segs, err := replayWAL(dir, func(ops []op) error {
-		ops = s.writable(ops)
-		replayed += len(ops)
-		return s.write(ops)
-	})
+	start := time.Now()
+	r := &replayer{s: s, at: make(map[string]int)}
+	segs, err := replayWAL(dir, r.add)
+	if err == nil {
+		err = r.flush()
+	}
 	if err != nil {
 		return err
 	}
+	s.replayed = r.stats
 	if len(segs) > 0 {
 		if err := s.bdb.Sync(); err != nil {
 			return fmt.Errorf("sync after log replay: %w", err)
 		}
-		if replayed > 0 {
-			s.log.Info("replayed the write-ahead log", zap.Int("writes", replayed), zap.Int("segments", len(segs)))
+		if r.stats.read > 0 {
+			s.log.Info("replayed the write-ahead log", zap.Int("writes", r.stats.read),
+				zap.Int("keys_written", r.stats.written), zap.Int("batches", r.stats.batches),
+				zap.Int("segments", len(segs)), zap.Duration("took", time.Since(start)))
 		}
 	}
 	w, err := openWAL(dir, segs, s.opts.WALSegmentSize)
@@ -1284,6 +1289,72 @@ func (s *DB) recoverWAL() error {
 	if err := w.remove(w.seg - 1); err != nil {
 		s.log.Warn("could not delete replayed log segments", zap.Error(err))
 	}
+	return nil
+}
+
+// The log's replay gathers up to replayKeys keys, or replayBytes bytes
+// of keys and values, before it writes them to Badger in one batch
+// (variables for tests).
+var (
+	replayKeys  = 1 << 17
+	replayBytes = 32 << 20
+)
+
+// replayStats counts what a replay did: the ops it read from the log,
+// the ops (one per key and batch) it wrote to Badger, and its batches.
+type replayStats struct {
+	read, written, batches int
+}
+
+// replayer writes the log's ops to Badger as the applier does: the
+// rewrites of a key collapse into its last, in batches of many records.
+// A log holds up to a segment (64 MiB) of ops that Badger already has,
+// and a hot key may be rewritten hundreds of thousands of times in it;
+// one Badger batch per record (a log round) and every rewrite written
+// made a crash restart take 6 s after 6 s of INCR -P 16 on 100k keys.
+// Applying only the last op of each key leaves Badger as applying them
+// all in order would: each op sets or deletes its whole key.
+type replayer struct {
+	s     *DB
+	ops   []op
+	at    map[string]int // key → its op in ops
+	bytes int
+	stats replayStats
+}
+
+// add gathers a record's ops, writing the batch once it is full.
+func (r *replayer) add(ops []op) error {
+	for _, o := range r.s.writable(ops) {
+		r.stats.read++
+		if i, ok := r.at[o.key]; ok {
+			r.bytes += len(o.val) - len(r.ops[i].val)
+			r.ops[i] = o
+			continue
+		}
+		r.at[o.key] = len(r.ops)
+		r.ops = append(r.ops, o)
+		r.bytes += len(o.key) + len(o.val)
+	}
+	if len(r.ops) >= replayKeys || r.bytes >= replayBytes {
+		return r.flush()
+	}
+	return nil
+}
+
+// flush writes the gathered ops to Badger.
+func (r *replayer) flush() error {
+	if len(r.ops) == 0 {
+		return nil
+	}
+	if err := r.s.write(r.ops); err != nil {
+		return err
+	}
+	r.stats.written += len(r.ops)
+	r.stats.batches++
+	clear(r.ops)
+	r.ops = r.ops[:0]
+	clear(r.at)
+	r.bytes = 0
 	return nil
 }
 

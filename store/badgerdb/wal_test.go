@@ -1,6 +1,7 @@
 package badgerdb
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -216,5 +217,76 @@ func TestReplayDropsKeysBadgerRefuses(t *testing.T) {
 		if got, ok := get(t, c, 0, k); !ok || got != want {
 			t.Errorf("%s after replay: %q %v, want %q", k, got, ok, want)
 		}
+	}
+}
+
+// TestReplayCollapsesRewrites: a crash image whose log holds many
+// rewrites of a few keys, none of them in Badger yet, reopens with the
+// last write of each key (values, deadlines, deletions, counts), and the
+// replay writes Badger one op per key and batch instead of every op.
+func TestReplayCollapsesRewrites(t *testing.T) {
+	defer func(k int) { replayKeys = k }(replayKeys)
+	replayKeys = 32 // several batches: a key's last write may come in a later one
+	dir := t.TempDir()
+	opts := DefaultOptions(dir)
+	opts.SweepInterval, opts.GCInterval = 0, 0
+	s, _ := openHeldBack(t, opts) // nothing reaches Badger: all is replayed
+	del := func(key string) {
+		t.Helper()
+		tk, err := s.Update(func(tx store.Tx) error { _, err := tx.Delete(0, []byte(key)); return err })
+		if err == nil && tk != nil {
+			err = tk.Wait(context.Background())
+		}
+		if err != nil {
+			t.Fatalf("delete %s: %v", key, err)
+		}
+	}
+	far := time.Now().Add(time.Hour).UnixMilli()
+	const rounds = 60
+	for i := range rounds {
+		// hot's deadline changes every time: its expiry-index entries
+		// come and go too.
+		set(t, s, 0, "hot", str(fmt.Sprint(i), far+int64(i)))
+		for k := range 5 {
+			set(t, s, 0, fmt.Sprintf("k%d", k), str(fmt.Sprint(i*10+k), 0))
+		}
+		set(t, s, 0, "gone", str("x", far))
+		del("gone")
+		del("back")
+		set(t, s, 0, "back", str(fmt.Sprint(i), 0))
+	}
+	c := crashImage(t, dir)
+	want := map[string]string{"hot": fmt.Sprint(rounds - 1), "back": fmt.Sprint(rounds - 1)}
+	for k := range 5 {
+		want[fmt.Sprintf("k%d", k)] = fmt.Sprint((rounds-1)*10 + k)
+	}
+	for k, v := range want {
+		if got, ok := get(t, c, 0, k); !ok || got != v {
+			t.Errorf("%s after replay = %q %v, want %q", k, got, ok, v)
+		}
+	}
+	if _, ok := get(t, c, 0, "gone"); ok {
+		t.Error("gone, deleted last, is back after replay")
+	}
+	_, err := c.View(func(tx store.Tx) error {
+		v, _, err := tx.Get(0, []byte("hot"))
+		if v.ExpireAt != far+rounds-1 {
+			t.Errorf("hot's deadline after replay = %d, want %d", v.ExpireAt, far+rounds-1)
+		}
+		if n, e := tx.Len(0), tx.Expiring(0); n != 7 || e != 1 {
+			t.Errorf("after replay: %d keys, %d expiring; want 7 and 1", n, e)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.replayed
+	if r.read < rounds*10 {
+		t.Fatalf("replay read %d ops, want at least %d", r.read, rounds*10)
+	}
+	// Each batch holds up to replayKeys keys, each written once.
+	if r.batches < 2 || r.written > r.batches*replayKeys || r.written*5 > r.read {
+		t.Errorf("replay read %d ops and wrote %d in %d batches: rewrites not collapsed", r.read, r.written, r.batches)
 	}
 }
