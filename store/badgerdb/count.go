@@ -42,7 +42,14 @@ func (s *DB) countKeys() {
 			}
 			it.Close()
 		}
-		s.pres.Load().ready.Store(true)
+		p := s.pres.Load()
+		p.ready.Store(true)
+		if p.full() {
+			// Puts staged during the count filled it, and stage
+			// kicks a rebuild only once the filter is ready: one
+			// now, not at the next put, which may not come.
+			kickChan(s.rebuildPres)
+		}
 		s.log.Debug("keys counted", zap.Ints("keys", s.base))
 	})
 }

@@ -310,10 +310,14 @@ func TestPresenceRebuildCatchesUp(t *testing.T) {
 	s.Start()
 	defer s.Close()
 	const keys = 3000
+	waited := false
 	for i := 0; i < keys; i += 100 {
-		if i == 600 {
-			// The first filter is full (2 × 256): wait for its rebuild
-			// to be scanning, sized for the keys so far.
+		if !waited && first.full() {
+			// The first filter is full (twice its 256 keys, counted as
+			// keys that set a bit: 600 keys or a few hundred more, as
+			// its seed falls): wait for its rebuild to be scanning,
+			// sized for the keys so far.
+			waited = true
 			deadline := time.Now().Add(5 * time.Second)
 			for scans.Load() == 0 {
 				if time.Now().After(deadline) {
@@ -340,8 +344,39 @@ func TestPresenceRebuildCatchesUp(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if !waited {
+		t.Fatalf("the first filter never filled: %d fresh adds for capacity %d", first.fresh.Load(), first.capacity)
+	}
 	if scans.Load() != 1 {
 		t.Fatalf("%d rebuilds started while the keys were written, want the first still scanning", scans.Load())
 	}
+	waitSized(t, s, first, keys)
+}
+
+// TestPresenceFilledDuringCountIsRebuilt: puts staged before the keys
+// are counted fill the filter while it is not ready, when stage does
+// not kick a rebuild; the count's end does, without waiting for another
+// put. A CI run failed TestPresenceRebuildCatchesUp when its writes
+// overtook the count.
+func TestPresenceFilledDuringCountIsRebuilt(t *testing.T) {
+	s, first := openSmallFilter(t, DefaultOptions(t.TempDir()))
+	defer s.Close()
+	const keys = 2000
+	// Before Start nothing counts: the writes are committed by the
+	// caller, and the filter stays not ready.
+	if _, err := s.Update(func(tx store.Tx) error {
+		for j := range keys {
+			if err := tx.Set(0, []byte("k"+strconv.Itoa(j)), str("v", 0)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if first.ready.Load() || !first.full() {
+		t.Fatalf("before the count: ready %v, full %v; want a full filter not ready", first.ready.Load(), first.full())
+	}
+	s.Start()
 	waitSized(t, s, first, keys)
 }
