@@ -179,7 +179,7 @@ func DefaultOptions(dir string) Options {
 		GCInterval:     5 * time.Minute,
 		TrimInterval:   time.Second,
 		MaxPending:     1 << 20,
-		ApplyDelay:     time.Second,
+		ApplyDelay:     3 * time.Second,
 		CacheSize:      32 << 20,
 	}
 }
