@@ -34,6 +34,7 @@
 package badgerdb
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -564,21 +565,17 @@ func badgerOptions(opts Options) badger.Options {
 // badgerMaxKey is the longest key Badger takes, in bytes.
 const badgerMaxKey = 65000
 
-// writable drops from replayed ops those that Badger refuses, with an
+// refused reports whether Badger refuses a replayed write of key, with an
 // error in the log: writes of keys over badgerMaxKey, which servers before
 // store.MaxKeyLen logged and could not apply (the replay of such a log
 // failed at every start). Badger never held them.
-func (s *DB) writable(ops []op) []op {
-	kept := ops[:0]
-	for _, o := range ops {
-		if len(o.key) > badgerMaxKey {
-			s.log.Error("log replay: dropped a write of a key longer than Badger takes (written before keys were limited to 64,989 bytes)",
-				zap.Int("bytes", len(o.key)), zap.ByteString("key_start", []byte(o.key[:32])))
-			continue
-		}
-		kept = append(kept, o)
+func (s *DB) refused(key []byte) bool {
+	if len(key) <= badgerMaxKey {
+		return false
 	}
-	return kept
+	s.log.Error("log replay: dropped a write of a key longer than Badger takes (written before keys were limited to 64,989 bytes)",
+		zap.Int("bytes", len(key)), zap.ByteString("key_start", key[:32]))
+	return true
 }
 
 // valueThreshold is the size from which Badger keeps a value in its value
@@ -1322,23 +1319,47 @@ type replayer struct {
 	stats replayStats
 }
 
-// add gathers a record's ops, writing the batch once it is full.
-func (r *replayer) add(ops []op) error {
-	for _, o := range r.s.writable(ops) {
-		r.stats.read++
-		if i, ok := r.at[o.key]; ok {
-			r.bytes += len(o.val) - len(r.ops[i].val)
-			r.ops[i] = o
-			continue
-		}
-		r.at[o.key] = len(r.ops)
-		r.ops = append(r.ops, o)
-		r.bytes += len(o.key) + len(o.val)
+// add gathers a record's ops (walkRecord), writing the batch once it
+// is full. A rewrite of a gathered key allocates nothing: the key is
+// looked up without a copy, and the new value goes into the old one's
+// buffer, which the replayer owns.
+func (r *replayer) add(record []byte) error {
+	if err := walkRecord(record, r.put); err != nil {
+		return err
 	}
 	if len(r.ops) >= replayKeys || r.bytes >= replayBytes {
 		return r.flush()
 	}
 	return nil
+}
+
+// put gathers one op of a record.
+func (r *replayer) put(del bool, key, val []byte) {
+	if r.s.refused(key) {
+		return
+	}
+	r.stats.read++
+	if i, ok := r.at[string(key)]; ok {
+		o := &r.ops[i]
+		r.bytes += len(val) - len(o.val)
+		o.del = del
+		if del {
+			o.val = o.val[:0]
+		} else if o.val = append(o.val[:0], val...); o.val == nil {
+			o.val = []byte{}
+		}
+		return
+	}
+	o := op{key: string(key), del: del}
+	if !del {
+		o.val = bytes.Clone(val)
+		if o.val == nil {
+			o.val = []byte{} // an empty value, not none
+		}
+	}
+	r.at[o.key] = len(r.ops)
+	r.ops = append(r.ops, o)
+	r.bytes += len(key) + len(val)
 }
 
 // flush writes the gathered ops to Badger.

@@ -100,8 +100,10 @@ func walSegments(dir string) ([]uint64, error) {
 }
 
 // replayWAL applies every whole record of the segments in dir, in order,
-// with apply, and returns the numbers of the segments it read.
-func replayWAL(dir string, apply func([]op) error) ([]uint64, error) {
+// with apply (the payload, valid during the call; walkRecord reads it),
+// and returns the numbers of the segments it read. A record that apply
+// finds damaged (errBadRecord) ends the replay, as a torn one does.
+func replayWAL(dir string, apply func(record []byte) error) ([]uint64, error) {
 	segs, err := walSegments(dir)
 	if err != nil {
 		return nil, fmt.Errorf("wal: list %s: %w", dir, err)
@@ -114,7 +116,7 @@ func replayWAL(dir string, apply func([]op) error) ([]uint64, error) {
 	return segs, nil
 }
 
-func replaySegment(path string, apply func([]op) error) error {
+func replaySegment(path string, apply func(record []byte) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("wal: %w", err)
@@ -138,38 +140,38 @@ func replaySegment(path string, apply func([]op) error) error {
 		if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(hdr[4:8]) {
 			return nil
 		}
-		ops, err := decodeRecord(payload)
-		if err != nil {
-			return nil
-		}
-		if err := apply(ops); err != nil {
+		if err := apply(payload); err != nil {
+			if errors.Is(err, errBadRecord) {
+				return nil // a damaged tail: nothing of it applied
+			}
 			return fmt.Errorf("wal: replay %s: %w", path, err)
 		}
 	}
 }
 
-// decodeRecord parses a record's payload; the ops point into it.
-func decodeRecord(p []byte) ([]op, error) {
-	var ops []op
-	for len(p) > 0 {
-		del := p[0] == 1
-		p = p[1:]
-		k, rest, ok := cutBytes(p)
-		if !ok {
-			return nil, errBadRecord
+// walkRecord calls fn with each op of a record's payload, in order, once
+// the whole payload is known to parse (errBadRecord if not: none is
+// called then). The slices passed to fn point into p.
+func walkRecord(p []byte, fn func(del bool, key, val []byte)) error {
+	for pass := range 2 {
+		q := p
+		for len(q) > 0 {
+			del := q[0] == 1
+			k, rest, ok := cutBytes(q[1:])
+			if !ok {
+				return errBadRecord
+			}
+			v, rest, ok := cutBytes(rest)
+			if !ok {
+				return errBadRecord
+			}
+			q = rest
+			if pass == 1 {
+				fn(del, k, v)
+			}
 		}
-		v, rest, ok := cutBytes(rest)
-		if !ok {
-			return nil, errBadRecord
-		}
-		p = rest
-		o := op{key: string(k), del: del}
-		if !del {
-			o.val = slices.Clone(v)
-		}
-		ops = append(ops, o)
 	}
-	return ops, nil
+	return nil
 }
 
 func cutBytes(p []byte) (b, rest []byte, ok bool) {
