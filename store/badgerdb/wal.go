@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -103,25 +104,35 @@ func walSegments(dir string) ([]uint64, error) {
 // with apply (the payload, valid during the call; walkRecord reads it),
 // and returns the numbers of the segments it read. A record that apply
 // finds damaged (errBadRecord) ends the replay, as a torn one does.
-func replayWAL(dir string, apply func(record []byte) error) ([]uint64, error) {
+func replayWAL(dir string, from walPos, apply func(record []byte) error) ([]uint64, error) {
 	segs, err := walSegments(dir)
 	if err != nil {
 		return nil, fmt.Errorf("wal: list %s: %w", dir, err)
 	}
 	for _, n := range segs {
-		if err := replaySegment(filepath.Join(dir, segName(n)), apply); err != nil {
+		var off int64
+		switch {
+		case n < from.seg:
+			continue // Badger holds all of it
+		case n == from.seg:
+			off = from.off
+		}
+		if err := replaySegment(filepath.Join(dir, segName(n)), off, apply); err != nil {
 			return nil, err
 		}
 	}
 	return segs, nil
 }
 
-func replaySegment(path string, apply func(record []byte) error) error {
+func replaySegment(path string, off int64, apply func(record []byte) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("wal: %w", err)
 	}
 	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
 	rd := bufio.NewReaderSize(f, 1<<20)
 	var hdr [walHeader]byte
 	var payload []byte
@@ -345,6 +356,37 @@ func (w *wal) remove(upTo uint64) error {
 		}
 	}
 	return nil
+}
+
+// walPos is a place in the log: the end of a record, offset off of
+// segment seg. The zero walPos is before every segment.
+type walPos struct {
+	seg uint64
+	off int64
+}
+
+func (p walPos) encode() []byte {
+	b := binary.AppendUvarint(nil, p.seg)
+	return binary.AppendUvarint(b, uint64(p.off))
+}
+
+func decodeWALPos(b []byte) (walPos, bool) {
+	seg, n := binary.Uvarint(b)
+	if n <= 0 {
+		return walPos{}, false
+	}
+	off, m := binary.Uvarint(b[n:])
+	if m <= 0 || n+m != len(b) || off > math.MaxInt64 {
+		return walPos{}, false
+	}
+	return walPos{seg: seg, off: int64(off)}, true
+}
+
+// pos is where the log ends now.
+func (w *wal) pos() walPos {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return walPos{seg: w.seg, off: w.size}
 }
 
 func (w *wal) close() error {

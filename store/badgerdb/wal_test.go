@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -322,7 +323,7 @@ func BenchmarkReplay(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		r := &replayer{s: s, at: make(map[string]int)}
-		if _, err := replayWAL(logDir, r.add); err != nil {
+		if _, err := replayWAL(logDir, walPos{}, r.add); err != nil {
 			b.Fatal(err)
 		}
 		if err := r.flush(); err != nil {
@@ -350,5 +351,77 @@ func TestWalkRecordAllOrNothing(t *testing.T) {
 	damaged := append(slices.Clone(good), 0, 9, 'c') // a key's length past the end
 	if err := walk(damaged); err != errBadRecord || len(got) != 0 {
 		t.Fatalf("damaged record: ops %q, err %v; want none and errBadRecord", got, err)
+	}
+}
+
+// TestReplayStartsWhereBadgerIsSynced: once the applier has applied a
+// round and synced Badger, it records the log position; a crash image
+// then replays only the writes logged after it (those the applier had
+// not applied), and opens with every write.
+func TestReplayStartsWhereBadgerIsSynced(t *testing.T) {
+	dir := t.TempDir()
+	opts := DefaultOptions(dir)
+	opts.SweepInterval, opts.GCInterval = 0, 0
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hold atomic.Bool
+	release := make(chan struct{})
+	s.applyHook = func([]op) {
+		if hold.Load() {
+			<-release
+		}
+	}
+	s.Start()
+	defer func() { close(release); s.Close() }()
+	for i := range 500 {
+		set(t, s, 0, fmt.Sprintf("a%d", i), str("v", 0))
+	}
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	// The applier records the position after the round that drain
+	// waited for.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		pos, err := s.loggedPosition()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pos.seg != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no log position recorded after an applied round")
+		}
+	}
+	hold.Store(true) // the next writes stay in the log only
+	for i := range 7 {
+		set(t, s, 0, fmt.Sprintf("b%d", i), str("w", 0))
+	}
+	c := crashImage(t, dir)
+	if r := c.replayed; r.read != 7 {
+		t.Errorf("the replay read %d writes, want the 7 logged after the position", r.read)
+	}
+	if n := lenOf(t, c, 0); n != 507 {
+		t.Fatalf("DBSIZE of the crash image = %d, want 507", n)
+	}
+	for _, k := range []string{"a0", "a499", "b0", "b6"} {
+		if _, ok := get(t, c, 0, k); !ok {
+			t.Errorf("%s lost", k)
+		}
+	}
+}
+
+func TestWALPosEncoding(t *testing.T) {
+	for _, p := range []walPos{{}, {seg: 1, off: 0}, {seg: 1 << 40, off: 64 << 20}} {
+		if got, ok := decodeWALPos(p.encode()); !ok || got != p {
+			t.Errorf("%+v: decoded %+v %v", p, got, ok)
+		}
+	}
+	for _, b := range [][]byte{nil, {0x80}, append(walPos{seg: 3, off: 9}.encode(), 0)} {
+		if _, ok := decodeWALPos(b); ok {
+			t.Errorf("%x decoded", b)
+		}
 	}
 }
