@@ -1287,6 +1287,13 @@ func (s *DB) recoverWAL() error {
 				zap.Int("segments", len(segs)), zap.Duration("took", time.Since(start)))
 		}
 	}
+	// The new segments are numbered after the recorded position's, or
+	// a later crash would skip them: a restored backup carries the
+	// position of the log it was taken from, and a directory whose log
+	// is gone starts numbering anew.
+	if from.seg > 0 && (len(segs) == 0 || segs[len(segs)-1] < from.seg) {
+		segs = append(segs, from.seg)
+	}
 	w, err := openWAL(dir, segs, s.opts.WALSegmentSize)
 	if err != nil {
 		return err

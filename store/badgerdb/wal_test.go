@@ -1,6 +1,7 @@
 package badgerdb
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -423,5 +424,75 @@ func TestWALPosEncoding(t *testing.T) {
 		if _, ok := decodeWALPos(b); ok {
 			t.Errorf("%x decoded", b)
 		}
+	}
+}
+
+// TestPositionOutlivesTheLogItNamed: the recorded log position names a
+// segment of an earlier run. After a clean restart (which leaves no
+// segment) and a restore of a backup into a fresh directory, the new
+// log's segments must still be replayed after a crash: their numbers
+// come after the recorded one's, never below it.
+func TestPositionOutlivesTheLogItNamed(t *testing.T) {
+	dir := t.TempDir()
+	opts := DefaultOptions(dir)
+	opts.SweepInterval, opts.GCInterval = 0, 0
+	opts.WALSegmentSize = 4 << 10 // the position names a segment past the first
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	val := string(make([]byte, 200))
+	n := 0
+	// Write and apply until a position past the first segment is
+	// recorded (at most one a second).
+	for deadline := time.Now().Add(10 * time.Second); ; n++ {
+		set(t, s, 0, fmt.Sprintf("a%d", n), str(val, 0))
+		if err := s.drainForTest(); err != nil {
+			t.Fatal(err)
+		}
+		if pos, err := s.loggedPosition(); err != nil || pos.seg >= 2 {
+			if err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no log position recorded past the first segment")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	n++
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, release := openHeldBack(t, opts) // the writes stay in the log only
+	for i := range 5 {
+		set(t, s2, 0, fmt.Sprintf("b%d", i), str("w", 0))
+	}
+	c := crashImage(t, dir)
+	if got := lenOf(t, c, 0); got != n+5 {
+		t.Fatalf("DBSIZE of the crash image after a clean restart = %d, want %d", got, n+5)
+	}
+	release()
+
+	// A backup carries the position; a server restored from it starts
+	// a log of its own.
+	var buf bytes.Buffer
+	if _, err := c.Backup(&buf); err != nil {
+		t.Fatal(err)
+	}
+	rdir := filepath.Join(t.TempDir(), "restored")
+	ropts := opts
+	ropts.Dir = rdir
+	if _, err := Restore(ropts, &buf); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := openHeldBack(t, ropts)
+	for i := range 3 {
+		set(t, r, 0, fmt.Sprintf("c%d", i), str("w", 0))
+	}
+	if got := lenOf(t, crashImage(t, rdir), 0); got != n+8 {
+		t.Fatalf("DBSIZE of the restored server's crash image = %d, want %d", got, n+8)
 	}
 }
