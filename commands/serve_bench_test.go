@@ -31,11 +31,11 @@ func benchServer(b *testing.B, n int) *Server {
 
 // BenchmarkServe measures a command from the parsed arguments to the
 // reply in the connection's buffer: the command table, the store's memory
-// layer and, for writes, the wait for the log (redis-benchmark's GET, SET
-// and INCR over 100,000 keys, from parallel connections).
+// layer and, for writes, the wait for the log (redis-benchmark's PING, GET,
+// SET and INCR over 100,000 keys, from parallel connections).
 func BenchmarkServe(b *testing.B) {
 	const keys = 100000
-	for _, name := range []string{"GET", "SET", "INCR"} {
+	for _, name := range []string{"PING", "GET", "SET", "INCR"} {
 		b.Run(name, func(b *testing.B) {
 			s := benchServer(b, keys)
 			var seq atomic.Int64
@@ -45,7 +45,10 @@ func BenchmarkServe(b *testing.B) {
 				c := &resp.Conn{W: resp.NewWriter(2), Authed: true}
 				i := int(seq.Add(1)) * 7919
 				args := [][]byte{[]byte(name), nil, []byte("xxx")}
-				if name != "SET" {
+				switch name {
+				case "PING":
+					args = args[:1]
+				case "GET", "INCR":
 					args = args[:2]
 				}
 				for pb.Next() {
@@ -54,7 +57,9 @@ func BenchmarkServe(b *testing.B) {
 					if name == "INCR" {
 						key = "counter:" + strconv.Itoa(i)
 					}
-					args[1] = []byte(key)
+					if len(args) > 1 {
+						args[1] = []byte(key)
+					}
 					s.Serve(c, args)
 					if c.W.Len() == 0 || c.W.Bytes()[0] == '-' {
 						b.Fatalf("%s %s: %q", name, key, c.W.Bytes())

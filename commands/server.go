@@ -154,6 +154,9 @@ type Ctx struct {
 	// on its first run (run), rather than a closure made per command;
 	// release keeps them for the context's next command.
 	readFn, writeFn func(store.Tx) error
+	// digits is room for a number a command stores (INCR), which would
+	// otherwise be allocated: Set copies what it stores.
+	digits [20]byte
 }
 
 // ctxPool recycles the contexts of commands that Serve runs.

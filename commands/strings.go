@@ -518,7 +518,9 @@ func incrCmd(sign int64, withArg bool) Handler {
 		}
 		cur += by
 		v.Kind = store.KindString
-		v.Data = strconv.AppendInt(nil, cur, 10)
+		// Set keeps no reference to v.Data (store.Tx): the digits can
+		// be written in the context's own buffer.
+		v.Data = strconv.AppendInt(x.digits[:0], cur, 10)
 		if err := x.Tx.Set(x.DB, x.Args[1], v); err != nil {
 			x.Fail(err)
 			return

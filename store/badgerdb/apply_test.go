@@ -274,7 +274,7 @@ func TestFailedApplyIsRequeued(t *testing.T) {
 	// Writes are refused now (the failure state); stage one more as a
 	// write already in flight would be, then do what Close does.
 	s.mu.Lock()
-	w := &tx{s: s, now: s.now(), write: true}
+	w := &tx{s: s, now: s.now(), nowSet: true, write: true}
 	if err := w.Set(0, []byte("b"), str("2", 0)); err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +505,7 @@ func TestRequeuedRoundTurnsSkippingOff(t *testing.T) {
 		return errors.New("disk gone mid-batch")
 	})
 	s.mu.Lock()
-	w := &tx{s: s, now: s.now(), write: true}
+	w := &tx{s: s, now: s.now(), nowSet: true, write: true}
 	if _, err := w.Delete(0, []byte("a")); err != nil {
 		t.Fatal(err)
 	}

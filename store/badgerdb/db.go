@@ -765,7 +765,11 @@ var txPool = sync.Pool{New: func() any { return new(tx) }}
 // newTx is a transaction of s, from txPool.
 func (s *DB) newTx(write bool) *tx {
 	t := txPool.Get().(*tx)
-	*t = tx{s: s, now: s.now(), write: write}
+	key := t.key[:0]
+	if cap(key) > keyBufMax {
+		key = nil
+	}
+	*t = tx{s: s, write: write, key: key}
 	return t
 }
 
@@ -774,7 +778,7 @@ func (s *DB) newTx(write bool) *tx {
 // holds the keyspace lock, and the pool hands it to the next command
 // (cleared, it fails on first use only until then).
 func freeTx(t *tx) {
-	*t = tx{}
+	*t = tx{key: t.key}
 	txPool.Put(t)
 }
 

@@ -130,7 +130,7 @@ func TestScanMergesOverlay(t *testing.T) {
 	// Stage odd keys and delete every fourth even one without letting the
 	// committer run: hold omu's batch by writing under the keyspace lock.
 	s.mu.Lock()
-	tx := &tx{s: s, now: s.now(), write: true}
+	tx := &tx{s: s, now: s.now(), nowSet: true, write: true}
 	for i := 1; i < n; i += 2 {
 		if err := tx.Set(0, []byte(fmt.Sprintf("k%04d", i)), str("y", 0)); err != nil {
 			t.Fatal(err)
@@ -1011,5 +1011,60 @@ func TestSmallMemtables(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestTxReusesItsKeyBuffer checks that the buffer a transaction builds
+// Badger keys in (tx.key) does not carry one key's bytes into another's
+// write: one transaction reads and writes keys of different lengths and
+// databases in turn, over keys both in memory and only in Badger, and
+// every key ends with its own value (KV-1).
+func TestTxReusesItsKeyBuffer(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.CacheSize = 0 // a key that reached Badger is read from it
+	s := openOpts(t, opts)
+	set(t, s, 0, "long-key-in-badger", str("old", 0))
+	set(t, s, 1, "k", str("old", 0))
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	ks := []struct {
+		db  int
+		key string
+	}{{0, "long-key-in-badger"}, {1, "k"}, {0, "k"}, {0, "mid-key"}, {1, "long-key-in-badger"}}
+	for round := range 3 {
+		_, err := s.Update(func(tx store.Tx) error {
+			for i, k := range ks {
+				if _, _, err := tx.Get(k.db, []byte(k.key)); err != nil {
+					return err
+				}
+				if i%2 == 1 {
+					// A read of another key between Get and Set.
+					if _, _, err := tx.Get(ks[0].db, []byte(ks[0].key)); err != nil {
+						return err
+					}
+				}
+				if err := tx.Set(k.db, []byte(k.key), str(fmt.Sprintf("%d-%d-%s", round, k.db, k.key), 0)); err != nil {
+					return err
+				}
+			}
+			_, err := tx.Delete(0, []byte("mid-key"))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range ks {
+			want, wantOK := fmt.Sprintf("%d-%d-%s", round, k.db, k.key), true
+			if k.db == 0 && k.key == "mid-key" {
+				want, wantOK = "", false
+			}
+			if v, ok := get(t, s, k.db, k.key); v != want || ok != wantOK {
+				t.Fatalf("round %d: db %d %s = %q %v, want %q %v", round, k.db, k.key, v, ok, want, wantOK)
+			}
+		}
+		if n := len(keys(t, s, 0, "")); n != 2 {
+			t.Fatalf("round %d: db 0 has %d keys, want 2", round, n)
+		}
 	}
 }

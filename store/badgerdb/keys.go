@@ -20,11 +20,13 @@ const (
 )
 
 func dataKey(db int, key []byte) []byte {
-	b := make([]byte, 3+len(key))
-	b[0] = spaceKeys
-	binary.BigEndian.PutUint16(b[1:], uint16(db))
-	copy(b[3:], key)
-	return b
+	return appendDataKey(make([]byte, 0, 3+len(key)), db, key)
+}
+
+// appendDataKey appends key's Badger key in db to b.
+func appendDataKey(b []byte, db int, key []byte) []byte {
+	b = append(b, spaceKeys, byte(db>>8), byte(db))
+	return append(b, key...)
 }
 
 func dbPrefix(space byte, db int) []byte {

@@ -73,8 +73,8 @@ func (s *DB) sweepDue(db int) (later []sweepCand, now int64, deleted int, more b
 		// expired keys stay invisible until they can be deleted.
 		return nil, 0, 0, false
 	}
-	t := &tx{s: s, now: s.now(), write: true}
-	if t.now < s.nextSweep[db] {
+	t := &tx{s: s, now: s.now(), nowSet: true, write: true}
+	if t.Now() < s.nextSweep[db] {
 		return nil, 0, 0, false // no deadline has passed yet
 	}
 	s.sweepScans++
@@ -94,7 +94,7 @@ func (s *DB) sweepDue(db int) (later []sweepCand, now int64, deleted int, more b
 			return true, nil
 		}
 		at := int64(binary.BigEndian.Uint64(raw[3:11]))
-		if at > t.now {
+		if at > t.Now() {
 			next = at
 			return false, nil
 		}
@@ -118,7 +118,7 @@ func (s *DB) sweepDue(db int) (later []sweepCand, now int64, deleted int, more b
 			if t.last != 0 {
 				s.poke()
 			}
-			return nil, t.now, deleted, false
+			return nil, t.Now(), deleted, false
 		}
 		deleted += t.settle(db, c, raw, v, ok)
 	}
@@ -150,7 +150,7 @@ func (s *DB) sweepDue(db int) (later []sweepCand, now int64, deleted int, more b
 		s.nextSweep[db] = min(next, s.setSince[db])
 		s.sweepFrom[db] = nil
 	}
-	return later, t.now, deleted, full
+	return later, t.Now(), deleted, full
 }
 
 // sweepLater settles due entries whose key memory did not hold: it reads
@@ -172,7 +172,7 @@ func (s *DB) sweepLater(db int, now int64, later []sweepCand) (deleted int) {
 	}
 	lockFresh(&s.mu)
 	defer s.mu.Unlock()
-	t := &tx{s: s, now: now, write: true}
+	t := &tx{s: s, now: now, nowSet: true, write: true}
 	defer func() {
 		if t.last != 0 {
 			s.poke()

@@ -11,10 +11,13 @@ import (
 
 // tx is a transaction over the keyspace; the caller holds s.mu.
 type tx struct {
-	s     *DB
-	now   int64
-	write bool
-	last  uint64 // the number of the last op this tx staged
+	s *DB
+	// now is the time of the tx (Now), read from the clock on first use:
+	// a read of a key without a deadline needs none.
+	now    int64
+	nowSet bool
+	write  bool
+	last   uint64 // the number of the last op this tx staged
 	// readMax is the highest staged op whose value this tx read: the
 	// reply must wait until it is durable.
 	readMax uint64
@@ -22,7 +25,13 @@ type tx struct {
 	// flushed: INCR, APPEND, SET … GET and the like read a key, then Set
 	// reads it again for its old deadline and existence.
 	memo memo
+	// key is the buffer getAny builds Badger keys in: the key it returns
+	// is valid until the next getAny. It outlives the tx in txPool.
+	key []byte
 }
+
+// keyBufMax is the largest key buffer a pooled tx keeps.
+const keyBufMax = 1 << 10
 
 type memo struct {
 	ok      bool // memo holds a lookup
@@ -40,7 +49,15 @@ func (t *tx) read(n uint64) {
 
 var _ store.Tx = (*tx)(nil)
 
-func (t *tx) Now() int64 { return t.now }
+func (t *tx) Now() int64 {
+	if !t.nowSet {
+		t.now, t.nowSet = t.s.now(), true
+	}
+	return t.now
+}
+
+// expired reports whether v's deadline has passed at the tx's time.
+func (t *tx) expired(v store.Value) bool { return v.ExpireAt != 0 && v.Expired(t.Now()) }
 
 func (t *tx) checkDB(db int) error {
 	if db < 0 || db >= len(t.s.counts) {
@@ -49,12 +66,14 @@ func (t *tx) checkDB(db int) error {
 	return nil
 }
 
-// getAny returns the stored value even when it has expired.
+// getAny returns the stored value even when it has expired, and its
+// Badger key, valid until the next getAny.
 func (t *tx) getAny(db int, key []byte) (store.Value, []byte, bool, error) {
 	if m := &t.memo; m.ok && m.db == db && bytes.Equal(m.raw[3:], key) {
 		return m.v, m.raw, m.existed, nil
 	}
-	raw := dataKey(db, key)
+	raw := appendDataKey(t.key[:0], db, key)
+	t.key = raw
 	b, ok, n, err := t.s.getRaw(raw)
 	t.read(n)
 	if err != nil {
@@ -73,7 +92,7 @@ func (t *tx) Get(db int, key []byte) (store.Value, bool, error) {
 		return store.Value{}, false, err
 	}
 	v, _, ok, err := t.getAny(db, key)
-	if !ok || err != nil || v.Expired(t.now) {
+	if !ok || err != nil || t.expired(v) {
 		return store.Value{}, false, err
 	}
 	return v, true, nil
@@ -135,7 +154,7 @@ func (t *tx) Delete(db int, key []byte) (bool, error) {
 		return false, err
 	}
 	t.remove(db, key, raw, old)
-	return !old.Expired(t.now), nil
+	return !t.expired(old), nil
 }
 
 func (t *tx) remove(db int, key, raw []byte, old store.Value) {
@@ -155,7 +174,7 @@ func (t *tx) Scan(db int, from []byte, fn func(key []byte, v store.Value) (bool,
 	start := append(slices.Clip(prefix), from...)
 	return t.s.scanRaw(prefix, start, t.read, func(raw, val []byte) (bool, error) {
 		v, ok := decodeValue(val)
-		if !ok || v.Expired(t.now) {
+		if !ok || t.expired(v) {
 			return true, nil
 		}
 		return fn(raw[len(prefix):], v)
