@@ -115,7 +115,7 @@ func Default() Config {
 		MaxClients:       10000,
 		MemTableSize:     4 << 20,
 		BlockCacheSize:   32 << 20,
-		ValueCacheSize:   32 << 20,
+		ValueCacheSize:   48 << 20,
 		MemoryBurst:      72 << 20,
 		OnceLease:        30 * time.Second,
 		TableTrim:        time.Second,
