@@ -143,8 +143,8 @@ type Ctx struct {
 	// commands answer at once, as in Redis.
 	InExec bool
 	// start is when the command began, on the server's monotonic clock
-	// (stats.go).
-	start time.Duration
+	// (stats.go), and end when it ended (account).
+	start, end time.Duration
 	// after and panicked are what a write's transaction leaves to run
 	// (kept here rather than in variables its closure captures, each of
 	// which would be allocated per command).
@@ -195,7 +195,11 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 		s.reject(c, args, ErrNoAuth.Error())
 		return
 	}
-	start := s.mono()
+	start := c.Mark
+	if !c.MarkOK {
+		start = s.mono()
+	}
+	c.MarkOK = false // until this command ends
 	c.Update(func(i *resp.Info) {
 		i.LastCmd = cmd.Name
 		i.LastActive = s.wallAt(start)
@@ -231,6 +235,9 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 	}()
 	s.run(x)
 	if !c.Blocking() {
+		// The next command of the pipeline starts where this one
+		// ended (account's clock reading).
+		c.Mark, c.MarkOK = x.end, true
 		x.release()
 	}
 }

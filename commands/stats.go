@@ -124,7 +124,8 @@ func (s *Server) wallAt(m time.Duration) time.Time {
 // whether its run wrote an error reply (the writer's error count went past
 // errs), and, past the threshold, a slow log entry.
 func (s *Server) account(x *Ctx, errs int64) {
-	d := s.mono() - x.start
+	x.end = s.mono()
+	d := x.end - x.start
 	s.stats.commands.Add(1)
 	if st := x.Cmd.stats; st != nil {
 		st.buckets[bucketOf(d)].Add(1)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // newSlowlogPair starts redis-server and oncekv (or a second
@@ -263,6 +264,46 @@ func TestSlowlogThresholdAndMaxLen(t *testing.T) {
 		r, o := DialRaw(t, p.Redis).Do(args...), DialRaw(t, p.Other).Do(args...)
 		if string(r) != string(o) {
 			t.Errorf("%v: %q, Redis %q", args, o, r)
+		}
+	}
+}
+
+// TestSlowlogExcludesTimeBetweenCommands checks that a command's duration
+// (SLOWLOG, INFO commandstats) does not take in the time its client took
+// to send it: oncekv starts a pipelined command where the one before it
+// ended, and must not do so across a wait for the network. Commands are
+// sent one at a time and in a pipeline, with pauses longer than the
+// slowlog threshold between the writes; redis-server logs none of them,
+// and neither may oncekv.
+func TestSlowlogExcludesTimeBetweenCommands(t *testing.T) {
+	t.Parallel()
+	const pause = 80 * time.Millisecond // twice the threshold
+	args := []string{"--slowlog-log-slower-than", "40000"}
+	for _, addr := range []string{StartRedis(t, args...), StartOncekv(t, args...).Addr} {
+		c := DialRaw(t, addr)
+		if got := string(c.Do("SLOWLOG", "RESET")); got != "+OK\r\n" {
+			t.Fatalf("%s: SLOWLOG RESET = %q", addr, got)
+		}
+		for _, cmds := range [][][]string{
+			{{"SET", "a", "1"}},
+			{{"GET", "a"}},
+			{{"SET", "a", "2"}, {"GET", "a"}, {"PING"}},
+			{{"INCR", "n"}, {"GET", "a"}},
+			{{"PING"}},
+		} {
+			time.Sleep(pause)
+			var raw []byte
+			for _, cmd := range cmds {
+				raw = append(raw, EncodeCommand(cmd...)...)
+			}
+			c.Send(raw)
+			for range cmds {
+				c.ReadReply()
+			}
+		}
+		time.Sleep(pause)
+		if got := string(c.Do("SLOWLOG", "LEN")); got != ":0\r\n" {
+			t.Errorf("%s: SLOWLOG LEN = %q after commands sent with pauses, want :0: %q", addr, got, c.Do("SLOWLOG", "GET"))
 		}
 	}
 }

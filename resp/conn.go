@@ -38,6 +38,13 @@ type Conn struct {
 	Dirty   bool
 	// Watch is opaque state of the WATCH implementation.
 	Watch any
+	// Mark is the handler's reading of its monotonic clock when the last
+	// command ended, from which the next command of the same pipeline
+	// starts: one clock read per command rather than two. The server
+	// clears MarkOK whenever the connection waits (to read, to send, for
+	// a blocked command), where that time is no command's.
+	Mark   time.Duration
+	MarkOK bool
 
 	mu      sync.Mutex
 	info    Info

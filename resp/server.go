@@ -422,6 +422,7 @@ func (s *Server) serve(c *Conn) error {
 		if args == nil {
 			// Nothing complete is left in what was read: send the
 			// pipeline's replies, then read on.
+			c.MarkOK = false
 			if c.W.Len() > 0 || len(c.waits) > 0 {
 				ok := s.flush(c)
 				if !ok {
@@ -457,6 +458,7 @@ func (s *Server) serve(c *Conn) error {
 		}
 		ok := true
 		if c.closing || c.W.Len() > flushAt {
+			c.MarkOK = false
 			ok = s.flush(c)
 		}
 		if c.closing || !ok {
@@ -607,6 +609,7 @@ func (s *Server) serveDetached(c *Conn) error {
 	send := func() bool { return s.flush(c) && !c.closing }
 	serve := func(args [][]byte) bool {
 		s.Commands.Add(1)
+		c.MarkOK = false // the command may have waited in items
 		s.call(c, args)
 		c.rd.SetAuthed(c.Authed || !s.requirePass.Load())
 		c.rd.SetHeld(c.queued())
