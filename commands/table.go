@@ -169,15 +169,17 @@ func (t *Table) Rename(name, newName string) error {
 // lookup that misses costs a second hash.
 func (t *Table) Lookup(name []byte) *Command {
 	var buf [32]byte
+	lower := buf[:0]
 	if len(name) > len(buf) {
-		return nil
+		// A long name (rename-command to a random string) is folded in
+		// a buffer of its own.
+		lower = make([]byte, 0, len(name))
 	}
-	lower := buf[:len(name)]
-	for i, b := range name {
+	for _, b := range name {
 		if 'A' <= b && b <= 'Z' {
 			b += 'a' - 'A'
 		}
-		lower[i] = b
+		lower = append(lower, b)
 	}
 	return t.cmds[string(lower)]
 }
