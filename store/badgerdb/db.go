@@ -767,11 +767,7 @@ var txPool = sync.Pool{New: func() any { return new(tx) }}
 // newTx is a transaction of s, from txPool.
 func (s *DB) newTx(write bool) *tx {
 	t := txPool.Get().(*tx)
-	key := t.key[:0]
-	if cap(key) > keyBufMax {
-		key = nil
-	}
-	*t = tx{s: s, write: write, key: key}
+	*t = tx{s: s, write: write, key: t.key[:0]}
 	return t
 }
 
@@ -780,7 +776,11 @@ func (s *DB) newTx(write bool) *tx {
 // holds the keyspace lock, and the pool hands it to the next command
 // (cleared, it fails on first use only until then).
 func freeTx(t *tx) {
-	*t = tx{key: t.key}
+	key := t.key
+	if cap(key) > keyBufMax {
+		key = nil // a long key's buffer is not worth keeping
+	}
+	*t = tx{key: key}
 	txPool.Put(t)
 }
 

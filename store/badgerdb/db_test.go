@@ -1068,3 +1068,45 @@ func TestTxReusesItsKeyBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestTxMemoSurvivesNoFailedRead checks the memo of a transaction's last
+// read (tx.memo) against the key buffer it shares (tx.key): a read that
+// fails must not leave the memo pairing its key with the value of the
+// key read before it. A later read of that key in the same transaction
+// (EXEC goes on after an error) gets its own value.
+func TestTxMemoSurvivesNoFailedRead(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.CacheSize = 0 // reads go to Badger, where one can fail
+	s := openOpts(t, opts)
+	set(t, s, 0, "aa", str("value-of-aa", 0))
+	set(t, s, 0, "bb", str("value-of-bb", 0))
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Update(func(tx store.Tx) error {
+		if v, ok, err := tx.Get(0, []byte("aa")); err != nil || !ok || string(v.Data) != "value-of-aa" {
+			t.Fatalf("get aa = %q %v %v", v.Data, ok, err)
+		}
+		// Break the read snapshot for one read: a discarded transaction.
+		broken := s.bdb.NewTransaction(false)
+		broken.Discard()
+		s.snapMu.Lock()
+		good := s.snap
+		s.snap = broken
+		s.snapMu.Unlock()
+		_, _, failed := tx.Get(0, []byte("bb"))
+		s.snapMu.Lock()
+		s.snap = good
+		s.snapMu.Unlock()
+		if failed == nil {
+			t.Fatal("the read through a discarded snapshot did not fail")
+		}
+		if v, ok, err := tx.Get(0, []byte("bb")); err != nil || !ok || string(v.Data) != "value-of-bb" {
+			t.Fatalf("get bb after a failed read = %q %v %v, want value-of-bb", v.Data, ok, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -72,6 +72,9 @@ func (t *tx) getAny(db int, key []byte) (store.Value, []byte, bool, error) {
 	if m := &t.memo; m.ok && m.db == db && bytes.Equal(m.raw[3:], key) {
 		return m.v, m.raw, m.existed, nil
 	}
+	// The memo's key is the buffer about to be overwritten: it must not
+	// outlive it, whether or not this read succeeds.
+	t.memo.ok = false
 	raw := appendDataKey(t.key[:0], db, key)
 	t.key = raw
 	b, ok, n, err := t.s.getRaw(raw)
