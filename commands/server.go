@@ -186,6 +186,11 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 	if len(args) == 0 {
 		return
 	}
+	// The previous command's end is this one's start, if the connection
+	// has not waited since (resp.Conn.Mark); until this command ends, the
+	// next has none, whether this one runs or is refused.
+	start, marked := c.Mark, c.MarkOK
+	c.MarkOK = false
 	cmd, errText := s.resolve(args)
 	if cmd == nil {
 		s.reject(c, args, errText)
@@ -195,11 +200,9 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 		s.reject(c, args, ErrNoAuth.Error())
 		return
 	}
-	start := c.Mark
-	if !c.MarkOK {
+	if !marked {
 		start = s.mono()
 	}
-	c.MarkOK = false // until this command ends
 	c.Update(func(i *resp.Info) {
 		i.LastCmd = cmd.Name
 		i.LastActive = s.wallAt(start)

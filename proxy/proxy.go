@@ -412,6 +412,10 @@ func (p *Proxy) Serve(c *resp.Conn, args [][]byte) {
 	if len(args) == 0 {
 		return
 	}
+	// A command served locally may follow waits for the upstream
+	// (settle, a forward's dial or write): it reads the clock itself
+	// rather than start where the command before it ended.
+	c.MarkOK = false
 	if p.renamedAway != nil {
 		name := string(lower(nil, args[0]))
 		if own, ok := p.renamedTo[name]; ok {

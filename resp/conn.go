@@ -42,7 +42,9 @@ type Conn struct {
 	// command ended, from which the next command of the same pipeline
 	// starts: one clock read per command rather than two. The server
 	// clears MarkOK whenever the connection waits (to read, to send, for
-	// a blocked command), where that time is no command's.
+	// a blocked command), where that time is no command's; a handler that
+	// waits for anything else between commands (the proxy, for its
+	// upstream) must clear it too.
 	Mark   time.Duration
 	MarkOK bool
 
