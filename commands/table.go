@@ -163,10 +163,10 @@ func (t *Table) Rename(name, newName string) error {
 	return nil
 }
 
-// Lookup finds a command by name, in any case.
-// The name is folded first, then looked up once: clients send either case
-// (redis-cli and redis-benchmark upper, go-redis lower), and an exact
-// lookup that misses costs a second hash.
+// Lookup finds a command by name, in any case. The name is folded first,
+// then looked up once: clients send either case (redis-cli and
+// redis-benchmark upper, go-redis lower), and an exact lookup that misses
+// costs a second hash.
 func (t *Table) Lookup(name []byte) *Command {
 	var buf [32]byte
 	lower := buf[:0]
