@@ -14,6 +14,14 @@ type Waiter interface {
 	Wait(ctx context.Context) error
 }
 
+// A Waiter with a Covers method replaces the waiter awaited just before it
+// when Covers(that one) is true: its own wait already implies the other's
+// (a store's later ticket, when the store makes writes durable in order).
+// A pipeline of writes then waits once, not once per command.
+type covering interface {
+	Covers(prev any) bool
+}
+
 // Conn is one client connection's state. Its exported fields belong to the
 // connection's goroutine; other goroutines read a consistent copy through
 // Info.
@@ -149,9 +157,29 @@ func (c *Conn) SetProto(p int) {
 // If w fails, the connection is closed without sending them: a client is
 // never told a write succeeded that did not.
 func (c *Conn) Await(w Waiter) {
-	if w != nil {
-		c.waits = append(c.waits, w)
+	if w == nil {
+		return
 	}
+	if n := len(c.waits); n > 0 {
+		if cw, ok := w.(covering); ok && cw.Covers(c.waits[n-1]) {
+			c.waits[n-1] = w
+			return
+		}
+	}
+	c.waits = append(c.waits, w)
+}
+
+// Settle waits for everything the replies written so far wait for (Await)
+// and forgets it, as the server does before it sends them. On an error
+// the rest is forgotten too: the replies must not be sent.
+func (c *Conn) Settle(ctx context.Context) error {
+	defer func() { c.waits = c.waits[:0] }()
+	for _, w := range c.waits {
+		if err := w.Wait(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CloseAfterReply closes the connection once the pending replies are sent

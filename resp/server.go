@@ -666,18 +666,14 @@ func (s *Server) serveDetached(c *Conn) error {
 // flush waits for the durability of what the buffered replies acknowledge,
 // then sends them. It reports false when the connection must close.
 func (s *Server) flush(c *Conn) bool {
-	for _, w := range c.waits {
-		if err := w.Wait(context.Background()); err != nil {
-			s.log.Error("write not durable; closing the connection without acknowledging it",
-				zap.Int64("id", c.ID), zap.Error(err))
-			c.waits = c.waits[:0]
-			c.W.Reset()
-			c.closing = true
-			c.nc.Close()
-			return false
-		}
+	if err := c.Settle(context.Background()); err != nil {
+		s.log.Error("write not durable; closing the connection without acknowledging it",
+			zap.Int64("id", c.ID), zap.Error(err))
+		c.W.Reset()
+		c.closing = true
+		c.nc.Close()
+		return false
 	}
-	c.waits = c.waits[:0]
 	if c.W.Len() > 0 {
 		n, err := c.nc.Write(c.W.Bytes())
 		s.stats.Writes.Add(1)

@@ -113,3 +113,10 @@ type Done struct{}
 
 // Wait returns at once.
 func (Done) Wait(context.Context) error { return nil }
+
+// Covers reports whether prev is a Done too, which a connection then
+// awaits once (resp.Conn.Await).
+func (Done) Covers(prev any) bool {
+	_, ok := prev.(Done)
+	return ok
+}

@@ -1045,6 +1045,20 @@ func (t ticket) Wait(ctx context.Context) error {
 	return t.s.waitFor(ctx, t.n, t.c)
 }
 
+// Covers reports whether t's wait implies prev's (resp.Conn.Await): prev
+// is done already, or it waits for the same counter to reach a number no
+// higher, which it reaches first (a counter only rises, and a failure
+// fails every wait not reached yet).
+func (t ticket) Covers(prev any) bool {
+	switch p := prev.(type) {
+	case store.Done:
+		return true
+	case ticket:
+		return p.c == t.c && p.n <= t.n
+	}
+	return false
+}
+
 // stage records a write in memory and in the batch; absent says that the
 // key is known to be absent before it (op.absent), which memory may also
 // know. Called with mu held.

@@ -1110,3 +1110,35 @@ func TestTxMemoSurvivesNoFailedRead(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTicketCovers checks which tickets a later one stands for in a
+// connection's pipeline (resp.Conn.Await): only a done one, or one of the
+// same counter with a number no higher, which the counter reaches first;
+// never one of the other counter (a change of appendfsync between
+// commands: the synced counter lags the logged one) nor another kind.
+func TestTicketCovers(t *testing.T) {
+	s := &DB{}
+	logged := func(n uint64) ticket { return ticket{s: s, n: n, c: &s.logged} }
+	synced := func(n uint64) ticket { return ticket{s: s, n: n, c: &s.synced} }
+	for _, tc := range []struct {
+		name string
+		t    interface{ Covers(any) bool }
+		prev any
+		want bool
+	}{
+		{"same number", logged(5), logged(5), true},
+		{"lower number", logged(5), logged(3), true},
+		{"higher number", logged(5), logged(6), false},
+		{"other counter", synced(5), logged(3), false},
+		{"other counter, reversed", logged(5), synced(3), false},
+		{"done", logged(5), store.Done{}, true},
+		{"nil", logged(5), nil, false},
+		{"another kind", logged(5), "ticket", false},
+		{"done covers done", store.Done{}, store.Done{}, true},
+		{"done covers no ticket", store.Done{}, logged(1), false},
+	} {
+		if got := tc.t.Covers(tc.prev); got != tc.want {
+			t.Errorf("%s: Covers = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
