@@ -80,11 +80,16 @@ func New(cfg config.Config, log *zap.Logger) (*App, error) {
 	opts.TrimInterval = cfg.TableTrim
 	opts.Compression = cfg.TableCompression
 	opts.MinFreeDisk = cfg.MinFreeDisk
+	// A server busy with reads is not calm either: the store applies its
+	// waiting writes early only when no command comes (CalmApply). The
+	// applier calls this after Start, once a.Commands is set.
+	var a *App
+	opts.Activity = func() int64 { return a.Commands.CommandsProcessed() }
 	st, err := badgerdb.Open(opts)
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Store: st, log: log, shutdown: make(chan struct{}, 1), cfg: cfg}
+	a = &App{Store: st, log: log, shutdown: make(chan struct{}, 1), cfg: cfg}
 	a.Commands = commands.New(commands.Config{
 		RequirePass:     cfg.RequirePass,
 		ProtoMaxBulkLen: cfg.ProtoMaxBulkLen,

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ func openDelayed(tb testing.TB, delay time.Duration, maxPending int) *DB {
 	opts := DefaultOptions(tb.TempDir())
 	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
 	opts.ApplyDelay = delay
+	opts.CalmApply = 0 // no apply at calm: only the delay, the bounds and drains
 	opts.MaxPending = maxPending
 	return openOpts(tb, opts)
 }
@@ -128,6 +130,77 @@ func TestDrainOfUnloggedWriteDoesNotGather(t *testing.T) {
 	}
 }
 
+// openCalm is a started store that gathers for an hour unless the server
+// is calm for calm, with activity as the server's work besides writes.
+func openCalm(tb testing.TB, calm time.Duration, activity func() int64) *DB {
+	tb.Helper()
+	opts := DefaultOptions(tb.TempDir())
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	opts.ApplyDelay, opts.CalmApply, opts.Activity = time.Hour, calm, activity
+	return openOpts(tb, opts)
+}
+
+// waitCommitted waits until the applier has written op n to Badger.
+func waitCommitted(tb testing.TB, s *DB, n uint64, why string) {
+	tb.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for s.committed.Load() < n {
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s: op %d never reached Badger (committed %d)", why, n, s.committed.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A calm server applies what waits at once, not after ApplyDelay: the
+// work then takes nothing from commands, and the memory it holds is
+// released (the harness reads the RSS 5 s after a load).
+func TestCalmServerAppliesBeforeTheDelay(t *testing.T) {
+	s := openCalm(t, 20*time.Millisecond, nil)
+	set(t, s, 0, "a", str("1", 0))
+	waitCommitted(t, s, 1, "a calm server with an hour-long delay")
+	if s.calmApplies.Load() == 0 {
+		t.Fatal("applied, but not by a calm round")
+	}
+	if v, ok := get(t, s, 0, "a"); !ok || v != "1" {
+		t.Fatalf("a = %q, %v after the apply; want 1", v, ok)
+	}
+}
+
+// A server busy with commands that write nothing (Activity moves) is not
+// calm: its writes keep gathering, so that Badger's work does not land
+// in the middle of its reads. Once it turns calm, they are applied.
+func TestBusyServerGathers(t *testing.T) {
+	var busy atomic.Bool
+	var n atomic.Int64
+	busy.Store(true)
+	s := openCalm(t, 5*time.Millisecond, func() int64 {
+		if busy.Load() {
+			return n.Add(1) // a command between any two reads
+		}
+		return n.Load()
+	})
+	set(t, s, 0, "a", str("1", 0))
+	time.Sleep(300 * time.Millisecond) // 60 calm checks
+	if c, k := s.committed.Load(), s.calmApplies.Load(); c != 0 || k != 0 {
+		t.Fatalf("a busy server applied (committed %d, %d calm rounds) before its delay", c, k)
+	}
+	busy.Store(false)
+	waitCommitted(t, s, 1, "the server turned calm")
+}
+
+// The writes the store stages count as activity even without
+// Options.Activity: a server taking writes is not calm.
+func TestWritesAreActivity(t *testing.T) {
+	s := openCalm(t, time.Hour, nil)
+	before := s.activity()
+	set(t, s, 0, "a", str("1", 0))
+	set(t, s, 0, "b", str("1", 0))
+	if after := s.activity(); after-before != 2 {
+		t.Fatalf("activity moved by %d over two writes, want 2", after-before)
+	}
+}
+
 // Rewrites of a key that wait for the applier reach Badger as one write,
 // its last.
 func TestApplyCollapsesRewrites(t *testing.T) {
@@ -168,6 +241,7 @@ func TestPendingBytesBounded(t *testing.T) {
 	opts := DefaultOptions(t.TempDir())
 	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
 	opts.ApplyDelay = time.Hour
+	opts.CalmApply = 0 // no apply at calm: only the delay, the bounds and drains
 	opts.MaxPendingBytes = 64 << 10
 	s, err := Open(opts)
 	if err != nil {
@@ -208,6 +282,7 @@ func TestApplyStartsAtHalfTheBound(t *testing.T) {
 	opts := DefaultOptions(t.TempDir())
 	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
 	opts.ApplyDelay = time.Hour
+	opts.CalmApply = 0 // no apply at calm: only the delay, the bounds and drains
 	opts.MaxPendingBytes = 64 << 10
 	s := openOpts(t, opts)
 	val := str(strings.Repeat("x", 200), 0)
@@ -366,6 +441,7 @@ func TestWritesUndoneWithinARoundSkipBadger(t *testing.T) {
 	opts := DefaultOptions(dir)
 	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
 	opts.ApplyDelay = time.Hour
+	opts.CalmApply = 0 // no apply at calm: only the delay, the bounds and drains
 	s, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -528,6 +604,7 @@ func TestWritersHeldWhileBackPressured(t *testing.T) {
 	opts := DefaultOptions(t.TempDir())
 	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
 	opts.ApplyDelay, opts.MaxPending = time.Hour, 8
+	opts.CalmApply = 0 // no apply at calm: only the delay, the bounds and drains
 	s, release := openHeldBack(t, opts)
 	if n := s.WritersHeld(); n != 0 {
 		t.Fatalf("WritersHeld = %d before any write", n)
@@ -578,6 +655,7 @@ func TestMapsShrinkAfterABurst(t *testing.T) {
 	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0 // trims run here only
 	opts.CacheSize = 256 << 10                                       // a few thousand entries stay cached
 	opts.ApplyDelay = time.Hour                                      // applied by the drains
+	opts.CalmApply = 0                                               // no apply at calm: only the delay, the bounds and drains
 	s := openOpts(t, opts)
 	releases := 0
 	s.release = func() { releases++ } // trims run on this goroutine only

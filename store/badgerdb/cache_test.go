@@ -85,6 +85,7 @@ func TestCacheEvictsOldestFirst(t *testing.T) {
 	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
 	opts.CacheSize = 64 << 10
 	opts.ApplyDelay = time.Hour // applied by the drains, in order
+	opts.CalmApply = 0          // no apply at calm: only the delay, the bounds and drains
 	s := openOpts(t, opts)
 	const n = 4000 // about ten times what the cache holds
 	key := func(i int) string { return fmt.Sprintf("k%05d", i) }
@@ -144,6 +145,7 @@ func TestCleanQueueStaysBounded(t *testing.T) {
 	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
 	opts.CacheSize = 1 << 20
 	opts.ApplyDelay = time.Hour
+	opts.CalmApply = 0 // no apply at calm: only the delay, the bounds and drains
 	s := openOpts(t, opts)
 	for round := range 3 * cleanQueueSlack {
 		k := fmt.Sprintf("k%d", round%10)

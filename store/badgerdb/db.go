@@ -132,9 +132,22 @@ type Options struct {
 	// ApplyDelay is how long logged writes gather before they are applied
 	// to Badger in one batch (see gather); 0 applies each log round at
 	// once. Half of the pending bounds (earlyApply), a full log
-	// segment, writers held back by those bounds, or a reader that needs
-	// Badger up to date (FLUSHDB, a backup: drain) cut it short.
+	// segment, writers held back by those bounds, a reader that needs
+	// Badger up to date (FLUSHDB, a backup: drain), or a calm server
+	// (CalmApply) cut it short.
 	ApplyDelay time.Duration
+	// CalmApply cuts ApplyDelay short once the server has been calm for
+	// that long: no write staged and no move of Activity. A busy server
+	// gathers its writes for the whole ApplyDelay (or up to the pending
+	// bounds), so that Badger's work, which the collapsed rewrites of a
+	// key shrink, does not compete with the commands; a calm one applies
+	// them at once, when that work takes nothing from anyone and the
+	// memory they hold is released. 0 disables it.
+	CalmApply time.Duration
+	// Activity, when set, counts the server's work besides the store's
+	// writes (the commands it processed): a server busy with reads is
+	// not calm either. It is called from the applier's goroutine.
+	Activity func() int64
 	// WALSegmentSize is the size after which the write-ahead log moves
 	// to a new segment (wal.go); 0 is 64 MiB.
 	WALSegmentSize int64
@@ -182,7 +195,8 @@ func DefaultOptions(dir string) Options {
 		GCInterval:     5 * time.Minute,
 		TrimInterval:   time.Second,
 		MaxPending:     1 << 20,
-		ApplyDelay:     3 * time.Second,
+		ApplyDelay:     30 * time.Second,
+		CalmApply:      200 * time.Millisecond,
 		CacheSize:      48 << 20,
 	}
 }
@@ -323,6 +337,9 @@ type DB struct {
 	snapGen atomic.Uint64
 	// ownReads counts the point reads that had no snapshot (for tests).
 	ownReads atomic.Int64
+	// calmApplies counts the apply rounds that a calm server started
+	// before ApplyDelay (gather; for tests).
+	calmApplies atomic.Int64
 	// pres is the presence filter of the keys Badger holds (presence.go);
 	// nextPres, under omu, the one being built to replace it, which
 	// stage adds to as well; presMin the smallest filter, in keys.
@@ -1476,13 +1493,42 @@ func (s *DB) gather() bool {
 	}
 	t := time.NewTimer(s.opts.ApplyDelay)
 	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-s.applyNow:
-	case <-s.stop:
-		return false
+	var calm <-chan time.Time
+	if s.opts.CalmApply > 0 {
+		tick := time.NewTicker(s.opts.CalmApply)
+		defer tick.Stop()
+		calm = tick.C
 	}
-	return true
+	last := s.activity()
+	for {
+		select {
+		case <-t.C:
+			return true
+		case <-s.applyNow:
+			return true
+		case <-s.stop:
+			return false
+		case <-calm:
+			now := s.activity()
+			if now == last {
+				s.calmApplies.Add(1)
+				return true
+			}
+			last = now
+		}
+	}
+}
+
+// activity is a count that moves whenever the server works: the writes
+// staged, plus Options.Activity.
+func (s *DB) activity() int64 {
+	s.omu.RLock()
+	n := int64(s.staged)
+	s.omu.RUnlock()
+	if s.opts.Activity != nil {
+		n += s.opts.Activity()
+	}
+	return n
 }
 
 // commitRound logs and applies everything staged so far, in the calling

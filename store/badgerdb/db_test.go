@@ -757,6 +757,7 @@ func TestSweepStartsAtTheEarliestDeadline(t *testing.T) {
 	var clock atomic.Int64
 	opts := uncachedOpts(t, &clock)
 	opts.ApplyDelay = time.Hour // the deletions stay in the overlay, where steps counts them
+	opts.CalmApply = 0          // no apply at calm: only the delay, the bounds and drains
 	s := openOpts(t, opts)
 	steps := func() int {
 		s.mu.Lock()
@@ -864,6 +865,7 @@ func TestSweepReadsOutsideTheLockThenRechecks(t *testing.T) {
 			var clock atomic.Int64
 			opts := uncachedOpts(t, &clock)
 			opts.ApplyDelay = time.Hour
+			opts.CalmApply = 0 // no apply at calm: only the delay, the bounds and drains
 			if applied {
 				opts.ApplyDelay = 0
 			}
