@@ -153,3 +153,27 @@ func TestInfoCountsLogWritesAndFsyncs(t *testing.T) {
 		}
 	}
 }
+
+// Commands that write nothing count as the server's activity for the
+// store's calm applies (badgerdb.Options.Activity): a server busy with
+// reads is not calm, and Badger's work must not land among its reads.
+func TestReadsAreStoreActivity(t *testing.T) {
+	a, err := startFromFile(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, r := dial(t, a)
+	before := a.Store.Activity()
+	const reads = 50
+	for i := 0; i < reads; i++ {
+		if _, err := nc.Write([]byte("GET nokey\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		if line, err := r.ReadString('\n'); err != nil || line != "$-1\r\n" {
+			t.Fatalf("GET nokey: %q, %v", line, err)
+		}
+	}
+	if moved := a.Store.Activity() - before; moved < reads {
+		t.Fatalf("the store's activity moved by %d over %d GETs, want at least %d", moved, reads, reads)
+	}
+}

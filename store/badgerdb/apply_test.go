@@ -131,12 +131,14 @@ func TestDrainOfUnloggedWriteDoesNotGather(t *testing.T) {
 }
 
 // openCalm is a started store that gathers for an hour unless the server
-// is calm for calm, with activity as the server's work besides writes.
+// is calm for calm (less than 100 of activity), with activity as the
+// server's work besides writes.
 func openCalm(tb testing.TB, calm time.Duration, activity func() int64) *DB {
 	tb.Helper()
 	opts := DefaultOptions(tb.TempDir())
 	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
 	opts.ApplyDelay, opts.CalmApply, opts.Activity = time.Hour, calm, activity
+	opts.CalmActivity = 100
 	return openOpts(tb, opts)
 }
 
@@ -176,7 +178,7 @@ func TestBusyServerGathers(t *testing.T) {
 	busy.Store(true)
 	s := openCalm(t, 5*time.Millisecond, func() int64 {
 		if busy.Load() {
-			return n.Add(1) // a command between any two reads
+			return n.Add(100) // 100 commands between any two reads
 		}
 		return n.Load()
 	})
@@ -187,6 +189,18 @@ func TestBusyServerGathers(t *testing.T) {
 	}
 	busy.Store(false)
 	waitCommitted(t, s, 1, "the server turned calm")
+}
+
+// A trickle of commands (a health check, a slow poller) under
+// CalmActivity per CalmApply leaves the server calm.
+func TestTrickleIsCalm(t *testing.T) {
+	var n atomic.Int64
+	s := openCalm(t, 5*time.Millisecond, func() int64 { return n.Add(99) })
+	set(t, s, 0, "a", str("1", 0))
+	waitCommitted(t, s, 1, "99 commands between two calm checks")
+	if s.calmApplies.Load() == 0 {
+		t.Fatal("applied, but not by a calm round")
+	}
 }
 
 // The writes the store stages count as activity even without

@@ -137,13 +137,18 @@ type Options struct {
 	// (CalmApply) cut it short.
 	ApplyDelay time.Duration
 	// CalmApply cuts ApplyDelay short once the server has been calm for
-	// that long: no write staged and no move of Activity. A busy server
+	// that long: fewer than CalmActivity writes staged and moves of
+	// Activity together (a health check or a slow poller does not make
+	// a server busy). A busy server
 	// gathers its writes for the whole ApplyDelay (or up to the pending
 	// bounds), so that Badger's work, which the collapsed rewrites of a
 	// key shrink, does not compete with the commands; a calm one applies
 	// them at once, when that work takes nothing from anyone and the
 	// memory they hold is released. 0 disables it.
 	CalmApply time.Duration
+	// CalmActivity is the activity within one CalmApply from which the
+	// server counts as busy; 0 means 1, any activity at all.
+	CalmActivity int64
 	// Activity, when set, counts the server's work besides the store's
 	// writes (the commands it processed): a server busy with reads is
 	// not calm either. It is called from the applier's goroutine.
@@ -197,6 +202,7 @@ func DefaultOptions(dir string) Options {
 		MaxPending:     1 << 20,
 		ApplyDelay:     30 * time.Second,
 		CalmApply:      200 * time.Millisecond,
+		CalmActivity:   100, // 500 commands or writes a second
 		CacheSize:      48 << 20,
 	}
 }
@@ -1510,7 +1516,7 @@ func (s *DB) gather() bool {
 			return false
 		case <-calm:
 			now := s.activity()
-			if now == last {
+			if now-last < max(s.opts.CalmActivity, 1) {
 				s.calmApplies.Add(1)
 				return true
 			}
@@ -1518,6 +1524,10 @@ func (s *DB) gather() bool {
 		}
 	}
 }
+
+// Activity is the count that CalmApply watches: the writes staged, plus
+// Options.Activity.
+func (s *DB) Activity() int64 { return s.activity() }
 
 // activity is a count that moves whenever the server works: the writes
 // staged, plus Options.Activity.
