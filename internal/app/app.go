@@ -81,8 +81,9 @@ func New(cfg config.Config, log *zap.Logger) (*App, error) {
 	opts.Compression = cfg.TableCompression
 	opts.MinFreeDisk = cfg.MinFreeDisk
 	// A server busy with reads is not calm either: the store applies its
-	// waiting writes early only when no command comes (CalmApply). The
-	// applier calls this after Start, once a.Commands is set.
+	// waiting writes early only when few commands come (CalmApply,
+	// CalmActivity). The applier calls this after Start, once a.Commands
+	// is set.
 	var a *App
 	opts.Activity = func() int64 { return a.Commands.CommandsProcessed() }
 	st, err := badgerdb.Open(opts)

@@ -207,10 +207,10 @@ func TestTrickleIsCalm(t *testing.T) {
 // Options.Activity: a server taking writes is not calm.
 func TestWritesAreActivity(t *testing.T) {
 	s := openCalm(t, time.Hour, nil)
-	before := s.activity()
+	before := s.Activity()
 	set(t, s, 0, "a", str("1", 0))
 	set(t, s, 0, "b", str("1", 0))
-	if after := s.activity(); after-before != 2 {
+	if after := s.Activity(); after-before != 2 {
 		t.Fatalf("activity moved by %d over two writes, want 2", after-before)
 	}
 }

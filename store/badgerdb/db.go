@@ -139,12 +139,12 @@ type Options struct {
 	// CalmApply cuts ApplyDelay short once the server has been calm for
 	// that long: fewer than CalmActivity writes staged and moves of
 	// Activity together (a health check or a slow poller does not make
-	// a server busy). A busy server
-	// gathers its writes for the whole ApplyDelay (or up to the pending
-	// bounds), so that Badger's work, which the collapsed rewrites of a
-	// key shrink, does not compete with the commands; a calm one applies
-	// them at once, when that work takes nothing from anyone and the
-	// memory they hold is released. 0 disables it.
+	// a server busy). A busy server gathers its writes for the whole
+	// ApplyDelay (or up to the pending bounds), so that Badger's work,
+	// which the collapsed rewrites of a key shrink, does not compete with
+	// the commands; a calm one applies them at once, when that work takes
+	// nothing from anyone and the memory they hold is released. 0
+	// disables it.
 	CalmApply time.Duration
 	// CalmActivity is the activity within one CalmApply from which the
 	// server counts as busy; 0 means 1, any activity at all.
@@ -1505,7 +1505,7 @@ func (s *DB) gather() bool {
 		defer tick.Stop()
 		calm = tick.C
 	}
-	last := s.activity()
+	last := s.Activity()
 	for {
 		select {
 		case <-t.C:
@@ -1515,7 +1515,7 @@ func (s *DB) gather() bool {
 		case <-s.stop:
 			return false
 		case <-calm:
-			now := s.activity()
+			now := s.Activity()
 			if now-last < max(s.opts.CalmActivity, 1) {
 				s.calmApplies.Add(1)
 				return true
@@ -1525,13 +1525,9 @@ func (s *DB) gather() bool {
 	}
 }
 
-// Activity is the count that CalmApply watches: the writes staged, plus
-// Options.Activity.
-func (s *DB) Activity() int64 { return s.activity() }
-
-// activity is a count that moves whenever the server works: the writes
-// staged, plus Options.Activity.
-func (s *DB) activity() int64 {
+// Activity is the count that CalmApply watches, which moves whenever the
+// server works: the writes staged, plus Options.Activity.
+func (s *DB) Activity() int64 {
 	s.omu.RLock()
 	n := int64(s.staged)
 	s.omu.RUnlock()
