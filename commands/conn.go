@@ -20,8 +20,8 @@ func connCommands() []*Command {
 		return c
 	}
 	return []*Command{
-		{Name: "ping", Arity: -1, Flags: Fast, Categories: conn("fast"), Run: pingCmd},
-		{Name: "echo", Arity: 2, Flags: Fast, Categories: conn("fast"), Run: echoCmd},
+		{Name: "ping", Arity: -1, Flags: Fast | Borrows, Categories: conn("fast"), Run: pingCmd},
+		{Name: "echo", Arity: 2, Flags: Fast | Borrows, Categories: conn("fast"), Run: echoCmd},
 		{Name: "quit", Arity: -1, Flags: NoMulti | AllowBusy | NoScript | Loading | Stale | Fast | NoAuth, Categories: conn("fast"), Run: quitCmd},
 		{Name: "select", Arity: 2, Flags: Loading | Stale | Fast, Categories: conn("fast"), Run: selectCmd},
 		{Name: "hello", Arity: -1, Flags: NoScript | Loading | Stale | Fast | NoAuth | AllowBusy, Categories: conn("fast"), Run: helloCmd},

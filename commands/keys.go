@@ -14,24 +14,24 @@ func keyCommands() []*Command {
 	kw := func(c ...string) []string { return append([]string{"keyspace", "write"}, c...) }
 	kr := func(c ...string) []string { return append([]string{"keyspace", "read"}, c...) }
 	expire := func(name string, unit int64, abs bool) *Command {
-		return &Command{Name: name, Arity: -3, Flags: Write | Fast, FirstKey: 1, LastKey: 1,
+		return &Command{Name: name, Arity: -3, Flags: Write | Fast | Borrows, FirstKey: 1, LastKey: 1,
 			Categories: kw("fast"), Run: expireCmd(unit, abs)}
 	}
 	ttl := func(name string, ms, abs bool) *Command {
-		return &Command{Name: name, Arity: 2, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: 1,
+		return &Command{Name: name, Arity: 2, Flags: ReadOnly | Fast | Borrows, FirstKey: 1, LastKey: 1,
 			Categories: kr("fast"), Run: ttlCmd(ms, abs)}
 	}
 	return []*Command{
-		{Name: "del", Arity: -2, Flags: Write, FirstKey: 1, LastKey: -1, Categories: kw("slow"), Run: delCmd},
-		{Name: "unlink", Arity: -2, Flags: Write | Fast, FirstKey: 1, LastKey: -1, Categories: kw("fast"), Run: delCmd},
-		{Name: "exists", Arity: -2, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: -1, Categories: kr("fast"), Run: existsCmd},
-		{Name: "touch", Arity: -2, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: -1, Categories: kr("fast"), Run: existsCmd},
+		{Name: "del", Arity: -2, Flags: Write | Borrows, FirstKey: 1, LastKey: -1, Categories: kw("slow"), Run: delCmd},
+		{Name: "unlink", Arity: -2, Flags: Write | Fast | Borrows, FirstKey: 1, LastKey: -1, Categories: kw("fast"), Run: delCmd},
+		{Name: "exists", Arity: -2, Flags: ReadOnly | Fast | Borrows, FirstKey: 1, LastKey: -1, Categories: kr("fast"), Run: existsCmd},
+		{Name: "touch", Arity: -2, Flags: ReadOnly | Fast | Borrows, FirstKey: 1, LastKey: -1, Categories: kr("fast"), Run: existsCmd},
 		expire("expire", 1000, false), expire("pexpire", 1, false),
 		expire("expireat", 1000, true), expire("pexpireat", 1, true),
 		ttl("ttl", false, false), ttl("pttl", true, false),
 		ttl("expiretime", false, true), ttl("pexpiretime", true, true),
-		{Name: "persist", Arity: 2, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Categories: kw("fast"), Run: persistCmd},
-		{Name: "type", Arity: 2, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: 1, Categories: kr("fast"), Run: typeCmd},
+		{Name: "persist", Arity: 2, Flags: Write | Fast | Borrows, FirstKey: 1, LastKey: 1, Categories: kw("fast"), Run: persistCmd},
+		{Name: "type", Arity: 2, Flags: ReadOnly | Fast | Borrows, FirstKey: 1, LastKey: 1, Categories: kr("fast"), Run: typeCmd},
 		{Name: "keys", Arity: 2, Flags: ReadOnly, Categories: kr("slow", "dangerous"), Run: keysCmd},
 		{Name: "scan", Arity: -2, Flags: ReadOnly, Categories: kr("slow"), Run: scanCmd},
 		{Name: "rename", Arity: 3, Flags: Write, FirstKey: 1, LastKey: 2, Categories: kw("slow"), Run: renameCmd(false)},

@@ -24,12 +24,12 @@ func (s *Server) EnableOnce(e *once.Engine) {
 func onceCommands() []*Command {
 	cat := []string{"write", "once"}
 	return []*Command{
-		{Name: "once.claim", Arity: -2, Flags: Write | DenyOOM | Blocking, FirstKey: 1, LastKey: 1, Categories: append(cat, "blocking", "slow"), Run: onceClaim},
-		{Name: "once.complete", Arity: -4, Flags: Write | DenyOOM, FirstKey: 1, LastKey: 1, Categories: append(cat, "slow"), Run: onceComplete},
-		{Name: "once.abort", Arity: -3, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Categories: append(cat, "fast"), Run: onceAbort},
-		{Name: "once.extend", Arity: 5, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Categories: append(cat, "fast"), Run: onceExtend},
-		{Name: "once.wait", Arity: -2, Flags: Write | Blocking, FirstKey: 1, LastKey: 1, Categories: append(cat, "blocking", "slow"), Run: onceWait},
-		{Name: "once.status", Arity: 2, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: 1, Categories: []string{"read", "once", "fast"}, Run: onceStatus},
+		{Name: "once.claim", Arity: -2, Flags: Write | DenyOOM | Blocking | Borrows, FirstKey: 1, LastKey: 1, Categories: append(cat, "blocking", "slow"), Run: onceClaim},
+		{Name: "once.complete", Arity: -4, Flags: Write | DenyOOM | Borrows, FirstKey: 1, LastKey: 1, Categories: append(cat, "slow"), Run: onceComplete},
+		{Name: "once.abort", Arity: -3, Flags: Write | Fast | Borrows, FirstKey: 1, LastKey: 1, Categories: append(cat, "fast"), Run: onceAbort},
+		{Name: "once.extend", Arity: 5, Flags: Write | Fast | Borrows, FirstKey: 1, LastKey: 1, Categories: append(cat, "fast"), Run: onceExtend},
+		{Name: "once.wait", Arity: -2, Flags: Write | Blocking | Borrows, FirstKey: 1, LastKey: 1, Categories: append(cat, "blocking", "slow"), Run: onceWait},
+		{Name: "once.status", Arity: 2, Flags: ReadOnly | Fast | Borrows, FirstKey: 1, LastKey: 1, Categories: []string{"read", "once", "fast"}, Run: onceStatus},
 	}
 }
 

@@ -241,6 +241,9 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 		// The next command of the pipeline starts where this one
 		// ended (account's clock reading).
 		c.Mark, c.MarkOK = x.end, true
+		if cmd.Flags&Borrows != 0 {
+			c.Release(args)
+		}
 		x.release()
 	}
 }

@@ -13,7 +13,7 @@ import (
 const maxBulk = 512 << 20
 
 func stringCommands() []*Command {
-	w, r := Write|DenyOOM, ReadOnly
+	w, r := Write|DenyOOM|Borrows, ReadOnly|Borrows
 	cat := func(c ...string) []string { return append([]string{"write", "string"}, c...) }
 	rcat := func(c ...string) []string { return append([]string{"read", "string"}, c...) }
 	return []*Command{
@@ -23,8 +23,8 @@ func stringCommands() []*Command {
 		{Name: "setex", Arity: 4, Flags: w, FirstKey: 1, LastKey: 1, Categories: cat("slow"), Run: setexCmd(1000)},
 		{Name: "psetex", Arity: 4, Flags: w, FirstKey: 1, LastKey: 1, Categories: cat("slow"), Run: setexCmd(1)},
 		{Name: "getset", Arity: 3, Flags: w | Fast, FirstKey: 1, LastKey: 1, Categories: cat("fast"), Run: getsetCmd},
-		{Name: "getdel", Arity: 2, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Categories: cat("fast"), Run: getdelCmd},
-		{Name: "getex", Arity: -2, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Categories: cat("fast"), Run: getexCmd},
+		{Name: "getdel", Arity: 2, Flags: Write | Fast | Borrows, FirstKey: 1, LastKey: 1, Categories: cat("fast"), Run: getdelCmd},
+		{Name: "getex", Arity: -2, Flags: Write | Fast | Borrows, FirstKey: 1, LastKey: 1, Categories: cat("fast"), Run: getexCmd},
 		{Name: "mget", Arity: -2, Flags: r | Fast, FirstKey: 1, LastKey: -1, Categories: rcat("fast"), Run: mgetCmd},
 		{Name: "mset", Arity: -3, Flags: w, FirstKey: 1, LastKey: -1, Step: 2, Categories: cat("slow"), Run: msetCmd},
 		{Name: "msetnx", Arity: -3, Flags: w, FirstKey: 1, LastKey: -1, Step: 2, Categories: cat("slow"), Run: msetnxCmd},

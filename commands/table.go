@@ -27,6 +27,16 @@ const (
 	AllowBusy
 	NoMandatoryKeys
 	Pubsub
+	// Borrows is not one of Redis's flags (COMMAND does not list it): the
+	// handler keeps none of its arguments once it returns, unless it
+	// blocked. Serve then gives their memory back to the connection's
+	// reader for the next request (resp.Conn.Release), which saves the
+	// hot commands the two allocations of a parsed request. A handler
+	// that keeps an argument (in a map, a waiter, another goroutine)
+	// copies it, or its command must not have the flag; the server
+	// binary that the integration tests run overwrites released
+	// arguments, so that a kept one shows.
+	Borrows
 )
 
 var flagNames = []struct {

@@ -189,9 +189,12 @@ var build struct {
 // moduleRoot is the directory holding go.mod.
 func moduleRoot() (string, error) { return testserver.ModuleRoot() }
 
-// BuildOncekv builds the server binary once per test process (`go build -o
-// <tmp>/oncekv .` in the module root) and returns its path. With ONCEKV_BIN
-// set, it returns that instead.
+// BuildOncekv builds the server binary once per test process (`go build
+// -tags oncekv_poison -o <tmp>/oncekv .` in the module root) and returns
+// its path. With ONCEKV_BIN set, it returns that instead. The tag makes the
+// server overwrite each request's arguments once a command has given them
+// back (resp.Reader.Release): a command that kept one after all then
+// answers, or stores, the poison, and the differential tests see it.
 func BuildOncekv(tb testing.TB) string {
 	tb.Helper()
 	build.once.Do(func() {
@@ -210,7 +213,7 @@ func BuildOncekv(tb testing.TB) string {
 			return
 		}
 		path := filepath.Join(build.dir, "oncekv")
-		cmd := exec.Command("go", "build", "-o", path, ".")
+		cmd := exec.Command("go", "build", "-tags", "oncekv_poison", "-o", path, ".")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			build.err = fmt.Errorf("go build in %s: %v\n%s", root, err, out)

@@ -64,6 +64,10 @@ type Conn struct {
 	nc      net.Conn
 	rd      *Reader
 	srv     *Server
+	// detached is set, for good, when the connection's requests start to
+	// be parsed by a goroutine of their own (serveDetached); the serving
+	// goroutine reads it.
+	detached bool
 	// blocked is set while a blocking command waits: the client is not
 	// idle then (timeout does not apply), as in Redis. unblockedAt is when
 	// the last one ended (Unix nanoseconds): the client's idle time runs
@@ -93,6 +97,20 @@ func (c *Conn) Block(fn BlockFunc) { c.block = fn }
 
 // Blocking reports whether the current command called Block.
 func (c *Conn) Blocking() bool { return c.block != nil }
+
+// Release tells the connection's reader that the handler is done with
+// args, the request it was given, so that the next request may reuse
+// their memory: see Reader.Release. A handler that keeps any of args, or
+// serves it later, must not call it; after it, args must not be read.
+//
+// Once the connection is detached (serveDetached: after its first
+// blocking command), another goroutine parses ahead while commands run,
+// and Release does nothing.
+func (c *Conn) Release(args [][]byte) {
+	if c.rd != nil && !c.detached {
+		c.rd.Release(args)
+	}
+}
 
 // TakeBlock returns and clears the function a blocking command left with
 // Block (nil if none), for tests that call a Handler directly.

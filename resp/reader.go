@@ -113,8 +113,18 @@ type Reader struct {
 	err     error    // sticky protocol error
 
 	// chunk is what is left of the buffer that small arguments are cut
-	// from (carve).
-	chunk []byte
+	// from (carve); reqChunk is that whole buffer, when the request in
+	// progress made it.
+	chunk    []byte
+	reqChunk []byte
+
+	// The last request Parse returned (its list, and the buffer its small
+	// arguments were cut from), until the next starts; and what Release
+	// handed back of the one before, for the next request to reuse.
+	lastArgv   [][]byte
+	lastChunk  []byte
+	spareArgv  [][]byte
+	spareChunk []byte
 }
 
 // NewReader returns a reader of requests from rd. The client starts
@@ -175,6 +185,7 @@ func (r *Reader) Parse() ([][]byte, error) {
 		if done {
 			args := r.argv
 			r.argv, r.mem = nil, 0
+			r.lastArgv, r.lastChunk, r.reqChunk = args, r.reqChunk, nil
 			return args, nil
 		}
 		if !more {
@@ -192,6 +203,12 @@ func (r *Reader) reset() {
 	r.chunk = nil
 	if cap(r.buf) > 4*ioBufLen {
 		r.buf = nil
+	}
+	if cap(r.spareArgv) > idleSpareArgsMax {
+		r.spareArgv = nil
+	}
+	if cap(r.spareChunk) > idleSpareChunkMax {
+		r.spareChunk = nil
 	}
 }
 
@@ -286,11 +303,62 @@ func (r *Reader) multibulkHeader() bool {
 		return true // an empty request
 	}
 	r.left = int(n)
-	r.argv = make([][]byte, 0, min(n, 1024))
+	// The request's small arguments are cut from a buffer of its own.
+	r.chunk, r.reqChunk = nil, nil
+	r.lastArgv, r.lastChunk = nil, nil
+	if want := int(min(n, 1024)); cap(r.spareArgv) >= want {
+		r.argv, r.spareArgv = r.spareArgv[:0], nil
+	} else {
+		r.argv = make([][]byte, 0, want)
+	}
 	r.bulklen = -1
 	r.mem = 0
 	return true
 }
+
+// Spares that Release keeps for the next request at most, and that an
+// idle connection keeps at most.
+const (
+	spareArgsMax      = 64
+	spareChunkMax     = chunkMax
+	idleSpareArgsMax  = 8
+	idleSpareChunkMax = 512
+)
+
+// Release tells the reader that the caller is done with args, the request
+// Parse returned last: neither the list nor any argument in it is used any
+// more, so the next request may reuse their memory. It does nothing for
+// any other args (a request queued earlier, a list the caller built), nor
+// when a request was parsed since. A caller that keeps an argument (a
+// queued MULTI command, a blocked command's key) must not release it.
+//
+// In builds with the race detector or the oncekv_poison tag, Release
+// overwrites the arguments' bytes (poisonReleased), so that a handler
+// that keeps one after all shows it in every test that reads it back.
+func (r *Reader) Release(args [][]byte) {
+	if len(args) == 0 || len(r.lastArgv) != len(args) || &r.lastArgv[0] != &args[0] {
+		return
+	}
+	if poisonReleased {
+		for i, a := range args {
+			for j := range a {
+				a[j] = poisonByte
+			}
+			args[i] = nil
+		}
+	}
+	if cap(args) <= spareArgsMax {
+		r.spareArgv = args[:0]
+	}
+	if c := r.lastChunk; c != nil && cap(c) <= spareChunkMax {
+		r.spareChunk = c
+	}
+	r.lastArgv, r.lastChunk = nil, nil
+}
+
+// poisonByte is what Release writes over released arguments when
+// poisonReleased.
+const poisonByte = 0xdb
 
 // arguments reads the arguments of the multibulk request in progress. It
 // reports whether the request is complete, and otherwise whether to go on.
@@ -366,13 +434,16 @@ func (r *Reader) arguments() (done, more bool) {
 
 // The small arguments of a request are cut from one buffer (carve): a
 // request costs two allocations (its argument list and that buffer)
-// rather than one per argument. Larger arguments get their own. A buffer
-// holds one request's arguments only, so an argument that outlives its
-// request (in MULTI's queue, or a blocked command's) keeps no other
-// request's memory alive.
+// rather than one per argument, and none when the caller released the
+// request before it (Release), whose list and buffer it reuses. Larger
+// arguments get their own. A buffer holds one request's arguments only,
+// so an argument that outlives its request (in MULTI's queue, or a
+// blocked command's) keeps no other request's memory alive, and a
+// released buffer holds no argument of a request still in use.
 const (
 	chunkMax   = 4 << 10 // the largest buffer cut into arguments
 	chunkedMax = 1 << 10 // the largest argument cut from one
+	minChunk   = 64      // the smallest buffer made
 )
 
 // carve returns an n-byte buffer for the argument at r.pos, whose capacity
@@ -386,7 +457,15 @@ func (r *Reader) carve(n int) []byte {
 		return make([]byte, n)
 	}
 	if n > len(r.chunk) {
-		r.chunk = make([]byte, min(r.smallAhead(n), chunkMax))
+		size := min(r.smallAhead(n), chunkMax)
+		if cap(r.spareChunk) >= size {
+			r.chunk, r.spareChunk = r.spareChunk[:size], nil
+		} else {
+			// At least a small request's worth, so that the buffer can
+			// serve the next requests too once released.
+			r.chunk = make([]byte, size, max(size, minChunk))
+		}
+		r.reqChunk = r.chunk[:cap(r.chunk)]
 	}
 	b := r.chunk[:n:n]
 	r.chunk = r.chunk[n:]

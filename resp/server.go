@@ -561,6 +561,7 @@ func (s *Server) serveDetached(c *Conn) error {
 	quit := make(chan struct{})
 	items := make(chan item, 64)
 	var readErr error // why the reader stopped; read once gone is closed
+	c.detached = true
 	go func() {
 		defer close(gone)
 		rd := c.rd

@@ -54,7 +54,8 @@ var (
 )
 
 // Binary builds the oncekv binary once per test process and returns its
-// path.
+// path. It is built with the oncekv_poison tag, as the integration tests'
+// is (resp.Reader.Release).
 func Binary(tb testing.TB) string {
 	tb.Helper()
 	buildOnce.Do(func() {
@@ -69,7 +70,7 @@ func Binary(tb testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "oncekv")
-		cmd := exec.Command("go", "build", "-o", binPath, ".")
+		cmd := exec.Command("go", "build", "-tags", "oncekv_poison", "-o", binPath, ".")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = &buildError{err, string(out)}
