@@ -160,6 +160,8 @@ func (r *Reader) Buffered() int { return r.end - r.pos }
 // when more input is needed (call Fill). Empty requests (a blank line,
 // `*0`) are skipped, as Redis does. After an error, Parse returns it again.
 func (r *Reader) Parse() ([][]byte, error) {
+	// The request returned before can be released no more.
+	r.lastArgv, r.lastChunk = nil, nil
 	for r.err == nil {
 		if r.left == 0 {
 			if r.pos == r.end {
@@ -305,7 +307,6 @@ func (r *Reader) multibulkHeader() bool {
 	r.left = int(n)
 	// The request's small arguments are cut from a buffer of its own.
 	r.chunk, r.reqChunk = nil, nil
-	r.lastArgv, r.lastChunk = nil, nil
 	if want := int(min(n, 1024)); cap(r.spareArgv) >= want {
 		r.argv, r.spareArgv = r.spareArgv[:0], nil
 	} else {
@@ -327,30 +328,33 @@ const (
 
 // Release tells the reader that the caller is done with args, the request
 // Parse returned last: neither the list nor any argument in it is used any
-// more, so the next request may reuse their memory. It does nothing for
-// any other args (a request queued earlier, a list the caller built), nor
-// when a request was parsed since. A caller that keeps an argument (a
+// more, so the next request may reuse their memory. It must come before
+// the next Parse, and does nothing for any other args (a request queued
+// earlier, a list the caller built). A caller that keeps an argument (a
 // queued MULTI command, a blocked command's key) must not release it.
 //
 // In builds with the race detector or the oncekv_poison tag, Release
-// overwrites the arguments' bytes (poisonReleased), so that a handler
-// that keeps one after all shows it in every test that reads it back.
+// overwrites the buffer that the request's small arguments were cut from
+// (poisonReleased), so that a handler that keeps one after all shows it in
+// every test that reads it back. Only that buffer: the caller may have put
+// a slice of its own in the list (the proxy, a renamed command's name).
 func (r *Reader) Release(args [][]byte) {
 	if len(args) == 0 || len(r.lastArgv) != len(args) || &r.lastArgv[0] != &args[0] {
 		return
 	}
+	// A spare list holds no argument: a big one (a buffer of its own, up
+	// to proto-max-bulk-len) is not kept alive by it.
+	clear(args)
+	c := r.lastChunk
 	if poisonReleased {
-		for i, a := range args {
-			for j := range a {
-				a[j] = poisonByte
-			}
-			args[i] = nil
+		for i := range c {
+			c[i] = poisonByte
 		}
 	}
 	if cap(args) <= spareArgsMax {
 		r.spareArgv = args[:0]
 	}
-	if c := r.lastChunk; c != nil && cap(c) <= spareChunkMax {
+	if c != nil && cap(c) <= spareChunkMax {
 		r.spareChunk = c
 	}
 	r.lastArgv, r.lastChunk = nil, nil

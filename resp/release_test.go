@@ -110,3 +110,50 @@ func TestReleasedArgumentsAreOverwritten(t *testing.T) {
 		t.Fatalf("released arguments still read %q %q after the next request", name, key)
 	}
 }
+
+// Release writes nothing but the reader's own memory: a caller may have
+// put a slice of its own in the list (the proxy puts a renamed command's
+// name, shared by every connection), and a spare list keeps no argument
+// alive, a big one (its own buffer) least of all.
+func TestReleaseTouchesOnlyTheReadersMemory(t *testing.T) {
+	big := strings.Repeat("v", bigArg+10)
+	in := "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$" + strconv.Itoa(len(big)) + "\r\n" + big + "\r\n"
+	r := NewReader(&chunkReader{data: []byte(in)}, Limits{})
+	r.SetAuthed(true)
+	args, err := parseAll(r)
+	if err == nil || len(args) != 1 {
+		t.Fatalf("parsed %d requests, err %v", len(args), err)
+	}
+	set := args[0]
+	own := []byte("shared")
+	set[0] = own
+	r.Release(set)
+	if string(own) != "shared" {
+		t.Fatalf("the caller's own slice reads %q after Release", own)
+	}
+	for i, a := range r.spareArgv[:cap(r.spareArgv)] {
+		if a != nil {
+			t.Fatalf("the spare list still holds argument %d (%d bytes)", i, len(a))
+		}
+	}
+}
+
+// Only the request Parse returned last can be released, and only until
+// the next Parse: not one kept since, even when the requests after it
+// were inline (they have no list to reuse).
+func TestOnlyTheLastRequestIsReleased(t *testing.T) {
+	in := "*2\r\n$4\r\nKEEP\r\n$5\r\nfirst\r\nPING\r\n*2\r\n$3\r\nGET\r\n$5\r\nthird\r\n"
+	r := NewReader(&chunkReader{data: []byte(in)}, Limits{})
+	if err := r.Fill(); err != nil {
+		t.Fatal(err)
+	}
+	kept, _ := r.Parse()
+	if inline, _ := r.Parse(); show([][][]byte{inline}) != `["PING"]` {
+		t.Fatalf("inline request %s", show([][][]byte{inline}))
+	}
+	r.Release(kept)
+	third, _ := r.Parse()
+	if got := show([][][]byte{kept, third}); got != `["KEEP" "first"]["GET" "third"]` {
+		t.Fatalf("after releasing a request older than the last: %s", got)
+	}
+}
