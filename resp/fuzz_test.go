@@ -9,7 +9,8 @@ import (
 
 // FuzzReader feeds arbitrary client bytes to the request reader and
 // checks that it never panics, that how the bytes are split into reads
-// changes nothing (the same requests, then the same error), that it never
+// changes nothing (the same requests, then the same error), nor does
+// releasing some of the requests (Release) to the next, that it never
 // holds much more memory than it was sent, and that the requests it
 // returns read back the same once encoded canonically.
 func FuzzReader(f *testing.F) {
@@ -30,29 +31,56 @@ func FuzzReader(f *testing.F) {
 		f.Add([]byte(s), uint8(0), true)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, split uint8, authed bool) {
-		run := func(sizes []int) ([][][]byte, error, int64) {
+		// run reads data in reads of the given sizes. With release, it
+		// releases every request for which release(i) is true, as a
+		// command with the Borrows flag does, and returns a copy of each
+		// request as it was parsed; the requests it kept must still read
+		// the same at the end.
+		run := func(sizes []int, release func(int) bool) ([][][]byte, error, int64) {
 			r := NewReader(&chunkReader{data: data, sizes: sizes}, Limits{})
 			r.SetAuthed(authed)
 			var peak int64
-			var cmds [][][]byte
+			var cmds, kept, keptWas [][][]byte
+			check := func() {
+				for i, k := range kept {
+					if show([][][]byte{k}) != show([][][]byte{keptWas[i]}) {
+						t.Fatalf("a request not released reads %.300s, was parsed as %.300s", show([][][]byte{k}), show([][][]byte{keptWas[i]}))
+					}
+				}
+			}
 			for {
 				args, err := r.Parse()
 				if h := r.holding(); h > peak {
 					peak = h
 				}
 				if err != nil {
+					check()
 					return cmds, err, peak
 				}
 				if args != nil {
-					cmds = append(cmds, args)
+					if release == nil {
+						cmds = append(cmds, args)
+						continue
+					}
+					was := make([][]byte, len(args))
+					for i, a := range args {
+						was[i] = bytes.Clone(a)
+					}
+					if release(len(cmds)) {
+						r.Release(args)
+					} else {
+						kept, keptWas = append(kept, args), append(keptWas, was)
+					}
+					cmds = append(cmds, was)
 					continue
 				}
 				if err := r.Fill(); err != nil {
+					check()
 					return cmds, err, peak
 				}
 			}
 		}
-		whole, werr, peak := run(nil)
+		whole, werr, peak := run(nil, nil)
 		if werr == nil {
 			t.Fatal("no error at the end of the input")
 		}
@@ -68,9 +96,17 @@ func FuzzReader(f *testing.F) {
 		if split > 1 {
 			sizes = []int{int(split), 1, int(split) / 2}
 		}
-		pieces, perr := func() ([][][]byte, error) { c, e, _ := run(sizes); return c, e }()
+		pieces, perr := func() ([][][]byte, error) { c, e, _ := run(sizes, nil); return c, e }()
 		if show(whole) != show(pieces) || errText(werr) != errText(perr) {
 			t.Fatalf("read whole: %.300s, %v\nin pieces %v: %.300s, %v", show(whole), werr, sizes, show(pieces), perr)
+		}
+		// Releasing some requests (which, by split's bits) changes none.
+		released, rerr := func() ([][][]byte, error) {
+			c, e, _ := run(sizes, func(i int) bool { return split>>(i%8)&1 == 0 })
+			return c, e
+		}()
+		if show(whole) != show(released) || errText(werr) != errText(rerr) {
+			t.Fatalf("read whole: %.300s, %v\nreleasing some: %.300s, %v", show(whole), werr, show(released), rerr)
 		}
 		// The requests, encoded canonically, read back the same.
 		var enc bytes.Buffer
