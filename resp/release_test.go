@@ -21,6 +21,16 @@ func pipeline(n, size int) []byte {
 	return b.Bytes()
 }
 
+// filled returns a reader that has read in, whole.
+func filled(tb testing.TB, in string) *Reader {
+	tb.Helper()
+	r := NewReader(&chunkReader{data: []byte(in)}, Limits{})
+	if err := r.Fill(); err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
 // A released request's memory serves the next: a pipeline of requests,
 // each released, costs no allocation once the first is parsed (issue 6:
 // the argument list and its buffer were two allocations per command). An
@@ -61,10 +71,7 @@ func TestUnreleasedRequestsKeepTheirMemory(t *testing.T) {
 		"*2\r\n$3\r\nGET\r\n$6\r\nsecond\r\n" +
 		"*2\r\n$3\r\nGET\r\n$5\r\nthird\r\n" +
 		"*2\r\n$3\r\nGET\r\n$6\r\nfourth\r\n"
-	r := NewReader(&chunkReader{data: []byte(in)}, Limits{})
-	if err := r.Fill(); err != nil {
-		t.Fatal(err)
-	}
+	r := filled(t, in)
 	kept, _ := r.Parse()
 	second, _ := r.Parse()
 	r.Release(kept) // not the last request: ignored
@@ -87,10 +94,7 @@ func TestUnreleasedRequestsKeepTheirMemory(t *testing.T) {
 // memory.
 func TestReleasedArgumentsAreOverwritten(t *testing.T) {
 	in := "*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n*2\r\n$3\r\nSET\r\n$3\r\nabc\r\n"
-	r := NewReader(&chunkReader{data: []byte(in)}, Limits{})
-	if err := r.Fill(); err != nil {
-		t.Fatal(err)
-	}
+	r := filled(t, in)
 	args, _ := r.Parse()
 	name, key := args[0], args[1]
 	r.Release(args)
@@ -143,10 +147,7 @@ func TestReleaseTouchesOnlyTheReadersMemory(t *testing.T) {
 // were inline (they have no list to reuse).
 func TestOnlyTheLastRequestIsReleased(t *testing.T) {
 	in := "*2\r\n$4\r\nKEEP\r\n$5\r\nfirst\r\nPING\r\n*2\r\n$3\r\nGET\r\n$5\r\nthird\r\n"
-	r := NewReader(&chunkReader{data: []byte(in)}, Limits{})
-	if err := r.Fill(); err != nil {
-		t.Fatal(err)
-	}
+	r := filled(t, in)
 	kept, _ := r.Parse()
 	if inline, _ := r.Parse(); show([][][]byte{inline}) != `["PING"]` {
 		t.Fatalf("inline request %s", show([][][]byte{inline}))
