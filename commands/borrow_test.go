@@ -60,20 +60,25 @@ func TestBorrowingCommandsGiveTheirArgumentsBack(t *testing.T) {
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	send := multibulk("DEBUG-KEEP-OWNED", "alpha") + multibulk("DEBUG-KEEP", "bravo") +
-		multibulk("GET", "somekey") + multibulk("DEBUG-KEPT")
-	if _, err := conn.Write([]byte(send)); err != nil {
-		t.Fatal(err)
-	}
 	r := bufio.NewReader(conn)
-	var lines []string
-	for range 7 {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatalf("after %q: %v", lines, err)
+	// exchange sends a pipeline and reads n reply lines.
+	exchange := func(send string, n int) []string {
+		t.Helper()
+		if _, err := conn.Write([]byte(send)); err != nil {
+			t.Fatal(err)
 		}
-		lines = append(lines, line)
+		var lines []string
+		for range n {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("after %q: %v", lines, err)
+			}
+			lines = append(lines, line)
+		}
+		return lines
 	}
+	lines := exchange(multibulk("DEBUG-KEEP-OWNED", "alpha")+multibulk("DEBUG-KEEP", "bravo")+
+		multibulk("GET", "somekey")+multibulk("DEBUG-KEPT"), 7)
 	if lines[0] != "+OK\r\n" || lines[1] != "+OK\r\n" || lines[2] != "$-1\r\n" {
 		t.Fatalf("replies %q", lines)
 	}
@@ -90,19 +95,8 @@ func TestBorrowingCommandsGiveTheirArgumentsBack(t *testing.T) {
 	// with that goroutine: -race, as ./test.sh runs, reports it every
 	// time; without it, the check below sees it only when the parser
 	// has not moved on yet.)
-	send = multibulk("DEBUG-BLOCK") + multibulk("DEBUG-KEEP", "charlie") +
-		multibulk("GET", "somekey") + multibulk("DEBUG-KEPT")
-	if _, err := conn.Write([]byte(send)); err != nil {
-		t.Fatal(err)
-	}
-	lines = lines[:0]
-	for range 7 {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatalf("after %q: %v", lines, err)
-		}
-		lines = append(lines, line)
-	}
+	lines = exchange(multibulk("DEBUG-BLOCK")+multibulk("DEBUG-KEEP", "charlie")+
+		multibulk("GET", "somekey")+multibulk("DEBUG-KEPT"), 7)
 	if got := lines[4]; got != "charlie\r\n" {
 		t.Errorf("detached connection: a Borrows command's argument reads %q after the next request, want charlie", got)
 	}
