@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -286,4 +287,98 @@ func TestDirtyList(t *testing.T) {
 		}
 		check(fmt.Sprintf("step %d (%s)", round, e.key))
 	}
+}
+
+// TestDeletionsLeaveMemoryOnceApplied deletes keys, some by DEL and some
+// by expiring: once the deletions are applied, no entry of those keys
+// stays in memory (they would fill the cache with the absences of keys
+// nobody reads again, each one more object for the collector to mark),
+// and the keys still read as absent, are written again as new keys, and
+// their absence is cached once a read finds it in Badger.
+func TestDeletionsLeaveMemoryOnceApplied(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(1_000_000)
+	opts := DefaultOptions(t.TempDir())
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	opts.ApplyDelay = time.Hour // applied by the drains
+	opts.CalmApply = 0
+	opts.Clock = clock.Load
+	s := openOpts(t, opts)
+	const n = 400
+	key := func(i int) string { return fmt.Sprintf("k%04d", i) }
+	setEach(t, s, 0, n, key, func(i int) store.Value {
+		if i%2 == 1 {
+			return str("expiring "+key(i), 1_001_000) // odd keys expire
+		}
+		return str("value of "+key(i), 0)
+	})
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if !cached(s, 0, key(i)) {
+			t.Fatalf("%s is not cached after its write was applied", key(i))
+		}
+	}
+	if _, err := s.Update(func(tx store.Tx) error {
+		for i := 0; i < n; i += 2 {
+			if ok, err := tx.Delete(0, []byte(key(i))); err != nil || !ok {
+				return fmt.Errorf("delete %s: %v, %v", key(i), ok, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Store(1_002_000)
+	if got := s.Sweep(time.Second); got != n/2 {
+		t.Fatalf("swept %d keys, want %d", got, n/2)
+	}
+	dbLen := func() (l int) {
+		t.Helper()
+		if _, err := s.View(func(tx store.Tx) error { l = tx.Len(0); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	inMem := func() int {
+		s.omu.RLock()
+		defer s.omu.RUnlock()
+		k := 0
+		for i := range n {
+			if _, ok := s.mem[string(dataKey(0, []byte(key(i))))]; ok {
+				k++
+			}
+		}
+		return k
+	}
+	if k := inMem(); k != n {
+		t.Fatalf("%d of the %d deleted keys are in memory before the apply, want all", k, n)
+	}
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	checkCache(t, s, "after the deletions")
+	if k := inMem(); k != 0 {
+		t.Fatalf("%d of the %d deleted keys are still in memory after the apply", k, n)
+	}
+	if l := dbLen(); l != 0 {
+		t.Fatalf("Len = %d after deleting every key, want 0", l)
+	}
+	for i := range n {
+		if v, ok := get(t, s, 0, key(i)); ok {
+			t.Fatalf("%s = %q after its deletion", key(i), v)
+		}
+		if !cached(s, 0, key(i)) {
+			t.Fatalf("the absence of %s, read from Badger, is not cached", key(i))
+		}
+	}
+	set(t, s, 0, key(0), str("again", 0))
+	if l := dbLen(); l != 1 {
+		t.Fatalf("Len = %d after writing one deleted key again, want 1", l)
+	}
+	if v, ok := get(t, s, 0, key(0)); !ok || v != "again" {
+		t.Fatalf("%s = %q, %v after writing it again", key(0), v, ok)
+	}
+	checkCache(t, s, "after the reads")
 }
