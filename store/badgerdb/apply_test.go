@@ -809,3 +809,60 @@ func TestApplyQueueSizedByLastRound(t *testing.T) {
 		}
 	}
 }
+
+// The default bounds gather a whole round of rewrites of a benchmark's
+// keyspace (redis-benchmark -r 100000 -d 256) without starting an apply:
+// neither half of the pending bound (earlyApply) nor a full log segment is
+// reached, so each key's rewrites collapse into one Badger write. With a
+// 64 MiB segment, or 64 MiB pending, an apply started every two rounds or
+// less, and Badger's flushes and compactions took half of the server's CPU
+// under SET -d 256 -P 16 (issue 6).
+func TestDefaultsGatherABenchmarkKeyspace(t *testing.T) {
+	const keys, rounds, batch = 100000, 3, 1000
+	opts := DefaultOptions(t.TempDir())
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	opts.ApplyDelay, opts.CalmApply = time.Hour, 0 // only the bounds start an apply
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applies, applied atomic.Int64
+	s.applyHook = func(ops []op) { applies.Add(1); applied.Add(int64(len(ops))) }
+	s.Start()
+	t.Cleanup(func() { s.Close() })
+
+	val := make([]byte, 256)
+	var last store.Ticket
+	for r := 0; r < rounds; r++ {
+		for k := 0; k < keys; k += batch {
+			val[0] = byte(r)
+			tk, err := s.Update(func(tx store.Tx) error {
+				for i := k; i < k+batch; i++ {
+					if err := tx.Set(0, []byte(fmt.Sprintf("key:%012d", i)), store.Value{Kind: store.KindString, Data: val}); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = tk
+		}
+	}
+	if last != nil {
+		if err := last.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := applies.Load(); n != 0 {
+		t.Fatalf("%d applies of %d ops started during %d rounds over %d keys (segment %d bytes; over half the pending bounds: %v): want none",
+			n, applied.Load(), rounds, keys, s.opts.WALSegmentSize, s.overPending(earlyApply))
+	}
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	if n := applied.Load(); n != keys {
+		t.Fatalf("the drain applied %d ops for %d keys rewritten %d times: want one per key", n, keys, rounds)
+	}
+}

@@ -154,7 +154,7 @@ type Options struct {
 	// not calm either. It is called from the applier's goroutine.
 	Activity func() int64
 	// WALSegmentSize is the size after which the write-ahead log moves
-	// to a new segment (wal.go); 0 is 64 MiB.
+	// to a new segment (wal.go); 0 is 256 MiB.
 	WALSegmentSize int64
 	// CacheSize bounds, in bytes, the cache of committed values; 0
 	// disables it.
@@ -179,11 +179,15 @@ func DefaultMinFreeDisk(memTableSize int64) int64 {
 
 // DefaultMaxPendingBytes is the bound on the writes waiting for Badger
 // (Options.MaxPendingBytes) for a value cache size: as much, at least
-// 64 MiB. (It was twice the cache. With a 64 MiB cache, that let 128 MiB
-// of writes wait, and the RSS 5 s after loading 10M keys at -P 16 was
-// 281 MiB, against 201 with 64 MiB waiting: bench/harness -s memory.)
+// 128 MiB. Half of it starts an apply (earlyApply), so it bounds the
+// keyspace whose rewrites collapse in memory: 64 MiB started one every
+// 88k dirty keys of 256 bytes, fewer than redis-benchmark's 100k, and
+// with it a larger log segment bought nothing (walSegmentSize). (It was
+// twice the cache once. With a 64 MiB cache, that let 128 MiB of writes
+// wait, and the RSS 5 s after loading 10M keys at -P 16 was 281 MiB,
+// against 201 with 64 MiB waiting: bench/harness -s memory.)
 func DefaultMaxPendingBytes(cacheSize int64) int64 {
-	return max(cacheSize, 64<<20)
+	return max(cacheSize, 128<<20)
 }
 
 // DefaultOptions are the options of a server started with no configuration.
