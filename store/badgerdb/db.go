@@ -43,6 +43,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -179,15 +180,11 @@ func DefaultMinFreeDisk(memTableSize int64) int64 {
 
 // DefaultMaxPendingBytes is the bound on the writes waiting for Badger
 // (Options.MaxPendingBytes) for a value cache size: as much, at least
-// 128 MiB. Half of it starts an apply (earlyApply), so it bounds the
-// keyspace whose rewrites collapse in memory: 64 MiB started one every
-// 88k dirty keys of 256 bytes, fewer than redis-benchmark's 100k, and
-// with it a larger log segment bought nothing (walSegmentSize). (It was
-// twice the cache once. With a 64 MiB cache, that let 128 MiB of writes
-// wait, and the RSS 5 s after loading 10M keys at -P 16 was 281 MiB,
-// against 201 with 64 MiB waiting: bench/harness -s memory.)
+// 64 MiB. (It was twice the cache. With a 64 MiB cache, that let 128 MiB
+// of writes wait, and the RSS 5 s after loading 10M keys at -P 16 was
+// 281 MiB, against 201 with 64 MiB waiting: bench/harness -s memory.)
 func DefaultMaxPendingBytes(cacheSize int64) int64 {
-	return max(cacheSize, 128<<20)
+	return max(cacheSize, 64<<20)
 }
 
 // DefaultOptions are the options of a server started with no configuration.
@@ -322,12 +319,19 @@ type DB struct {
 	shrinks            int
 	trimStaged         uint64
 	// release hands the heap's free memory back to the kernel after a
-	// rebuild (debug.FreeOSMemory; tests count the calls).
-	release  func()
-	keyOrder *btree.Map[string, *entry]
-	auxOrder btree.Map[string, *entry]
-	lastScan atomic.Int64 // when a scan last used keyOrder (Unix ns)
-	batch    []op
+	// rebuild, or after background work grew the heap on a quiet server
+	// (debug.FreeOSMemory; tests count the calls). heapResident reads
+	// the heap's memory held from the kernel (heapResidentBytes; tests
+	// replace it), and releasedHeap is what it read after the last
+	// release (the trim goroutine's).
+	release      func()
+	heapResident func() int64
+	releasedHeap int64
+	trimActivity int64 // Activity at the last trim
+	keyOrder     *btree.Map[string, *entry]
+	auxOrder     btree.Map[string, *entry]
+	lastScan     atomic.Int64 // when a scan last used keyOrder (Unix ns)
+	batch        []op
 	// spareBatch is the slice of the batch the logger wrote last, cleared,
 	// for the next one: grown anew each round, the batch was a quarter
 	// of the bytes allocated under a load of small writes.
@@ -391,7 +395,11 @@ type DB struct {
 	// size of a kept one grows to that size at once (queueLocked), not
 	// by doubling from there.
 	queueHint int
-	applyHi   uint64
+	// roundOps counts the ops queued since the applier last took the
+	// queue, rewrites included: with len(applyQ), how much the round
+	// collapses (collapsingLocked).
+	roundOps int
+	applyHi  uint64
 	// applyPos is where the log ends after the record of op applyHi.
 	applyPos walPos
 	segsDone []segEnd
@@ -520,29 +528,30 @@ func Open(opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open store in %s: %w", opts.Dir, err)
 	}
 	s := &DB{
-		opts:        opts,
-		bdb:         bdb,
-		builders:    poolOf(bdb),
-		log:         opts.Logger,
-		now:         opts.Clock,
-		counts:      make([]int, opts.Databases),
-		expiring:    make([]int, opts.Databases),
-		base:        make([]int, opts.Databases),
-		baseExp:     make([]int, opts.Databases),
-		nextSweep:   make([]int64, opts.Databases),
-		sweepFrom:   make([][]byte, opts.Databases),
-		setSince:    make([]int64, opts.Databases),
-		counted:     make(chan struct{}),
-		mem:         make(map[string]*entry),
-		release:     debug.FreeOSMemory,
-		progLog:     make(chan struct{}),
-		progApply:   make(chan struct{}),
-		applyNow:    make(chan struct{}, 1),
-		kick:        make(chan struct{}, 1),
-		presMin:     presenceMinKeys,
-		rebuildPres: make(chan struct{}, 1),
-		applyKick:   make(chan struct{}, 1),
-		stop:        make(chan struct{}),
+		opts:         opts,
+		bdb:          bdb,
+		builders:     poolOf(bdb),
+		log:          opts.Logger,
+		now:          opts.Clock,
+		counts:       make([]int, opts.Databases),
+		expiring:     make([]int, opts.Databases),
+		base:         make([]int, opts.Databases),
+		baseExp:      make([]int, opts.Databases),
+		nextSweep:    make([]int64, opts.Databases),
+		sweepFrom:    make([][]byte, opts.Databases),
+		setSince:     make([]int64, opts.Databases),
+		counted:      make(chan struct{}),
+		mem:          make(map[string]*entry),
+		release:      debug.FreeOSMemory,
+		heapResident: heapResidentBytes,
+		progLog:      make(chan struct{}),
+		progApply:    make(chan struct{}),
+		applyNow:     make(chan struct{}, 1),
+		kick:         make(chan struct{}, 1),
+		presMin:      presenceMinKeys,
+		rebuildPres:  make(chan struct{}, 1),
+		applyKick:    make(chan struct{}, 1),
+		stop:         make(chan struct{}),
 	}
 	if s.now == nil {
 		s.now = func() int64 { return time.Now().UnixMilli() }
@@ -677,6 +686,7 @@ func (s *DB) Start() {
 	if s.opts.TrimInterval > 0 {
 		s.trimQuiet = int64(trimQuietReads * s.opts.TrimInterval.Seconds())
 		s.trimReads = s.lookups.Load()
+		s.trimActivity = s.Activity()
 		s.every(s.opts.TrimInterval, s.trim)
 	}
 }
@@ -915,12 +925,12 @@ func kickChan(c chan struct{}) {
 // too many (overPending).
 func (s *DB) backPressure() {
 	for {
-		if !s.started || !s.overPending(1) {
+		if !s.started || !s.overPending(1, 1) {
 			return
 		}
 		ch := s.progressCh(&s.committed)
 		kickChan(s.applyNow)
-		if !s.overPending(1) {
+		if !s.overPending(1, 1) {
 			return
 		}
 		s.held.Add(1)
@@ -962,14 +972,41 @@ func (s *DB) WritersHeld() int64 { return s.held.Load() }
 // rest (275 against 199 MiB) and peak (953 against 552 MiB).
 const earlyApply = 2
 
+// collapsedApply is, as n/(n+1), the share of the pending bounds at which
+// a round that collapses rewrites (collapsingLocked) starts an apply,
+// instead of half: three quarters. A rewrite of a key that waits adds no
+// pending entry, so such a load needs little of the other half; and each
+// apply it puts off saves Badger a write of every key rewritten
+// meanwhile. With half of the default 64 MiB, redis-benchmark's SET -d
+// 256 over 100k keys (38 MB of pending entries) started an apply every
+// 88k dirty keys, about two Badger writes per key and round, and
+// Badger's flushes and compactions took half of the server's CPU. A load
+// of new keys still applies at half, so the memory it holds is as
+// before: with the bound raised to 128 MiB instead, the RSS 5 s after
+// loading 10M keys was 203-220 MiB, against 149 (bench/harness -s
+// memory).
+const collapsedApply = 3
+
+// collapseRatio is, as n/(n-1), how many ops per key a round must have
+// queued to count as collapsing rewrites: 5 for 4 keys. A load of new
+// keys queues one per key; redis-benchmark -r 100000 has queued 2.4 per
+// key by the time 88k of its keys wait.
+const collapseRatio = 5
+
+// collapsingLocked reports whether the round being gathered collapses
+// rewrites (collapseRatio). Called with applyMu held.
+func (s *DB) collapsingLocked() bool {
+	return len(s.applyQ) > 0 && s.roundOps*(collapseRatio-1) >= len(s.applyQ)*collapseRatio
+}
+
 // overPending reports whether the dirty entries, the writes that Badger
-// does not have yet, are at 1/div of their bounds (MaxPending keys,
+// does not have yet, are at num/den of their bounds (MaxPending keys,
 // MaxPendingBytes bytes).
-func (s *DB) overPending(div int) bool {
+func (s *DB) overPending(num, den int) bool {
 	s.omu.RLock()
 	defer s.omu.RUnlock()
-	return len(s.dirty) >= s.opts.MaxPending/div ||
-		s.dirtyBytes >= s.opts.MaxPendingBytes/int64(div)
+	return len(s.dirty) >= s.opts.MaxPending/den*num ||
+		s.dirtyBytes >= s.opts.MaxPendingBytes/int64(den)*int64(num)
 }
 
 // progressCh is the channel closed when counter moves.
@@ -1672,6 +1709,7 @@ func (s *DB) logRound() {
 			s.segsDone = append(s.segsDone, *end)
 		}
 		s.queueLocked(ops)
+		collapsing := s.collapsingLocked()
 		s.applyMu.Unlock()
 		if cap(ops) <= spareLimit {
 			clear(ops) // the applier has copies; let values go
@@ -1686,7 +1724,7 @@ func (s *DB) logRound() {
 			s.synced.Store(hi)
 		}
 		kickChan(s.applyKick)
-		if end != nil || s.overPending(earlyApply) {
+		if end != nil || s.overPending(1, earlyApply) && (!collapsing || s.overPending(collapsedApply, collapsedApply+1)) {
 			kickChan(s.applyNow)
 		}
 		s.announce(true, false)
@@ -1707,6 +1745,7 @@ func (s *DB) applyRound() {
 	s.applyQ = s.spareQ
 	s.spareQ = nil
 	s.queueHint = len(ops)
+	s.roundOps = 0
 	hi, pos := s.applyHi, s.applyPos
 	var done []segEnd
 	for len(s.segsDone) > 0 && s.segsDone[0].hi <= hi {
@@ -1887,6 +1926,7 @@ func (s *DB) checkpoint(seg uint64) {
 // Measured with redis-benchmark -c 50 -P 16 -r 100000 -t incr: a map of
 // the queue was a fifth of the bytes allocated and a tenth of the CPU.
 func (s *DB) queueLocked(ops []op) {
+	s.roundOps += len(ops)
 	for i := range ops {
 		e := ops[i].e
 		if j := int(e.queued); j < len(s.applyQ) && s.applyQ[j].e == e {
@@ -2038,19 +2078,24 @@ func (s *DB) trim() bool {
 	s.trims.Add(1)
 	s.drainBuilders()
 	s.omu.Lock()
-	rebuilt := s.staged == s.trimStaged && s.shrinkMapsLocked()
+	quiet := s.staged == s.trimStaged
+	rebuilt := quiet && s.shrinkMapsLocked()
 	s.trimStaged = s.staged
 	s.omu.Unlock()
-	if rebuilt {
+	reads := s.lookups.Load()
+	busy := reads-s.trimReads > s.trimQuiet
+	s.trimReads = reads
+	act := s.Activity()
+	calm := act-s.trimActivity <= s.trimQuiet
+	s.trimActivity = act
+	if rebuilt || quiet && calm && !busy && s.heapGrewQuietly() {
 		// The old maps, and whatever else the burst left, are garbage
 		// now, but a quiet server allocates too little to start a
 		// collection (Go forces one every two minutes): after a 1M-key
 		// load, the RSS at rest kept the burst's heap until then.
 		s.release()
+		s.releasedHeap = s.heapResident()
 	}
-	reads := s.lookups.Load()
-	busy := reads-s.trimReads > s.trimQuiet
-	s.trimReads = reads
 	if busy {
 		s.trimsWaited.Add(1)
 		return true
@@ -2060,6 +2105,53 @@ func (s *DB) trim() bool {
 		return false
 	}
 	return true
+}
+
+// heapGrowthRelease is how much the heap's objects must grow, at least,
+// on a server that neither writes nor reads, before a trim hands the
+// memory back to the kernel (heapGrewQuietly); and heapGrowthShare the
+// part of the heap it must grow by, if larger.
+const (
+	heapGrowthRelease = 16 << 20
+	heapGrowthShare   = 4 // a quarter
+)
+
+// heapGrewQuietly reports whether the heap's resident memory grew since
+// the last release by heapGrowthRelease and a quarter, with no write,
+// Badger read or stream of commands to account for it (trim checks
+// those; a busy server reuses what it frees, and a release would only
+// force a collection on it). The work a burst leaves behind, the last
+// apply and Badger's flushes and compactions, runs after the server
+// turned calm and its memory was released; what it frees is kept by Go
+// up to the next collection's goal, twice the live heap, and what it
+// leaves as garbage until Go's two-minute collection. 3M keys loaded
+// with redis-benchmark -P 64, 30 s after the load: 141 MiB of anonymous
+// RSS with a third of the heap's objects garbage (99 MB of them, 66 MB
+// live), or 154 MiB with 51 MB of free pages kept after a collection,
+// against 102 when the release came after that work.
+func (s *DB) heapGrewQuietly() bool {
+	h := s.heapResident()
+	return h-s.releasedHeap >= max(heapGrowthRelease, s.releasedHeap/heapGrowthShare)
+}
+
+// heapResidentBytes is the memory the heap holds from the kernel: its
+// objects, live or garbage not yet collected, the unused parts of its
+// spans, and the free pages not yet returned, which Go's scavenger keeps
+// up to the next collection's goal (runtime/metrics).
+func heapResidentBytes() int64 {
+	sample := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+	}
+	metrics.Read(sample)
+	var n int64
+	for _, m := range sample {
+		if m.Value.Kind() == metrics.KindUint64 {
+			n += int64(m.Value.Uint64())
+		}
+	}
+	return n
 }
 
 // badgerLogger passes Badger's log on: its errors and warnings as such,

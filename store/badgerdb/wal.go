@@ -47,12 +47,13 @@ const (
 	// into one Badger write: with 64 MiB, SET -d 256 over 100k keys
 	// (redis-benchmark -r 100000 -P 16) applied a round every 220k writes,
 	// about 2 writes per key, and Badger's flushes and compactions took
-	// half of the server's CPU. With 256 MiB (and pending bounds that
-	// hold the keyspace, DefaultMaxPendingBytes), 6.0-8.0 µs of server
-	// CPU per request against 13.2-15.5, 184-248k requests/s against
-	// 107-123k (3M requests a run, 3 rounds). The price: up to that
-	// much more disk for the log, and a replay after a crash under such
-	// a load of up to a segment (README, Persistence).
+	// half of the server's CPU. With 256 MiB (and rounds that collapse
+	// rewrites gathered up to three quarters of the pending bounds,
+	// collapsedApply), 5.8-8.0 µs of server CPU per request against
+	// 11.4-15.5, 184-248k requests/s against 107-141k (2-3M requests a
+	// run, 2-3 rounds). The price: up to that much more disk for the
+	// log, and a replay after a crash under such a load of up to a
+	// segment: 1.1-1.16 s to the first GET (README, Restart).
 	walSegmentSize = 256 << 20
 	walHeader      = 8
 )
