@@ -1724,7 +1724,11 @@ func (s *DB) logRound() {
 			s.synced.Store(hi)
 		}
 		kickChan(s.applyKick)
-		if end != nil || s.overPending(1, earlyApply) && (!collapsing || s.overPending(collapsedApply, collapsedApply+1)) {
+		num, den := 1, earlyApply
+		if collapsing {
+			num, den = collapsedApply, collapsedApply+1
+		}
+		if end != nil || s.overPending(num, den) {
 			kickChan(s.applyNow)
 		}
 		s.announce(true, false)
