@@ -514,6 +514,11 @@ type composeFile struct {
 		Command     []string          `json:"command"`
 		Environment map[string]string `json:"environment"`
 		Volumes     []string          `json:"volumes"`
+		Ulimits     struct {
+			Nofile struct {
+				Soft, Hard int
+			} `json:"nofile"`
+		} `json:"ulimits"`
 		Healthcheck struct {
 			Test []string `json:"test"`
 		} `json:"healthcheck"`
@@ -608,6 +613,12 @@ func TestComposeConfig(t *testing.T) {
 	}
 	if !slices.ContainsFunc(redis.Volumes, func(v string) bool { return strings.Contains(v, ":/data") }) {
 		t.Errorf("redis volumes %q: none on /data", redis.Volumes)
+	}
+	// Badger keeps a file open per table of 2 MiB (store/badgerdb,
+	// tableSizeMultiplier): Docker's usual soft limit of 1,024 is 2 GB of
+	// tables.
+	if n := redis.Ulimits.Nofile; n.Soft < 65536 || n.Hard < n.Soft {
+		t.Errorf("redis ulimits nofile %+v, want a soft limit of 65,536 or more", n)
 	}
 	if hc := redis.Healthcheck.Test; len(hc) < 3 || hc[0] != "CMD" || hc[1] != "/oncekv" || hc[2] != "ping" {
 		t.Errorf("redis healthcheck %q, want CMD /oncekv ping …", hc)

@@ -1,12 +1,14 @@
 package badgerdb
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/ristretto/v2/z"
 )
 
@@ -103,5 +105,62 @@ func TestFlushesLeaveArenasToDrain(t *testing.T) {
 	}
 	if drained == 0 {
 		t.Fatal("50 rounds of 2 MiB with 1 MiB memtables left no arena to drain")
+	}
+}
+
+// Badger builds the tables of every level at the base table size
+// (tableSizeMultiplier), so that a compaction's builders, an arena of
+// twice a table each, hold little however deep the tree is: with
+// Badger's default, the tables double at each level below the base
+// level, and a compaction into the last level of 10M keys held over
+// 100 MB of arenas. Small sizes make the levels of a large keyspace
+// with a few megabytes: the last level takes the first flushes, and
+// the base level moves up as it grows.
+func TestEveryLevelKeepsTheBaseTableSize(t *testing.T) {
+	const base = 64 << 10
+	opts := DefaultOptions(t.TempDir())
+	opts.MemTableSize = 256 << 10
+	bopts := badgerOptions(opts).
+		WithValueThreshold(1 << 10).
+		WithBaseTableSize(base).
+		WithBaseLevelSize(256 << 10)
+	db, err := badger.Open(bopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	value := []byte(strings.Repeat("v", 100))
+	baseLevel := func() int {
+		for _, l := range db.Levels() {
+			if l.IsBaseLevel {
+				return l.Level
+			}
+		}
+		return 0
+	}
+	for round := 0; baseLevel() >= bopts.MaxLevels-2; round++ {
+		if round == 40 {
+			t.Fatalf("80 MB written, and the base level is still the last but one:\n%s", db.LevelsToString())
+		}
+		wb := db.NewWriteBatch()
+		for i := range 20000 {
+			if err := wb.Set([]byte(fmt.Sprintf("key:%02d:%08d", round, i)), value); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := wb.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range db.Levels()[1:] {
+		if l.TargetFileSize != base {
+			t.Errorf("level %d builds tables of %d bytes, not the base size, %d:\n%s",
+				l.Level, l.TargetFileSize, base, db.LevelsToString())
+		}
+	}
+	for _, ti := range db.Tables() {
+		if limit := uint32(base * 5 / 4); ti.Level > 0 && ti.OnDiskSize > limit {
+			t.Errorf("a table of level %d holds %d bytes, over %d", ti.Level, ti.OnDiskSize, limit)
+		}
 	}
 }
