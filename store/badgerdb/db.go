@@ -575,6 +575,11 @@ func Open(opts Options) (*DB, error) {
 	// before Open returns, so it is the keyspace at Open.
 	s.countTxn = bdb.NewTransaction(false)
 	s.pres.Store(newPresence(tableKeys(bdb), s.presMin))
+	if limit, ok := openFileLimit(); ok {
+		if w := openFilesWarning(len(bdb.Tables()), limit, bdb.Opts().BaseTableSize); w != "" {
+			s.log.Warn(w)
+		}
+	}
 	return s, nil
 }
 
