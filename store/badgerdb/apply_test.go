@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -673,8 +674,8 @@ func TestMapsShrinkAfterABurst(t *testing.T) {
 	opts.CalmApply = 0                                               // no apply at calm: only the delay, the bounds and drains
 	s := openOpts(t, opts)
 	releases := 0
-	s.release = func() { releases++ }          // trims run on this goroutine only
-	s.heapResident = func() int64 { return 0 } // no release for the heap's growth
+	s.release = func() { releases++ }                   // trims run on this goroutine only
+	s.heapSpare = func() (int64, int64) { return 0, 0 } // no release for the heap's spare memory
 	const n = 2 * shrinkMin
 	const batch = 1000
 	key := func(i int) string { return "k" + strconv.Itoa(i) }
@@ -890,27 +891,28 @@ func TestDefaultsGatherABenchmarkKeyspace(t *testing.T) {
 	}
 }
 
-// A trim hands the heap's memory back to the kernel when it grew by
-// heapGrowthRelease (and a quarter of it) since the last release while
-// the server neither wrote, read from Badger nor processed a stream of
-// commands: the work a burst leaves behind (the last apply, Badger's
-// compactions) grows it after the server turned calm, and Go keeps it.
-// Not when it grew less, nor twice for one growth, nor while writes,
-// reads or commands come in, where the memory is reused.
-func TestTrimReleasesHeapGrownWhileQuiet(t *testing.T) {
+// A trim hands the heap's memory back to the kernel when it holds
+// heapSpareRelease (and a quarter of the live heap) beyond its live
+// objects, as garbage or free pages, while the server neither wrote, read
+// from Badger nor processed a stream of commands: the work a burst leaves
+// behind (the last apply, Badger's compactions) leaves it after the
+// server turned calm, and Go keeps it. Not when it holds less, nor while
+// writes, reads or commands come in, where the memory is reused; and
+// again once the spare memory is back after a release.
+func TestTrimReleasesSpareHeapWhileQuiet(t *testing.T) {
 	opts := DefaultOptions(t.TempDir())
 	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0 // trims run here only
 	var commands atomic.Int64
 	opts.Activity = commands.Load
 	s := openOpts(t, opts)
 	s.trimQuiet = 1000 // what a TrimInterval of 1 s sets
-	releases, heap := 0, int64(64<<20)
-	s.release = func() { releases++ }
-	s.heapResident = func() int64 { return heap }
-	s.releasedHeap = heap
-	step := func(what string, grow int64, act func(), want int) {
+	releases := 0
+	var spare, live int64 = 0, 80 << 20
+	s.release = func() { releases++; spare = 0 } // what FreeOSMemory does
+	s.heapSpare = func() (int64, int64) { return spare, live }
+	step := func(what string, spareNow int64, act func(), want int) {
 		t.Helper()
-		heap += grow
+		spare = spareNow
 		act()
 		before := releases
 		s.trim()
@@ -919,17 +921,43 @@ func TestTrimReleasesHeapGrownWhileQuiet(t *testing.T) {
 		}
 	}
 	none := func() {}
-	step("quiet, the heap grown by less than a quarter", 15<<20, none, 0)
-	step("quiet, grown by a quarter since the release", 1<<20, none, 1)
-	step("quiet, no growth since", 0, none, 0)
+	step("quiet, spare under a quarter of the live heap", 19<<20, none, 0)
+	step("quiet, spare at a quarter", 20<<20, none, 1)
+	step("quiet, nothing spare since", 0, none, 0)
+	live = 8 << 20
+	step("a small heap, spare under the floor", 15<<20, none, 0)
+	step("a small heap, spare at the floor", 16<<20, none, 1)
 	step("a write", 40<<20, func() { set(t, s, 0, "k", str("v", 0)) }, 0)
-	heap = s.releasedHeap
 	step("a stream of commands", 40<<20, func() { commands.Add(5000) }, 0)
-	step("a few commands", 0, func() { commands.Add(10) }, 1)
-	heap = s.releasedHeap
+	step("a few commands", 40<<20, func() { commands.Add(10) }, 1)
 	step("reads from Badger", 40<<20, func() { s.lookups.Add(5000) }, 0)
-	step("then quiet", 0, none, 1)
-	if s.releasedHeap != heap {
-		t.Fatalf("after a release, releasedHeap = %d, want the heap then, %d", s.releasedHeap, heap)
+	step("then quiet", 40<<20, none, 1)
+}
+
+// heapSpareBytes reads the garbage and free pages the heap holds: a
+// burst of garbage shows in it (as dead objects, or as free pages if a
+// collection ran meanwhile), and a release (FreeOSMemory) takes it back.
+func TestHeapSpareBytes(t *testing.T) {
+	debug.FreeOSMemory()
+	base, _ := heapSpareBytes()
+	for range 64 {
+		spareSink = append(spareSink, make([]byte, 1<<20))
+	}
+	runtime.GC() // live: 64 MiB
+	spareSink = nil
+	runtime.GC() // free pages now, which Go keeps for a while
+	if grown, _ := heapSpareBytes(); grown < base+32<<20 {
+		t.Fatalf("spare %d after 64 MiB were collected, %d before", grown, base)
+	}
+	debug.FreeOSMemory()
+	after, live := heapSpareBytes()
+	if live <= 0 {
+		t.Fatalf("live heap %d after a collection", live)
+	}
+	if after > base+8<<20 {
+		t.Fatalf("spare %d after a release, %d before the garbage", after, base)
 	}
 }
+
+// spareSink keeps TestHeapSpareBytes's allocations from being elided.
+var spareSink [][]byte

@@ -319,14 +319,12 @@ type DB struct {
 	shrinks            int
 	trimStaged         uint64
 	// release hands the heap's free memory back to the kernel after a
-	// rebuild, or after background work grew the heap on a quiet server
-	// (debug.FreeOSMemory; tests count the calls). heapResident reads
-	// the heap's memory held from the kernel (heapResidentBytes; tests
-	// replace it), and releasedHeap is what it read after the last
-	// release (the trim goroutine's).
+	// rebuild, or when a quiet server's heap holds much it could hand
+	// back (debug.FreeOSMemory; tests count the calls). heapSpare reads
+	// what it could, and the live heap (heapSpareBytes; tests replace
+	// it).
 	release      func()
-	heapResident func() int64
-	releasedHeap int64
+	heapSpare    func() (spare, live int64)
 	trimActivity int64 // Activity at the last trim
 	keyOrder     *btree.Map[string, *entry]
 	auxOrder     btree.Map[string, *entry]
@@ -528,30 +526,30 @@ func Open(opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open store in %s: %w", opts.Dir, err)
 	}
 	s := &DB{
-		opts:         opts,
-		bdb:          bdb,
-		builders:     poolOf(bdb),
-		log:          opts.Logger,
-		now:          opts.Clock,
-		counts:       make([]int, opts.Databases),
-		expiring:     make([]int, opts.Databases),
-		base:         make([]int, opts.Databases),
-		baseExp:      make([]int, opts.Databases),
-		nextSweep:    make([]int64, opts.Databases),
-		sweepFrom:    make([][]byte, opts.Databases),
-		setSince:     make([]int64, opts.Databases),
-		counted:      make(chan struct{}),
-		mem:          make(map[string]*entry),
-		release:      debug.FreeOSMemory,
-		heapResident: heapResidentBytes,
-		progLog:      make(chan struct{}),
-		progApply:    make(chan struct{}),
-		applyNow:     make(chan struct{}, 1),
-		kick:         make(chan struct{}, 1),
-		presMin:      presenceMinKeys,
-		rebuildPres:  make(chan struct{}, 1),
-		applyKick:    make(chan struct{}, 1),
-		stop:         make(chan struct{}),
+		opts:        opts,
+		bdb:         bdb,
+		builders:    poolOf(bdb),
+		log:         opts.Logger,
+		now:         opts.Clock,
+		counts:      make([]int, opts.Databases),
+		expiring:    make([]int, opts.Databases),
+		base:        make([]int, opts.Databases),
+		baseExp:     make([]int, opts.Databases),
+		nextSweep:   make([]int64, opts.Databases),
+		sweepFrom:   make([][]byte, opts.Databases),
+		setSince:    make([]int64, opts.Databases),
+		counted:     make(chan struct{}),
+		mem:         make(map[string]*entry),
+		release:     debug.FreeOSMemory,
+		heapSpare:   heapSpareBytes,
+		progLog:     make(chan struct{}),
+		progApply:   make(chan struct{}),
+		applyNow:    make(chan struct{}, 1),
+		kick:        make(chan struct{}, 1),
+		presMin:     presenceMinKeys,
+		rebuildPres: make(chan struct{}, 1),
+		applyKick:   make(chan struct{}, 1),
+		stop:        make(chan struct{}),
 	}
 	if s.now == nil {
 		s.now = func() int64 { return time.Now().UnixMilli() }
@@ -2114,13 +2112,12 @@ func (s *DB) trim() bool {
 	act := s.Activity()
 	calm := act-s.trimActivity <= s.trimQuiet
 	s.trimActivity = act
-	if rebuilt || quiet && calm && !busy && s.heapGrewQuietly() {
+	if rebuilt || quiet && calm && !busy && s.heapSpareQuietly() {
 		// The old maps, and whatever else the burst left, are garbage
 		// now, but a quiet server allocates too little to start a
 		// collection (Go forces one every two minutes): after a 1M-key
 		// load, the RSS at rest kept the burst's heap until then.
 		s.release()
-		s.releasedHeap = s.heapResident()
 	}
 	if busy {
 		s.trimsWaited.Add(1)
@@ -2133,51 +2130,56 @@ func (s *DB) trim() bool {
 	return true
 }
 
-// heapGrowthRelease is how much the heap's objects must grow, at least,
-// on a server that neither writes nor reads, before a trim hands the
-// memory back to the kernel (heapGrewQuietly); and heapGrowthShare the
-// part of the heap it must grow by, if larger.
+// heapSpareRelease is how much memory the heap must hold beyond its live
+// objects, at least, on a server that neither writes nor reads, before a
+// trim hands it back to the kernel (heapSpareQuietly); and heapSpareShare
+// the part of the live heap it must reach, if larger.
 const (
-	heapGrowthRelease = 16 << 20
-	heapGrowthShare   = 4 // a quarter
+	heapSpareRelease = 16 << 20
+	heapSpareShare   = 4 // a quarter
 )
 
-// heapGrewQuietly reports whether the heap's resident memory grew since
-// the last release by heapGrowthRelease and a quarter, with no write,
-// Badger read or stream of commands to account for it (trim checks
-// those; a busy server reuses what it frees, and a release would only
-// force a collection on it). The work a burst leaves behind, the last
-// apply and Badger's flushes and compactions, runs after the server
-// turned calm and its memory was released; what it frees is kept by Go
-// up to the next collection's goal, twice the live heap, and what it
-// leaves as garbage until Go's two-minute collection. 3M keys loaded
-// with redis-benchmark -P 64, 30 s after the load: 141 MiB of anonymous
-// RSS with a third of the heap's objects garbage (99 MB of them, 66 MB
-// live), or 154 MiB with 51 MB of free pages kept after a collection,
-// against 102 when the release came after that work.
-func (s *DB) heapGrewQuietly() bool {
-	h := s.heapResident()
-	return h-s.releasedHeap >= max(heapGrowthRelease, s.releasedHeap/heapGrowthShare)
+// heapSpareQuietly reports whether the heap holds, beyond its live
+// objects, heapSpareRelease and a quarter of them that a release would
+// hand back, with no write, Badger read or stream of commands to account
+// for it (trim checks those; a busy server reuses what it frees, and a
+// release would only force a collection on it). The work a burst leaves
+// behind, the last apply and Badger's flushes and compactions, runs after
+// the server turned calm; what it frees, Go keeps as free pages up to the
+// next collection's goal, twice the live heap within the memory limit,
+// and what it leaves as garbage until Go's two-minute collection. 3M keys
+// loaded with redis-benchmark -P 64, 30 s after the load: 141 MiB of
+// anonymous RSS with a third of the heap's objects garbage (99 MB of
+// them, 66 MB live), or 154 MiB with 51 MB of free pages kept after a
+// collection, against 102 when the release came after that work. An
+// earlier rule, a heap grown by as much since the last release, missed
+// a heap that shrank to its live objects after a release during the
+// load's tail without handing the pages back: 2M keys loaded, 28 s
+// after the load, 150 MiB of anonymous RSS for 74 MB in use.
+func (s *DB) heapSpareQuietly() bool {
+	spare, live := s.heapSpare()
+	return spare >= max(heapSpareRelease, live/heapSpareShare)
 }
 
-// heapResidentBytes is the memory the heap holds from the kernel: its
-// objects, live or garbage not yet collected, the unused parts of its
-// spans, and the free pages not yet returned, which Go's scavenger keeps
-// up to the next collection's goal (runtime/metrics).
-func heapResidentBytes() int64 {
+// heapSpareBytes is what a release could hand back of the heap: its dead
+// objects not collected yet (its objects, less those live at the last
+// collection) and its free pages not returned to the kernel, which Go's
+// scavenger keeps up to the next collection's goal; and the live heap at
+// the last collection (runtime/metrics). The unused parts of spans stay.
+func heapSpareBytes() (spare, live int64) {
 	sample := []metrics.Sample{
 		{Name: "/memory/classes/heap/objects:bytes"},
-		{Name: "/memory/classes/heap/unused:bytes"},
 		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/gc/heap/live:bytes"},
 	}
 	metrics.Read(sample)
-	var n int64
-	for _, m := range sample {
-		if m.Value.Kind() == metrics.KindUint64 {
-			n += int64(m.Value.Uint64())
+	v := func(i int) int64 {
+		if sample[i].Value.Kind() != metrics.KindUint64 {
+			return 0
 		}
+		return int64(sample[i].Value.Uint64())
 	}
-	return n
+	return max(0, v(0)-v(2)) + v(1), v(2)
 }
 
 // badgerLogger passes Badger's log on: its errors and warnings as such,
