@@ -638,7 +638,7 @@ const (
 // 233-237 MiB, against 150-200 otherwise. With every level's tables at
 // the base size (2 MiB), the arenas held 28 MB at most, 16-20 typically,
 // and the load took as long. The price is files: one per 2 MiB of
-// tables (750 with 10M keys), each open while the table lives; Go raises
+// tables (616 with 10M keys), each open while the table lives; Go raises
 // the soft limit of open files to the hard one at start.
 const tableSizeMultiplier = 1
 
