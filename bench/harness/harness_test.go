@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/oncekv/oncekv/bench/internal/benchkit"
+	"github.com/oncekv/oncekv/internal/testserver"
 )
 
 func TestParseBenchCSV(t *testing.T) {
@@ -338,5 +339,23 @@ func TestThroughputMarkdownCeiling(t *testing.T) {
 	}
 	if strings.Contains(md, "0 of 1 cells ≥ 1.0×; lowest 0.50× (SET). A minimal") {
 		t.Errorf("the always target names bench/ceiling, which did not run there:\n%s", md)
+	}
+}
+
+// The caches the report sums are the value cache, and the block cache only
+// where tables are compressed (uncompressed tables are read without it).
+func TestCacheConfigCountsTheBlockCacheOfCompressedTables(t *testing.T) {
+	for _, tc := range []struct {
+		compression string
+		want        int64
+	}{
+		{"none", 5 << 20},
+		{"zstd", 5<<20 + 3<<20},
+	} {
+		a := testserver.Start(t, "--value-cache-size", "5mb", "--block-cache-size", "3mb", "--table-compression", tc.compression)
+		directives, got := cacheConfig(a.Addr().String())
+		if got != tc.want {
+			t.Fatalf("%s: caches %d bytes, want %d (%q)", tc.compression, got, tc.want, directives)
+		}
 	}
 }

@@ -326,14 +326,25 @@ func configGetAll(addr, pattern string) []string {
 }
 
 // cacheConfig returns oncekv's directives that size its memory, and the
-// sum of the sizes of its caches.
+// sum of the sizes of its caches. The block cache counts only where
+// tables are compressed: uncompressed tables are read without it.
 func cacheConfig(addr string) ([]string, int64) {
 	var out []string
 	var cache int64
-	for _, kv := range configGetAll(addr, "*") {
+	all := configGetAll(addr, "*")
+	compressed := false
+	for _, kv := range all {
+		if name, v, _ := strings.Cut(kv, " "); name == "table-compression" {
+			compressed = v != "" && v != "none"
+		}
+	}
+	for _, kv := range all {
 		name, v, _ := strings.Cut(kv, " ")
 		if strings.Contains(name, "cache") || strings.Contains(name, "memtable") || strings.HasPrefix(name, "maxmemory") || name == "memory-burst" {
 			out = append(out, kv)
+		}
+		if name == "block-cache-size" && !compressed {
+			continue
 		}
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && strings.Contains(name, "cache") {
 			cache += n
