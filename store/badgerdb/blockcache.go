@@ -26,8 +26,9 @@ const minBlockCache = 1 << 20
 // Without it (and without Badger's metrics, badgerOptions), a GET took
 // 9.6-11.5 µs of server CPU against 11.5-15.0, at 127-149k requests/s
 // against 107-137k; unpipelined, 34-40 µs against 42-46, at 33-37k
-// requests/s against 29-32k (five alternations). A
-// compressed block is decompressed into a new buffer on every miss, so
+// requests/s against 29-32k (five alternations).
+//
+// A compressed block is decompressed into a new buffer on every miss, so
 // compressed tables keep the cache, and so do the compressed tables a
 // store wrote before it was reopened with compression off (each table
 // keeps its own compression, tablesCompressed).
