@@ -85,6 +85,12 @@ type wal struct {
 	syncHook func()
 	// syncs counts the fsyncs of the log (INFO).
 	syncs atomic.Uint64
+	// zero, zeroDone (on mu) and zeroKick are the zeroer's (walzero.go);
+	// zeroHook, when set (by tests), runs before it writes a chunk.
+	zero     zeroState
+	zeroDone *sync.Cond
+	zeroKick chan struct{}
+	zeroHook func()
 }
 
 func segName(n uint64) string { return fmt.Sprintf("%016d%s", n, walExt) }
@@ -210,7 +216,8 @@ func openWAL(dir string, segs []uint64, max int64) (*wal, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("wal: %w", err)
 	}
-	w := &wal{dir: dir, max: max}
+	w := &wal{dir: dir, max: max, zeroKick: make(chan struct{}, 1)}
+	w.zeroDone = sync.NewCond(&w.mu)
 	next := uint64(1)
 	if len(segs) > 0 {
 		next = segs[len(segs)-1] + 1
@@ -235,6 +242,10 @@ func (w *wal) create(n uint64) error {
 		return fmt.Errorf("wal: %w", err)
 	}
 	w.f, w.seg, w.size = f, n, 0
+	w.zero.upTo = 0
+	if w.zero.on {
+		w.kickZeroer()
+	}
 	return nil
 }
 
@@ -267,7 +278,10 @@ func (w *wal) append(ops []op) error {
 	if cap(b) <= 4<<20 {
 		w.buf = b
 	}
+	w.waitZeroer(int64(len(b)))
 	if _, err := w.f.Write(b); err != nil {
+		// Cutting the file back drops the zeros past the records too.
+		w.zero.upTo = w.size
 		if terr := w.f.Truncate(w.size); terr != nil {
 			w.abandon()
 		} else if _, serr := w.f.Seek(w.size, io.SeekStart); serr != nil {
@@ -276,6 +290,9 @@ func (w *wal) append(ops []op) error {
 		return fmt.Errorf("wal: write: %w", err)
 	}
 	w.size += int64(len(b))
+	if w.wantsZeros() {
+		w.kickZeroer()
+	}
 	return nil
 }
 
