@@ -1183,6 +1183,9 @@ func (s *DB) stage(key []byte, val []byte, del, absent bool) uint64 {
 	// A clean deletion is Badger's own absence; a dirty one is the
 	// key's absence once the ops before this one are applied.
 	absent = absent || (e != nil && e.del)
+	// A key memory holds, not deleted, is in the presence filter already
+	// (and will be in the one being rebuilt: presence.go).
+	held := e != nil && !e.del
 	switch {
 	case e == nil:
 		e = &entry{key: string(key)}
@@ -1197,7 +1200,7 @@ func (s *DB) stage(key []byte, val []byte, del, absent bool) uint64 {
 	}
 	e.val, e.del, e.n = val, del, n
 	s.dirtyBytes += e.cost()
-	if !del && len(key) > 0 && key[0] == spaceKeys {
+	if !del && !held && len(key) > 0 && key[0] == spaceKeys {
 		s.addPresenceLocked(key)
 	}
 	s.batch = append(s.batch, op{key: e.key, e: e, val: val, del: del, absent: absent, n: n})

@@ -24,7 +24,13 @@ import (
 // that Badger does not (a false positive costs the lookup it would have
 // cost anyway). So:
 //   - every put staged is added (stage, under omu), before it can reach
-//     Badger;
+//     Badger, but for a rewrite of a key that memory holds, not deleted:
+//     that key is in the filter already, since it was added when staged,
+//     or it came from Badger, which the filter covers; and in a filter
+//     being rebuilt too, which takes the dirty keys in memory, then a
+//     snapshot of Badger that holds the clean ones, and every key staged
+//     new meanwhile. (INCR -P 16 over 100k keys: 3% of server CPU was
+//     these adds.)
 //   - the first filter is made at Open, and countKeys adds every key of
 //     the snapshot it counts, which holds everything written before Open;
 //     the filter is used once that count is done (ready);
