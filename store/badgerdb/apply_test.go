@@ -961,3 +961,85 @@ func TestHeapSpareBytes(t *testing.T) {
 
 // spareSink keeps TestHeapSpareBytes's allocations from being elided.
 var spareSink [][]byte
+
+// TestCalmWatch: an interval is calm when the activity moved by less than
+// quiet, and a tick that comes late (the process stopped or starved)
+// judges nothing, however still the activity stood; the tick after it
+// judges its own interval again.
+func TestCalmWatch(t *testing.T) {
+	const every = 200 * time.Millisecond
+	type tick struct {
+		moved int64         // activity since the tick before
+		after time.Duration // time since the tick before
+	}
+	for _, tc := range []struct {
+		name  string
+		ticks []tick
+		want  []bool
+	}{
+		{"calm", []tick{{0, every}, {99, every}}, []bool{true, true}},
+		{"busy", []tick{{100, every}, {5000, every}}, []bool{false, false}},
+		{"a tick a little late still judges", []tick{{0, 2 * every}}, []bool{true}},
+		{"stopped, then busy", []tick{{0, 5 * time.Second}, {3000, every}}, []bool{false, false}},
+		{"stopped, then calm", []tick{{0, 5 * time.Second}, {0, every}}, []bool{false, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := calmWatch{every: every, quiet: 100}
+			at, act := time.Unix(1000, 0), int64(7)
+			w.start(act, at)
+			for i, tk := range tc.ticks {
+				at, act = at.Add(tk.after), act+tk.moved
+				if got := w.calm(act, at); got != tc.want[i] {
+					t.Fatalf("tick %d (activity +%d after %v): calm %v, want %v", i, tk.moved, tk.after, got, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestLateTrimJudgesNothing: a trim that comes late (the process was
+// stopped since the last one) neither rebuilds the maps nor hands memory
+// back, though no write came since the last trim: nothing ran to write.
+// The next trim, on time, does both.
+func TestLateTrimJudgesNothing(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.SweepInterval, opts.GCInterval = 0, 0
+	opts.TrimInterval = time.Hour // the periodic trim never runs here
+	opts.CacheSize = 256 << 10
+	opts.ApplyDelay, opts.CalmApply = time.Hour, 0
+	s := openOpts(t, opts)
+	releases := 0
+	s.release = func() { releases++ }
+	s.heapSpare = func() (int64, int64) { return 0, 0 }
+	const n = 2 * shrinkMin
+	for i := 0; i < n; i += 1000 {
+		if _, err := s.Update(func(tx store.Tx) error {
+			for j := i; j < min(i+1000, n); j++ {
+				if err := tx.Set(0, []byte("k"+strconv.Itoa(j)), str("v", 0)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	s.trim() // takes the counts after the writes
+	shrinks := func() int {
+		s.omu.RLock()
+		defer s.omu.RUnlock()
+		return s.shrinks
+	}
+	s.trimAt = time.Now().Add(-3 * time.Hour) // as if stopped since
+	s.trim()
+	if got, late := shrinks(), s.trimsLate.Load(); got != 0 || releases != 0 || late != 1 {
+		t.Fatalf("a late trim: %d rebuilds, %d releases, %d late trims; want 0, 0, 1", got, releases, late)
+	}
+	s.trim()
+	if got := shrinks(); got == 0 || releases != 1 {
+		t.Fatalf("the trim after it, on time: %d rebuilds, %d releases; want the maps rebuilt and 1 release", got, releases)
+	}
+}
