@@ -1012,17 +1012,10 @@ func TestLateTrimJudgesNothing(t *testing.T) {
 	s.release = func() { releases++ }
 	s.heapSpare = func() (int64, int64) { return 0, 0 }
 	const n = 2 * shrinkMin
+	key := func(i int) string { return "k" + strconv.Itoa(i) }
+	val := func(int) store.Value { return str("v", 0) }
 	for i := 0; i < n; i += 1000 {
-		if _, err := s.Update(func(tx store.Tx) error {
-			for j := i; j < min(i+1000, n); j++ {
-				if err := tx.Set(0, []byte("k"+strconv.Itoa(j)), str("v", 0)); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		setEach(t, s, i, min(i+1000, n), key, val)
 	}
 	if err := s.drainForTest(); err != nil {
 		t.Fatal(err)

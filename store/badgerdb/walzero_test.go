@@ -11,6 +11,17 @@ import (
 	"time"
 )
 
+// openTestWAL opens a log in dir, closed when the test ends.
+func openTestWAL(tb testing.TB, dir string) *wal {
+	tb.Helper()
+	w, err := openWAL(dir, nil, walSegmentSize)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { w.close() })
+	return w
+}
+
 // startZeroer turns the zeroer of w on and runs it until the test ends.
 func startZeroer(tb testing.TB, w *wal) {
 	tb.Helper()
@@ -65,11 +76,7 @@ func replayAll(tb testing.TB, dir string) []string {
 // zeros.
 func TestWALZerosAhead(t *testing.T) {
 	dir := t.TempDir()
-	w, err := openWAL(dir, nil, walSegmentSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.close()
+	w := openTestWAL(t, dir)
 	startZeroer(t, w)
 	var want []string
 	for i := range 100 {
@@ -110,11 +117,7 @@ func TestWALZerosAhead(t *testing.T) {
 // last, cut the log after the first record.
 func TestWALZeroerNeverOverwritesRecords(t *testing.T) {
 	dir := t.TempDir()
-	w, err := openWAL(dir, nil, walSegmentSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.close()
+	w := openTestWAL(t, dir)
 	claimed, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	w.zeroHook = func() {
@@ -219,11 +222,7 @@ func TestStoreZerosLogOnlyUnderAlways(t *testing.T) {
 // zeros again.
 func TestWALZeroerGivesUpOnASegmentItCannotWrite(t *testing.T) {
 	dir := t.TempDir()
-	w, err := openWAL(dir, nil, walSegmentSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.close()
+	w := openTestWAL(t, dir)
 	if err := os.Remove(filepath.Join(dir, segName(1))); err != nil {
 		t.Fatal(err)
 	}
