@@ -2,6 +2,7 @@ package kv
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -31,28 +32,165 @@ func handFlight(t *testing.T, s *Store, full string, n int) (*flight, []*member,
 	return f, ms, v[1].(int64)
 }
 
-// TestRunnersAreReused: flights run on the store's runners, which wait
-// for the next flight rather than exit (a new goroutine per flight grew
-// its stack through go-redis' calls on every Run), and Close ends them.
+// TestRunnersAreReused: flights that wait run on the store's runners,
+// which wait for the next flight rather than exit (a new goroutine per
+// flight grew its stack through go-redis' calls on every Run), and Close
+// ends them.
 func TestRunnersAreReused(t *testing.T) {
 	rdb := client(t, server(t))
 	s := New(rdb)
 	o := open[string](t, s, "rr")
-	fn := func(context.Context) (string, error) { return "v", nil }
-	for i := range 50 {
-		if _, err := o.Run(ctxFor(t, 10*time.Second), "k"+strconv.Itoa(i), fn); err != nil {
+	for i := range 20 {
+		// The key runs elsewhere: the Run waits, on a runner.
+		full := "rr:k" + strconv.Itoa(i)
+		v, err := rdb.Do(context.Background(), "once.claim", full, "lease", 5000).Slice()
+		if err != nil || v[0] != "claimed" {
+			t.Fatalf("ONCE.CLAIM: %v %v", v, err)
+		}
+		got := make(chan string, 1)
+		go func() {
+			v, err := o.Run(ctxFor(t, 10*time.Second), "k"+strconv.Itoa(i), nil2[string]())
+			if err != nil {
+				t.Error(err)
+			}
+			got <- v
+		}()
+		eventually(t, 5*time.Second, "the Run to wait", func() bool { return serverWaiters(t, rdb, full) == 1 })
+		if err := rdb.Do(context.Background(), "once.complete", full, v[1], `"v"`).Err(); err != nil {
 			t.Fatal(err)
+		}
+		if v := recv(t, got); v != "v" {
+			t.Fatalf("Run got %q", v)
 		}
 	}
 	// A Run may start its flight before the last flight's runner is
 	// back: a second runner is started then.
 	if n := s.runnersStarted.Load(); n < 1 || n > 3 {
-		t.Fatalf("%d runners started for 50 Runs one after another, want 1 to 3", n)
+		t.Fatalf("%d runners started for 20 waits one after another, want 1 to 3", n)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "the runners end after Close", func() bool { return s.runners.Load() == 0 })
+}
+
+// TestFirstCallerClaims: the caller that starts a flight sends its first
+// claim itself, so Runs of free keys and of kept answers, from many
+// goroutines, start no runner; each free key still runs once and every
+// caller gets its answer.
+func TestFirstCallerClaims(t *testing.T) {
+	rdb := client(t, server(t))
+	s := store(t, rdb)
+	o := open[string](t, s, "fc")
+	var calls atomic.Int32
+	fn := func(_ context.Context, key string) (string, error) {
+		calls.Add(1)
+		return "v" + key, nil
+	}
+	const keys, callers = 40, 5
+	for round := range 2 { // fresh keys, then kept answers
+		results := runAll(keys*callers, func(i int) (RunInfo[string], error) {
+			key := strconv.Itoa(i % keys)
+			return o.RunInfo(ctxFor(t, 10*time.Second), key, func(ctx context.Context) (string, error) { return fn(ctx, key) })
+		})()
+		for i, r := range results {
+			if want := "v" + strconv.Itoa(i%keys); r.err != nil || r.info.Value != want {
+				t.Fatalf("round %d, caller %d: %+v %v, want %q", round, i, r.info, r.err, want)
+			}
+			if round == 1 && !r.info.Replayed {
+				t.Fatalf("caller %d ran a kept key again", i)
+			}
+		}
+	}
+	if n := calls.Load(); n != keys {
+		t.Fatalf("%d runs for %d keys", n, keys)
+	}
+	if n := s.runnersStarted.Load(); n != 0 {
+		t.Fatalf("%d runners started for free and kept keys, want 0", n)
+	}
+}
+
+// directFlight starts a flight on full the way a first caller does, with
+// n members, and sends its first claim (claimFirst).
+func directFlight(t *testing.T, s *Store, full string, n int) (*flight, []*member) {
+	t.Helper()
+	var ms []*member
+	var f *flight
+	for i := range n {
+		g, m, first := s.join(context.Background(), flightKey{key: full}, 5*time.Second)
+		if first != (i == 0) {
+			t.Fatalf("member %d: first %v", i, first)
+		}
+		f = g
+		ms = append(ms, m)
+	}
+	f.claimFirst()
+	return f, ms
+}
+
+// TestDirectGiveBack: a first caller handed its own claim after its
+// context ended gives it back; a runner starts and hands it on.
+func TestDirectGiveBack(t *testing.T) {
+	rdb := client(t, server(t))
+	s := store(t, rdb)
+	o := open[string](t, s, "dg")
+	f, ms := directFlight(t, s, "dg:k", 2)
+	msg := recv(t, ms[0].ch)
+	if !msg.claimed {
+		t.Fatalf("first member got %+v", msg)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	fn := func(context.Context) (string, error) { return "ran", nil }
+	if _, err := o.runClaimed(cancelled, f, "k", "dg:k", msg.token, fn); err != context.Canceled {
+		t.Fatalf("cancelled member: %v", err)
+	}
+	next := recv(t, ms[1].ch)
+	if !next.claimed || next.token != msg.token {
+		t.Fatalf("second member got %+v, want the claim %d", next, msg.token)
+	}
+	info, err := o.runClaimed(ctxFor(t, time.Second), f, "k", "dg:k", next.token, fn)
+	if err != nil || info.Value != "ran" || info.Replayed {
+		t.Fatalf("second member: %+v %v", info, err)
+	}
+	if n := s.runnersStarted.Load(); n != 1 {
+		t.Fatalf("%d runners started, want 1 (for the give-back)", n)
+	}
+	eventually(t, time.Second, "the flight to end", func() bool { return flights(s) == 0 })
+}
+
+// TestDirectRetry: when the first caller's run loses its claim, a runner
+// starts and claims again for the callers still there.
+func TestDirectRetry(t *testing.T) {
+	rdb := client(t, server(t))
+	s := store(t, rdb)
+	o := open[string](t, s, "dr")
+	f, ms := directFlight(t, s, "dr:k", 2)
+	msg := recv(t, ms[0].ch)
+	if !msg.claimed {
+		t.Fatalf("first member got %+v", msg)
+	}
+	lose := func(context.Context) (string, error) {
+		// DEL of a running record acts as a lapse: the claim is lost.
+		if err := rdb.Del(context.Background(), "dr:k").Err(); err != nil {
+			t.Error(err)
+		}
+		return "lost", nil
+	}
+	if _, err := o.runClaimed(ctxFor(t, time.Second), f, "k", "dr:k", msg.token, lose); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("first member: %v, want ErrLeaseLost", err)
+	}
+	next := recv(t, ms[1].ch)
+	if !next.claimed || next.token <= msg.token {
+		t.Fatalf("second member got %+v, want a new claim after %d", next, msg.token)
+	}
+	info, err := o.runClaimed(ctxFor(t, time.Second), f, "k", "dr:k", next.token, func(context.Context) (string, error) { return "again", nil })
+	if err != nil || info.Value != "again" {
+		t.Fatalf("second member: %+v %v", info, err)
+	}
+	if got, err := rdb.Do(context.Background(), "once.claim", "dr:k").Slice(); err != nil || got[0] != "done" || got[1] != `"again"` {
+		t.Fatalf("ONCE.CLAIM after: %v %v", got, err)
+	}
 }
 
 // TestGiveBack: a caller handed the claim after its context ended gives

@@ -198,7 +198,10 @@ func (o *Once[T]) RunInfo(ctx context.Context, key string, fn func(ctx context.C
 		return zero, err
 	}
 	fp, hasFP := o.fingerprint(key)
-	f, m := o.s.join(ctx, flightKey{key: full, fp: fp, hasFP: hasFP}, o.lease)
+	f, m, first := o.s.join(ctx, flightKey{key: full, fp: fp, hasFP: hasFP}, o.lease)
+	if first {
+		f.claimFirst()
+	}
 	var msg flightMsg
 	select {
 	case msg = <-m.ch:

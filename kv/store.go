@@ -249,6 +249,22 @@ func (s *Store) claim(key string, lease, wait time.Duration, fp *string) (claimR
 	return parseReply(v)
 }
 
+// claimNow sends ONCE.CLAIM key LEASE ms [FINGERPRINT fp] without WAIT on
+// rdb: the server answers at once, "running" if someone else runs it.
+func (s *Store) claimNow(key string, lease time.Duration, fp *string) (claimReply, error) {
+	args := []any{"once.claim", key, "lease", ms(lease)}
+	if fp != nil {
+		args = append(args, "fingerprint", *fp)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	v, err := s.rdb.Do(ctx, args...).Slice()
+	if err != nil {
+		return claimReply{}, serverError(err)
+	}
+	return parseReply(v)
+}
+
 func parseReply(v []any) (claimReply, error) {
 	if len(v) != 2 {
 		return claimReply{}, errors.New("kv: unexpected ONCE.CLAIM reply: " + strconv.Itoa(len(v)) + " elements")
