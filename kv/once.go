@@ -164,8 +164,10 @@ func (o *Once[T]) Run(ctx context.Context, key string, fn func(ctx context.Conte
 // RunInfo is Run that also tells whether this call ran fn, and the run's
 // token.
 //
-// It sends ONCE.CLAIM "name:key" … WAIT, shared with every other caller of
-// the key on the same Store (see Store), for as long as ctx allows:
+// The first caller of the key on the Store sends ONCE.CLAIM "name:key"
+// without WAIT; if the key runs elsewhere, ONCE.CLAIM … WAIT follows,
+// shared with every other caller of the key on the same Store (see
+// Store), for as long as ctx allows:
 //
 //   - a kept answer, or the answer of a run it waited for, is decoded and
 //     returned with Replayed true;
@@ -183,8 +185,9 @@ func (o *Once[T]) Run(ctx context.Context, key string, fn func(ctx context.Conte
 //   - a Run of key inside fn (through fn's context) fails at once with
 //     ErrReentrant; a fingerprint that differs from the key's fails with
 //     ErrMismatch;
-//   - when ctx ends first, ctx.Err() is returned at once; a run under way
-//     is not affected, and a claim handed to this call is passed on.
+//   - when ctx ends first, ctx.Err() is returned at once (after the
+//     first claim's round trip, for the caller that sent it); a run under
+//     way is not affected, and a claim handed to this call is passed on.
 func (o *Once[T]) RunInfo(ctx context.Context, key string, fn func(ctx context.Context) (T, error)) (RunInfo[T], error) {
 	var zero RunInfo[T]
 	if fn == nil {
