@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // handFlight makes a flight on key, without its claiming loop, with n
@@ -110,85 +112,87 @@ func TestFirstCallerClaims(t *testing.T) {
 	}
 }
 
-// directFlight starts a flight on full the way a first caller does, with
-// n members, and sends its first claim (claimFirst).
-func directFlight(t *testing.T, s *Store, full string, n int) (*flight, []*member) {
+// directCase is a flight started the way a first caller starts one, with
+// two members, whose first claim went to its first member (token).
+type directCase struct {
+	rdb   *redis.Client
+	s     *Store
+	o     *Once[string]
+	f     *flight
+	ms    []*member
+	token int64
+}
+
+// newDirect makes a directCase on name+":k".
+func newDirect(t *testing.T, name string) directCase {
 	t.Helper()
-	var ms []*member
-	var f *flight
-	for i := range n {
-		g, m, first := s.join(context.Background(), flightKey{key: full}, 5*time.Second)
+	c := directCase{rdb: client(t, server(t))}
+	c.s = store(t, c.rdb)
+	c.o = open[string](t, c.s, name)
+	for i := range 2 {
+		f, m, first := c.s.join(context.Background(), flightKey{key: name + ":k"}, 5*time.Second)
 		if first != (i == 0) {
 			t.Fatalf("member %d: first %v", i, first)
 		}
-		f = g
-		ms = append(ms, m)
+		c.f = f
+		c.ms = append(c.ms, m)
 	}
-	f.claimFirst()
-	return f, ms
+	c.f.claimFirst()
+	msg := recv(t, c.ms[0].ch)
+	if !msg.claimed {
+		t.Fatalf("first member got %+v", msg)
+	}
+	c.token = msg.token
+	return c
 }
 
 // TestDirectGiveBack: a first caller handed its own claim after its
 // context ended gives it back; a runner starts and hands it on.
 func TestDirectGiveBack(t *testing.T) {
-	rdb := client(t, server(t))
-	s := store(t, rdb)
-	o := open[string](t, s, "dg")
-	f, ms := directFlight(t, s, "dg:k", 2)
-	msg := recv(t, ms[0].ch)
-	if !msg.claimed {
-		t.Fatalf("first member got %+v", msg)
-	}
+	c := newDirect(t, "dg")
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	fn := func(context.Context) (string, error) { return "ran", nil }
-	if _, err := o.runClaimed(cancelled, f, "k", "dg:k", msg.token, fn); err != context.Canceled {
+	if _, err := c.o.runClaimed(cancelled, c.f, "k", "dg:k", c.token, fn); err != context.Canceled {
 		t.Fatalf("cancelled member: %v", err)
 	}
-	next := recv(t, ms[1].ch)
-	if !next.claimed || next.token != msg.token {
-		t.Fatalf("second member got %+v, want the claim %d", next, msg.token)
+	next := recv(t, c.ms[1].ch)
+	if !next.claimed || next.token != c.token {
+		t.Fatalf("second member got %+v, want the claim %d", next, c.token)
 	}
-	info, err := o.runClaimed(ctxFor(t, time.Second), f, "k", "dg:k", next.token, fn)
+	info, err := c.o.runClaimed(ctxFor(t, time.Second), c.f, "k", "dg:k", next.token, fn)
 	if err != nil || info.Value != "ran" || info.Replayed {
 		t.Fatalf("second member: %+v %v", info, err)
 	}
-	if n := s.runnersStarted.Load(); n != 1 {
+	if n := c.s.runnersStarted.Load(); n != 1 {
 		t.Fatalf("%d runners started, want 1 (for the give-back)", n)
 	}
-	eventually(t, time.Second, "the flight to end", func() bool { return flights(s) == 0 })
+	eventually(t, time.Second, "the flight to end", func() bool { return flights(c.s) == 0 })
 }
 
 // TestDirectRetry: when the first caller's run loses its claim, a runner
 // starts and claims again for the callers still there.
 func TestDirectRetry(t *testing.T) {
-	rdb := client(t, server(t))
-	s := store(t, rdb)
-	o := open[string](t, s, "dr")
-	f, ms := directFlight(t, s, "dr:k", 2)
-	msg := recv(t, ms[0].ch)
-	if !msg.claimed {
-		t.Fatalf("first member got %+v", msg)
-	}
+	c := newDirect(t, "dr")
 	lose := func(context.Context) (string, error) {
 		// DEL of a running record acts as a lapse: the claim is lost.
-		if err := rdb.Del(context.Background(), "dr:k").Err(); err != nil {
+		if err := c.rdb.Del(context.Background(), "dr:k").Err(); err != nil {
 			t.Error(err)
 		}
 		return "lost", nil
 	}
-	if _, err := o.runClaimed(ctxFor(t, time.Second), f, "k", "dr:k", msg.token, lose); !errors.Is(err, ErrLeaseLost) {
+	if _, err := c.o.runClaimed(ctxFor(t, time.Second), c.f, "k", "dr:k", c.token, lose); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("first member: %v, want ErrLeaseLost", err)
 	}
-	next := recv(t, ms[1].ch)
-	if !next.claimed || next.token <= msg.token {
-		t.Fatalf("second member got %+v, want a new claim after %d", next, msg.token)
+	next := recv(t, c.ms[1].ch)
+	if !next.claimed || next.token <= c.token {
+		t.Fatalf("second member got %+v, want a new claim after %d", next, c.token)
 	}
-	info, err := o.runClaimed(ctxFor(t, time.Second), f, "k", "dr:k", next.token, func(context.Context) (string, error) { return "again", nil })
+	info, err := c.o.runClaimed(ctxFor(t, time.Second), c.f, "k", "dr:k", next.token, func(context.Context) (string, error) { return "again", nil })
 	if err != nil || info.Value != "again" {
 		t.Fatalf("second member: %+v %v", info, err)
 	}
-	if got, err := rdb.Do(context.Background(), "once.claim", "dr:k").Slice(); err != nil || got[0] != "done" || got[1] != `"again"` {
+	if got, err := c.rdb.Do(context.Background(), "once.claim", "dr:k").Slice(); err != nil || got[0] != "done" || got[1] != `"again"` {
 		t.Fatalf("ONCE.CLAIM after: %v %v", got, err)
 	}
 }
