@@ -9,6 +9,11 @@
 // the store (a new caller starts a new flight) and it stops after the slice
 // under way.
 //
+// The flight's first claim has no WAIT and goes through the client given,
+// not the wait pool: a free key's claim, or a kept answer, comes back at
+// once, and the pool's few connections are left to the keys that run
+// elsewhere, which the flight then waits for there.
+//
 // When the server answers "claimed", the flight hands the claim to its
 // oldest caller, which runs its function (in its own async context, so the
 // re-entrance mark stays with it) and reports back; the others get that
@@ -28,6 +33,7 @@ export interface FlightHost {
   readonly _pool: WaitPool
   _unavailable(): Error | undefined
   _claim(conn: Redis, key: string, leaseMs: number, waitMs: number, fp: string | undefined): Promise<ClaimReply>
+  _claimNow(key: string, leaseMs: number, fp: string | undefined): Promise<ClaimReply>
   _release(key: string, token: number): Promise<void>
 }
 
@@ -182,6 +188,7 @@ export class Flight {
 
   async #loop(): Promise<void> {
     const h = this.#host
+    let first = true
     try {
       for (;;) {
         if (!this.#ready()) return
@@ -190,13 +197,18 @@ export class Flight {
           this.#finish({ kind: 'error', error: why })
           return
         }
-        const conn = await h._pool.acquire(this.#abandon.signal)
-        if (conn === undefined) return // abandoned while queued
         let r: ClaimReply
-        try {
-          r = await h._claim(conn, this.key, this.#leaseMs, h._slice, this.#fp)
-        } finally {
-          h._pool.release(conn)
+        if (first) {
+          first = false
+          r = await h._claimNow(this.key, this.#leaseMs, this.#fp)
+        } else {
+          const conn = await h._pool.acquire(this.#abandon.signal)
+          if (conn === undefined) return // abandoned while queued
+          try {
+            r = await h._claim(conn, this.key, this.#leaseMs, h._slice, this.#fp)
+          } finally {
+            h._pool.release(conn)
+          }
         }
         switch (r.state) {
           case 'running':

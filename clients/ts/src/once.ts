@@ -174,7 +174,8 @@ export class Once<T> {
 
   /**
    * runInfo is run that also tells whether this call ran fn, and the run's
-   * token. It sends ONCE.CLAIM "name:key" LEASE … WAIT …, shared with every
+   * token. It sends ONCE.CLAIM "name:key" LEASE … (then, if the key runs
+   * elsewhere, ONCE.CLAIM … WAIT … on a wait connection), shared with every
    * other caller of the key on the same Store:
    *
    *  - a kept answer, or the answer of a run it waited for, is decoded and

@@ -155,6 +155,22 @@ export class Store {
     return parseClaimReply(v)
   }
 
+  /**
+   * @internal claimNow sends ONCE.CLAIM key LEASE ms [FINGERPRINT fp],
+   * without WAIT, on the client given: the server answers at once.
+   */
+  async _claimNow(key: string, leaseMs: number, fp: string | undefined): Promise<ClaimReply> {
+    const args: (string | number)[] = [key, 'lease', leaseMs]
+    if (fp !== undefined) args.push('fingerprint', fp)
+    let v: unknown
+    try {
+      v = await withTimeout(this.redis.callBuffer('once.claim', ...args), OP_TIMEOUT)
+    } catch (e) {
+      throw serverError(e)
+    }
+    return parseClaimReply(v)
+  }
+
   /** @internal do runs a short ONCE command on the client given. */
   async _do(command: string, ...args: (string | number | Buffer)[]): Promise<void> {
     try {

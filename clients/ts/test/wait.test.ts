@@ -154,6 +154,26 @@ test('waits on distinct keys use at most maxBlockingConns connections', async ()
   assert.deepEqual(await Promise.all(waiting), Array.from({ length: 12 }, (_, i) => i % 4))
 })
 
+test('free and kept keys are claimed on the client given, with no wait connection', async () => {
+  const name = uniq('first')
+  const s = store({ maxBlockingConns: 1 })
+  const o = s.once<string>(name)
+  let calls = 0
+  const keys = 40
+  for (const round of ['fresh', 'kept']) {
+    const runs = Array.from({ length: keys * 3 }, (_, i) =>
+      o.runInfo(String(i % keys), async () => (calls++, `v${i % keys}`)),
+    )
+    const got = await Promise.all(runs)
+    got.forEach((r, i) => {
+      assert.equal(r.value, `v${i % keys}`, `${round} caller ${i}`)
+      if (round === 'kept') assert.equal(r.replayed, true, `kept caller ${i} ran again`)
+    })
+  }
+  assert.equal(calls, keys)
+  assert.equal(s._pool.size, 0, 'no wait connection opened')
+})
+
 test('close() ends the store\'s wait connections; the client given stays open', async () => {
   const admin = redis()
   const name = uniq('close')
