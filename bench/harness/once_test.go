@@ -28,6 +28,11 @@ func TestOnceMarkdownWakeupReference(t *testing.T) {
 				"floor with no server, one write to each of 1000 loopback connections: p99 7.00 ms, p50 3.00 ms | no |"},
 		},
 		{
+			name: "keys expiring meanwhile",
+			json: `{"clients":50,"wakeups":[{"waiters":1000,"samples":10,"oncekv_p50_us":8000,"oncekv_p99_us":52000,"poll_period":"10ms","oncekv_expired_keys":123456}]}`,
+			want: []string{"| ONCE waiter wake-up p99 < 1 ms with 1000 waiters | p99 52.00 ms, p50 8.00 ms over 10 wake-ups; oncekv expired 123456 keys meanwhile (the cycle part's answers) | no |"},
+		},
+		{
 			name: "oncekv only, met",
 			json: `{"clients":50,"wakeups":[{"waiters":1000,"samples":10,"oncekv_p50_us":300,"oncekv_p99_us":900,"poll_period":"10ms"}]}`,
 			want: []string{"| ONCE waiter wake-up p99 < 1 ms with 1000 waiters | p99 900 µs, p50 300 µs over 10 wake-ups | **yes** |"},

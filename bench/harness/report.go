@@ -255,6 +255,9 @@ func onceMarkdown(head sectionHead, report string, sum onceSummary) string {
 			if w.LoopbackP99us > 0 {
 				measured += fmt.Sprintf("; floor with no server, one write to each of %d loopback connections: p99 %s, p50 %s", w.Waiters, usStr(w.LoopbackP99us), usStr(w.LoopbackP50us))
 			}
+			if w.OnceExpiredKeys > 0 {
+				measured += fmt.Sprintf("; oncekv expired %d keys meanwhile (the cycle part's answers)", w.OnceExpiredKeys)
+			}
 			targets = append(targets, target{
 				Section:  "once",
 				Name:     "ONCE waiter wake-up p99 < 1 ms with 1000 waiters",

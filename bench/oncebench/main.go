@@ -368,6 +368,11 @@ type wakeResult struct {
 	once, redis    []time.Duration
 	publish, blpop []time.Duration
 	loopback       []time.Duration // the floor: no server
+	// onceExpired is how many keys oncekv expired while these rounds
+	// ran (INFO stats expired_keys); -1 when unknown. The cycle part's
+	// answers, kept 60 s, expire during the wake-ups that follow it, and
+	// the sweeper's and the deletions' work then shares the CPU.
+	onceExpired int64
 }
 
 func measureWakeups(o options, onceAddr, redisAddr string, sc scripts, prefix, answer string) ([]wakeResult, error) {
@@ -404,6 +409,7 @@ func measureWakeups(o options, onceAddr, redisAddr string, sc scripts, prefix, a
 	for _, n := range o.waiters {
 		rounds := max(o.wakeMinRounds, (o.wakeSamples+n-1)/n)
 		w := wakeResult{waiters: n, rounds: rounds}
+		expired0 := expiredKeys(onceAddr)
 		for r := range rounds {
 			key := prefix + "wake:" + strconv.Itoa(n) + ":" + strconv.Itoa(r)
 			lat, err := onceWakeRound(onceRun, onceWs[:n], key, answer, o.timeout, o.wakeReader)
@@ -431,6 +437,12 @@ func measureWakeups(o options, onceAddr, redisAddr string, sc scripts, prefix, a
 				}
 			}
 		}
+		w.onceExpired = -1
+		if expired0 >= 0 {
+			if e := expiredKeys(onceAddr); e >= expired0 {
+				w.onceExpired = e - expired0
+			}
+		}
 		line := fmt.Sprintf("oncebench: wake-up %4d waiters: oncekv p50 %s p99 %s", n, fmtDur(percentile(w.once, 0.5)), fmtDur(percentile(w.once, 0.99)))
 		for _, r := range []struct {
 			name string
@@ -440,10 +452,23 @@ func measureWakeups(o options, onceAddr, redisAddr string, sc scripts, prefix, a
 				line += fmt.Sprintf(", %s p50 %s p99 %s", r.name, fmtDur(percentile(r.lat, 0.5)), fmtDur(percentile(r.lat, 0.99)))
 			}
 		}
+		if w.onceExpired > 0 {
+			line += fmt.Sprintf(" (oncekv expired %d keys meanwhile)", w.onceExpired)
+		}
 		fmt.Fprintln(os.Stderr, line)
 		out = append(out, w)
 	}
 	return out, nil
+}
+
+// expiredKeys reads the keys a server has expired so far (INFO stats
+// expired_keys); -1 when it cannot.
+func expiredKeys(addr string) int64 {
+	n, err := strconv.ParseInt(benchkit.InfoField(addr, "stats", "expired_keys"), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // summary holds the headline figures, written with -json for the
@@ -492,6 +517,8 @@ type wakeRowSum struct {
 	BlpopP99us   float64 `json:"blpop_p99_us,omitempty"`
 	PollP50us    float64 `json:"poll_p50_us,omitempty"`
 	PollP99us    float64 `json:"poll_p99_us,omitempty"`
+	// keys oncekv expired while these rounds ran (0: none, or unknown)
+	OnceExpiredKeys int64 `json:"oncekv_expired_keys,omitempty"`
 	// the floor, no server (0: not measured)
 	LoopbackP50us float64 `json:"loopback_p50_us,omitempty"`
 	LoopbackP99us float64 `json:"loopback_p99_us,omitempty"`
@@ -544,6 +571,7 @@ func summarize(o options, systems []system, results [][]cycleResult, wakes []wak
 			PollP50us: us(percentile(w.redis, 0.5)), PollP99us: us(percentile(w.redis, 0.99)),
 			LoopbackP50us: us(percentile(w.loopback, 0.5)), LoopbackP99us: us(percentile(w.loopback, 0.99)),
 			PollPeriod: o.poll.String(), Reader: o.wakeReader,
+			OnceExpiredKeys: max(w.onceExpired, 0),
 		})
 	}
 	return sum
@@ -695,6 +723,11 @@ func wakeReport(p func(string, ...any), o options, wakes []wakeResult, sum summa
 		}
 	}
 	p("**\n\n")
+	if last.OnceExpiredKeys > 0 {
+		p("- While the %d-waiter rounds ran, oncekv expired %d keys (the cycle part's answers, kept 60 s, expire during the wake-ups that follow it): "+
+			"its sweeper and the deletions' work shared the CPU with the wake-ups. `-parts wakeup` on a fresh server measures them with nothing expiring.\n\n",
+			last.Waiters, last.OnceExpiredKeys)
+	}
 }
 
 func wakeReaderText(r string) string {
