@@ -230,35 +230,24 @@ type claimReply struct {
 	token  int64  // claimed
 }
 
-// claim sends ONCE.CLAIM key LEASE ms WAIT ms [FINGERPRINT fp] on the
-// blocking client.
-func (s *Store) claim(key string, lease, wait time.Duration, fp *string) (claimReply, error) {
-	args := []any{"once.claim", key, "lease", ms(lease), "wait", ms(wait)}
-	if fp != nil {
-		args = append(args, "fingerprint", *fp)
-	}
-	// The wait is bounded by the server (WAIT); the context only bounds
-	// getting a connection, and the reply when the client enforces
-	// context deadlines.
-	ctx, cancel := context.WithTimeout(context.Background(), wait+10*time.Second)
-	defer cancel()
-	v, err := s.wait.Do(ctx, args...).Slice()
-	if err != nil {
-		return claimReply{}, serverError(err)
-	}
-	return parseReply(v)
-}
-
-// claimNow sends ONCE.CLAIM key LEASE ms [FINGERPRINT fp] without WAIT on
-// rdb: the server answers at once, "running" if someone else runs it.
-func (s *Store) claimNow(key string, lease time.Duration, fp *string) (claimReply, error) {
+// claim sends ONCE.CLAIM key LEASE ms [WAIT ms] [FINGERPRINT fp] on c:
+// with wait 0, no WAIT (on rdb: the server answers at once, "running" if
+// someone else runs the key), else a wait bounded by the server (on the
+// store's wait client). The context only bounds getting a connection,
+// and the reply when the client enforces context deadlines.
+func (s *Store) claim(c redis.UniversalClient, key string, lease, wait time.Duration, fp *string) (claimReply, error) {
 	args := []any{"once.claim", key, "lease", ms(lease)}
+	timeout := opTimeout
+	if wait > 0 {
+		args = append(args, "wait", ms(wait))
+		timeout = wait + 10*time.Second
+	}
 	if fp != nil {
 		args = append(args, "fingerprint", *fp)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	v, err := s.rdb.Do(ctx, args...).Slice()
+	v, err := c.Do(ctx, args...).Slice()
 	if err != nil {
 		return claimReply{}, serverError(err)
 	}

@@ -142,33 +142,17 @@ export class Store {
     return undefined
   }
 
-  /** @internal claim sends ONCE.CLAIM key LEASE ms WAIT ms [FINGERPRINT fp] on conn. */
-  async _claim(conn: Redis, key: string, leaseMs: number, waitMs: number, fp: string | undefined): Promise<ClaimReply> {
-    const args: (string | number)[] = [key, 'lease', leaseMs, 'wait', waitMs]
-    if (fp !== undefined) args.push('fingerprint', fp)
-    let v: unknown
-    try {
-      v = await conn.callBuffer('once.claim', ...args)
-    } catch (e) {
-      throw serverError(e)
-    }
-    return parseClaimReply(v)
+  /** @internal claim sends ONCE.CLAIM key LEASE ms WAIT ms [FINGERPRINT fp] on conn, a wait connection. */
+  _claim(conn: Redis, key: string, leaseMs: number, waitMs: number, fp: string | undefined): Promise<ClaimReply> {
+    return sendClaim(conn.callBuffer('once.claim', ...claimArgs(key, leaseMs, waitMs, fp)))
   }
 
   /**
    * @internal claimNow sends ONCE.CLAIM key LEASE ms [FINGERPRINT fp],
    * without WAIT, on the client given: the server answers at once.
    */
-  async _claimNow(key: string, leaseMs: number, fp: string | undefined): Promise<ClaimReply> {
-    const args: (string | number)[] = [key, 'lease', leaseMs]
-    if (fp !== undefined) args.push('fingerprint', fp)
-    let v: unknown
-    try {
-      v = await withTimeout(this.redis.callBuffer('once.claim', ...args), OP_TIMEOUT)
-    } catch (e) {
-      throw serverError(e)
-    }
-    return parseClaimReply(v)
+  _claimNow(key: string, leaseMs: number, fp: string | undefined): Promise<ClaimReply> {
+    return sendClaim(withTimeout(this.redis.callBuffer('once.claim', ...claimArgs(key, leaseMs, undefined, fp)), OP_TIMEOUT))
   }
 
   /** @internal do runs a short ONCE command on the client given. */
@@ -204,6 +188,25 @@ export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
     timer = setTimeout(() => reject(new OnceError(`oncekv: no reply within ${ms} ms`)), ms)
   })
   return Promise.race([p, t]).finally(() => clearTimeout(timer))
+}
+
+/** claimArgs are ONCE.CLAIM's arguments after the command; waitMs undefined: no WAIT. */
+function claimArgs(key: string, leaseMs: number, waitMs: number | undefined, fp: string | undefined): (string | number)[] {
+  const args: (string | number)[] = [key, 'lease', leaseMs]
+  if (waitMs !== undefined) args.push('wait', waitMs)
+  if (fp !== undefined) args.push('fingerprint', fp)
+  return args
+}
+
+/** sendClaim parses the reply of a ONCE.CLAIM sent, mapping its error replies. */
+async function sendClaim(reply: Promise<unknown>): Promise<ClaimReply> {
+  let v: unknown
+  try {
+    v = await reply
+  } catch (e) {
+    throw serverError(e)
+  }
+  return parseClaimReply(v)
 }
 
 function parseClaimReply(v: unknown): ClaimReply {
