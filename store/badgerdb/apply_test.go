@@ -965,7 +965,8 @@ var spareSink [][]byte
 // TestCalmWatch: an interval is calm when the activity moved by less than
 // quiet, and a tick that comes late (the process stopped or starved)
 // judges nothing, however still the activity stood; the tick after it
-// judges its own interval again.
+// judges its own interval again, unless it comes under three quarters of
+// an interval after the late one: then the next judges both (issue 6).
 func TestCalmWatch(t *testing.T) {
 	const every = 200 * time.Millisecond
 	type tick struct {
@@ -982,9 +983,16 @@ func TestCalmWatch(t *testing.T) {
 		{"a tick a little late still judges", []tick{{0, 2 * every}}, []bool{true}},
 		{"stopped, then busy", []tick{{0, 5 * time.Second}, {3000, every}}, []bool{false, false}},
 		{"stopped, then calm", []tick{{0, 5 * time.Second}, {0, every}}, []bool{false, true}},
+		// A ticker keeps its phase: the tick after a late one may come
+		// at once, before the load that was stopped sends again.
+		{"stopped, an early tick, then busy", []tick{{0, 5 * time.Second}, {0, 64 * time.Millisecond}, {3000, every}}, []bool{false, false, false}},
+		{"stopped, an early tick, then calm", []tick{{0, 5 * time.Second}, {0, 64 * time.Millisecond}, {0, every}}, []bool{false, false, true}},
+		{"the early tick's activity counts in the next", []tick{{0, 5 * time.Second}, {60, 97 * time.Millisecond}, {60, every}}, []bool{false, false, false}},
+		{"a tick after three quarters judges", []tick{{0, 5 * time.Second}, {0, 150 * time.Millisecond}}, []bool{false, true}},
+		{"an early tick not after a late one judges", []tick{{0, 100 * time.Millisecond}}, []bool{true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := calmWatch{every: every, quiet: 100}
+			w := newCalmWatch(every, 100)
 			at, act := time.Unix(1000, 0), int64(7)
 			w.start(act, at)
 			for i, tk := range tc.ticks {
@@ -1000,6 +1008,7 @@ func TestCalmWatch(t *testing.T) {
 // TestLateTrimJudgesNothing: a trim that comes late (the process was
 // stopped since the last one) neither rebuilds the maps nor hands memory
 // back, though no write came since the last trim: nothing ran to write.
+// Nor does a trim right after it (a ticker's next tick may come at once).
 // The next trim, on time, does both.
 func TestLateTrimJudgesNothing(t *testing.T) {
 	opts := DefaultOptions(t.TempDir())
@@ -1026,11 +1035,16 @@ func TestLateTrimJudgesNothing(t *testing.T) {
 		defer s.omu.RUnlock()
 		return s.shrinks
 	}
-	s.trimAt = time.Now().Add(-3 * time.Hour) // as if stopped since
+	s.trimTicks.at = time.Now().Add(-3 * time.Hour) // as if stopped since
 	s.trim()
 	if got, late := shrinks(), s.trimsLate.Load(); got != 0 || releases != 0 || late != 1 {
 		t.Fatalf("a late trim: %d rebuilds, %d releases, %d late trims; want 0, 0, 1", got, releases, late)
 	}
+	s.trim() // at once after the late one, as a ticker's next tick may come
+	if got, early := shrinks(), s.trimsEarly.Load(); got != 0 || releases != 0 || early != 1 {
+		t.Fatalf("a trim right after the late one: %d rebuilds, %d releases, %d early trims; want 0, 0, 1", got, releases, early)
+	}
+	s.trimTicks.at = time.Now().Add(-opts.TrimInterval) // the interval is whole now
 	s.trim()
 	if got := shrinks(); got == 0 || releases != 1 {
 		t.Fatalf("the trim after it, on time: %d rebuilds, %d releases; want the maps rebuilt and 1 release", got, releases)

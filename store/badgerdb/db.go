@@ -446,10 +446,12 @@ type DB struct {
 	trims       atomic.Int64
 	trimsWaited atomic.Int64
 	trimReads   int64
-	// trimAt is when the last trim ran, and trimsLate counts the trims
-	// skipped because they came late (calmWatch).
-	trimAt    time.Time
-	trimsLate atomic.Int64
+	// trimTicks tells which trims may judge their interval; trimsLate
+	// and trimsEarly count the trims skipped because they came late, or
+	// too soon after a late one (calmWatch).
+	trimTicks  tickJudge
+	trimsLate  atomic.Int64
+	trimsEarly atomic.Int64
 	// tableReads counts the Badger iterators the store opened and its
 	// value-log collections: reads of the tables that lookups does not
 	// count. trimmedMaps, trimmedReads and trimmedFile are the tables'
@@ -723,7 +725,8 @@ func (s *DB) Start() {
 		s.trimQuiet = int64(trimQuietReads * s.opts.TrimInterval.Seconds())
 		s.trimReads = s.lookups.Load()
 		s.trimActivity = s.Activity()
-		s.trimAt = time.Now()
+		s.trimTicks = tickJudge{every: s.opts.TrimInterval}
+		s.trimTicks.start(time.Now())
 		s.every(s.opts.TrimInterval, s.trim)
 	}
 }
@@ -1619,7 +1622,7 @@ func (s *DB) gather() bool {
 		defer tick.Stop()
 		calm = tick.C
 	}
-	w := calmWatch{every: s.opts.CalmApply, quiet: max(s.opts.CalmActivity, 1)}
+	w := newCalmWatch(s.opts.CalmApply, max(s.opts.CalmActivity, 1))
 	w.start(s.Activity(), time.Now())
 	for {
 		select {
@@ -1652,24 +1655,82 @@ func (s *DB) gather() bool {
 // other, and GET -P 16 right after such a pause ran at 280-330k
 // requests/s with 85-106 ticks of server CPU, against 570k and 35 with
 // no apply under it.
+//
+// Nor does the tick after a late one judge anything when it comes early
+// (under three quarters of every after the late one): a ticker keeps its
+// phase, so that tick comes anywhere from at once to every later (64 and
+// 97 ms after a pause, with every 200 ms), often before the paused load's
+// clients have sent anything again. Taken for calm, that short interval
+// started an apply of up to 200k keys just as the next redis-benchmark
+// cell began (bench/cells.sh with pauses, issue 6). The interval stays
+// open: the next tick judges it whole.
 type calmWatch struct {
-	every time.Duration
+	ticks tickJudge
 	quiet int64 // activity an interval must stay under to be calm
 	last  int64
-	at    time.Time
+}
+
+func newCalmWatch(every time.Duration, quiet int64) calmWatch {
+	return calmWatch{ticks: tickJudge{every: every}, quiet: quiet}
 }
 
 func (w *calmWatch) start(activity int64, now time.Time) {
-	w.last, w.at = activity, now
+	w.last = activity
+	w.ticks.start(now)
 }
 
 // calm takes the activity at a tick, at now, and reports whether the
-// interval since the last tick was calm.
+// interval since the last tick judged was calm.
 func (w *calmWatch) calm(activity int64, now time.Time) bool {
-	late := now.Sub(w.at) > 2*w.every
-	calm := !late && activity-w.last < w.quiet
-	w.last, w.at = activity, now
+	switch w.ticks.judge(now) {
+	case tickEarly:
+		return false
+	case tickLate:
+		w.last = activity
+		return false
+	}
+	calm := activity-w.last < w.quiet
+	w.last = activity
 	return calm
+}
+
+// tickJudge tells, for a periodic judge of what happened between its
+// ticks (calmWatch, trim), which ticks may judge their interval.
+type tickJudge struct {
+	every   time.Duration
+	at      time.Time // the last tick that judged, or came late
+	resumed bool      // the last tick came late
+}
+
+// A tick is on time, late or early (tickJudge.judge).
+type tick int
+
+const (
+	// tickOnTime: judge the interval since the last tick that judged.
+	tickOnTime tick = iota
+	// tickLate: over twice every since the last tick. The process was
+	// stopped or starved: what was counted meanwhile tells nothing.
+	// Count anew from here.
+	tickLate
+	// tickEarly: the first tick after a late one, under three quarters of
+	// every after it. Too short to judge: leave the interval open.
+	tickEarly
+)
+
+func (j *tickJudge) start(now time.Time) { j.at, j.resumed = now, false }
+
+// judge classifies a tick at now, and moves the interval's start.
+func (j *tickJudge) judge(now time.Time) tick {
+	since := now.Sub(j.at)
+	switch {
+	case since > 2*j.every:
+		j.at, j.resumed = now, true
+		return tickLate
+	case j.resumed && since < j.every*3/4:
+		return tickEarly
+	}
+	j.at, j.resumed = now, false
+	return tickOnTime
 }
 
 // Activity is the count that CalmApply watches, which moves whenever the
@@ -2154,10 +2215,17 @@ const trimQuietReads = 1000
 func (s *DB) trim() bool {
 	s.trims.Add(1)
 	s.drainBuilders()
-	now := time.Now()
-	late := s.opts.TrimInterval > 0 && !s.trimAt.IsZero() && now.Sub(s.trimAt) > 2*s.opts.TrimInterval
-	s.trimAt = now
-	if late {
+	when := tickOnTime
+	if s.opts.TrimInterval > 0 && !s.trimTicks.at.IsZero() {
+		when = s.trimTicks.judge(time.Now())
+	}
+	if when == tickEarly {
+		// Too soon after a late trim (calmWatch): let the next trim judge
+		// the interval whole.
+		s.trimsEarly.Add(1)
+		return true
+	}
+	if when == tickLate {
 		// The process did not run since the last trim (calmWatch): the
 		// counts below tell nothing of the interval. Take them anew.
 		s.omu.Lock()
