@@ -1005,6 +1005,52 @@ func TestCalmWatch(t *testing.T) {
 	}
 }
 
+// TestCalmWatchRan: the time the process ran, as gather counts ApplyDelay
+// in it, adds up the intervals judged and one period for a late tick, so
+// that the time a process spent stopped does not run its delay out.
+func TestCalmWatchRan(t *testing.T) {
+	const every = 200 * time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		ticks []time.Duration // time since the tick before
+		want  time.Duration
+	}{
+		{"on time", []time.Duration{every, every, every}, 3 * every},
+		{"stopped 20 s counts one period", []time.Duration{every, 20 * time.Second}, 2 * every},
+		{"the early tick after counts with the next", []time.Duration{20 * time.Second, 64 * time.Millisecond, every}, every + 264*time.Millisecond},
+		{"a little late counts whole", []time.Duration{every * 3 / 2}, every * 3 / 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newCalmWatch(every, 100)
+			at := time.Unix(1000, 0)
+			w.start(0, at)
+			for _, d := range tc.ticks {
+				at = at.Add(d)
+				w.calm(0, at)
+			}
+			if w.ran != tc.want {
+				t.Fatalf("ran %v after ticks %v; want %v", w.ran, tc.ticks, tc.want)
+			}
+		})
+	}
+}
+
+// A busy server that never turns calm still applies once it has run for
+// ApplyDelay, counted by the calm ticker (calmWatch.ran).
+func TestBusyServerAppliesAfterTheDelay(t *testing.T) {
+	var n atomic.Int64
+	opts := DefaultOptions(t.TempDir())
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	opts.ApplyDelay, opts.CalmApply, opts.CalmActivity = 100*time.Millisecond, 5*time.Millisecond, 100
+	opts.Activity = func() int64 { return n.Add(100) } // busy at every tick
+	s := openOpts(t, opts)
+	set(t, s, 0, "a", str("1", 0))
+	waitCommitted(t, s, 1, "a busy server past its delay")
+	if k, r := s.calmApplies.Load(), s.ranApplies.Load(); k != 0 || r == 0 {
+		t.Fatalf("%d calm rounds and %d rounds started by the delay run out, on a server busy at every tick; want 0 and at least 1", k, r)
+	}
+}
+
 // TestLateTrimJudgesNothing: a trim that comes late (the process was
 // stopped since the last one) neither rebuilds the maps nor hands memory
 // back, though no write came since the last trim: nothing ran to write.
