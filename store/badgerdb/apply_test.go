@@ -867,6 +867,11 @@ func TestDefaultsGatherABenchmarkKeyspace(t *testing.T) {
 		}
 	}
 	write(0, func(i int) int { return i })
+	// The apply is started from the log round; under a loaded machine it
+	// may begin after the last write's ticket is answered.
+	for deadline := time.Now().Add(10 * time.Second); applies.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if applies.Load() == 0 {
 		t.Fatalf("a load of %d new keys of %d bytes started no apply: want one at half the pending bound (%d bytes)", keys, len(val), s.opts.MaxPendingBytes/earlyApply)
 	}
