@@ -968,7 +968,8 @@ func TestHeapSpareBytes(t *testing.T) {
 var spareSink [][]byte
 
 // TestCalmWatch: an interval is calm when the activity moved by less than
-// quiet, and a tick that comes late (the process stopped or starved)
+// quiet, and a tick that comes late (more than tickSlack after it fell
+// due, or two periods after the last: the process stopped or starved)
 // judges nothing, however still the activity stood; the tick after it
 // judges its own interval again, unless it comes under three quarters of
 // an interval after the late one: then the next judges both (issue 6).
@@ -977,24 +978,34 @@ func TestCalmWatch(t *testing.T) {
 	type tick struct {
 		moved int64         // activity since the tick before
 		after time.Duration // time since the tick before
+		late  time.Duration // how long after it fell due the tick came
 	}
+	ms := time.Millisecond
 	for _, tc := range []struct {
 		name  string
 		ticks []tick
 		want  []bool
 	}{
-		{"calm", []tick{{0, every}, {99, every}}, []bool{true, true}},
-		{"busy", []tick{{100, every}, {5000, every}}, []bool{false, false}},
-		{"a tick a little late still judges", []tick{{0, 2 * every}}, []bool{true}},
-		{"stopped, then busy", []tick{{0, 5 * time.Second}, {3000, every}}, []bool{false, false}},
-		{"stopped, then calm", []tick{{0, 5 * time.Second}, {0, every}}, []bool{false, true}},
+		{"calm", []tick{{0, every, 0}, {99, every, 0}}, []bool{true, true}},
+		{"busy", []tick{{100, every, 0}, {5000, every, 0}}, []bool{false, false}},
+		{"a tick a little late still judges", []tick{{0, 2 * every, 0}, {0, every, 5 * ms}}, []bool{true, true}},
+		{"stopped, then busy", []tick{{0, 5 * time.Second, 4800 * ms}, {3000, every, 0}}, []bool{false, false}},
+		{"stopped, then calm", []tick{{0, 5 * time.Second, 4800 * ms}, {0, every, 0}}, []bool{false, true}},
+		{"a long interval is late though the tick is not", []tick{{0, 5 * time.Second, 0}}, []bool{false}},
+		// A stop shorter than two periods is seen by the tick that fell
+		// due in it: it comes late.
+		{"stopped 0.3 s", []tick{{0, every + 125*ms, 125 * ms}, {0, 75 * ms, 0}, {0, every, 0}}, []bool{false, false, true}},
+		// bench/harness resumes every server for a moment between two
+		// cells: a late tick then, a second stop, and the tick at the
+		// resumption, which covers nothing but the stop.
+		{"two stops with a moment between", []tick{{0, 400 * ms, 200 * ms}, {0, 300 * ms, 125 * ms}, {0, 75 * ms, 0}, {3000, every, 0}}, []bool{false, false, false, false}},
 		// A ticker keeps its phase: the tick after a late one may come
 		// at once, before the load that was stopped sends again.
-		{"stopped, an early tick, then busy", []tick{{0, 5 * time.Second}, {0, 64 * time.Millisecond}, {3000, every}}, []bool{false, false, false}},
-		{"stopped, an early tick, then calm", []tick{{0, 5 * time.Second}, {0, 64 * time.Millisecond}, {0, every}}, []bool{false, false, true}},
-		{"the early tick's activity counts in the next", []tick{{0, 5 * time.Second}, {60, 97 * time.Millisecond}, {60, every}}, []bool{false, false, false}},
-		{"a tick after three quarters judges", []tick{{0, 5 * time.Second}, {0, 150 * time.Millisecond}}, []bool{false, true}},
-		{"an early tick not after a late one judges", []tick{{0, 100 * time.Millisecond}}, []bool{true}},
+		{"stopped, an early tick, then busy", []tick{{0, 5 * time.Second, 4800 * ms}, {0, 64 * ms, 0}, {3000, every, 0}}, []bool{false, false, false}},
+		{"stopped, an early tick, then calm", []tick{{0, 5 * time.Second, 4800 * ms}, {0, 64 * ms, 0}, {0, every, 0}}, []bool{false, false, true}},
+		{"the early tick's activity counts in the next", []tick{{0, 5 * time.Second, 4800 * ms}, {60, 97 * ms, 0}, {60, every, 0}}, []bool{false, false, false}},
+		{"a tick after three quarters judges", []tick{{0, 5 * time.Second, 4800 * ms}, {0, 150 * ms, 0}}, []bool{false, true}},
+		{"an early tick not after a late one judges", []tick{{0, 100 * ms, 0}}, []bool{true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newCalmWatch(every, 100)
@@ -1002,8 +1013,8 @@ func TestCalmWatch(t *testing.T) {
 			w.start(act, at)
 			for i, tk := range tc.ticks {
 				at, act = at.Add(tk.after), act+tk.moved
-				if got := w.calm(act, at); got != tc.want[i] {
-					t.Fatalf("tick %d (activity +%d after %v): calm %v, want %v", i, tk.moved, tk.after, got, tc.want[i])
+				if got := w.calm(act, at, at.Add(-tk.late)); got != tc.want[i] {
+					t.Fatalf("tick %d (activity +%d after %v, %v after it fell due): calm %v, want %v", i, tk.moved, tk.after, tk.late, got, tc.want[i])
 				}
 			}
 		})
@@ -1023,7 +1034,8 @@ func TestCalmWatchRan(t *testing.T) {
 		{"on time", []time.Duration{every, every, every}, 3 * every},
 		{"stopped 20 s counts one period", []time.Duration{every, 20 * time.Second}, 2 * every},
 		{"the early tick after counts with the next", []time.Duration{20 * time.Second, 64 * time.Millisecond, every}, every + 264*time.Millisecond},
-		{"a little late counts whole", []time.Duration{every * 3 / 2}, every * 3 / 2},
+		{"a tick within the slack counts whole", []time.Duration{every + 5*time.Millisecond}, every + 5*time.Millisecond},
+		{"a tick 100 ms late counts one period", []time.Duration{every + 100*time.Millisecond}, every},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newCalmWatch(every, 100)
@@ -1031,7 +1043,7 @@ func TestCalmWatchRan(t *testing.T) {
 			w.start(0, at)
 			for _, d := range tc.ticks {
 				at = at.Add(d)
-				w.calm(0, at)
+				w.calm(0, at, at.Add(-max(d-every, 0))) // due one period after the last
 			}
 			if w.ran != tc.want {
 				t.Fatalf("ran %v after ticks %v; want %v", w.ran, tc.ticks, tc.want)
@@ -1099,5 +1111,12 @@ func TestLateTrimJudgesNothing(t *testing.T) {
 	s.trim()
 	if got := shrinks(); got == 0 || releases != 1 {
 		t.Fatalf("the trim after it, on time: %d rebuilds, %d releases; want the maps rebuilt and 1 release", got, releases)
+	}
+	// A tick that came 300 ms after it fell due: a stop too short for
+	// the interval to look long.
+	s.trimTicks.at = time.Now().Add(-opts.TrimInterval)
+	s.trimTick(time.Now().Add(-300 * time.Millisecond))
+	if late := s.trimsLate.Load(); late != 2 {
+		t.Fatalf("a trim 300 ms after its tick fell due: %d late trims in all; want 2", late)
 	}
 }
