@@ -1749,11 +1749,11 @@ type tickJudge struct {
 const tickSlack = 10 * time.Millisecond
 
 // A tick is on time, late or early (tickJudge.judge).
-type tick int
+type tickVerdict int
 
 const (
 	// tickOnTime: judge the interval since the last tick that judged.
-	tickOnTime tick = iota
+	tickOnTime tickVerdict = iota
 	// tickLate: the process was stopped or starved when the tick fell
 	// due: what was counted meanwhile tells nothing. Count anew from
 	// here.
@@ -1767,7 +1767,7 @@ func (j *tickJudge) start(now time.Time) { j.at, j.resumed = now, false }
 
 // judge classifies a tick that fell due at due and came at now, and moves
 // the interval's start.
-func (j *tickJudge) judge(now, due time.Time) tick {
+func (j *tickJudge) judge(now, due time.Time) tickVerdict {
 	since := now.Sub(j.at)
 	switch {
 	case now.Sub(due) > min(tickSlack, j.every/4) || since > 2*j.every:
