@@ -1068,6 +1068,9 @@ func TestBusyServerAppliesAfterTheDelay(t *testing.T) {
 	}
 }
 
+// trim is the trim at a tick that fell due now.
+func (s *DB) trim() bool { return s.trimTick(time.Now()) }
+
 // TestLateTrimJudgesNothing: a trim that comes late (the process was
 // stopped since the last one) neither rebuilds the maps nor hands memory
 // back, though no write came since the last trim: nothing ran to write.

@@ -2256,16 +2256,15 @@ func (it tableIter) Close() {
 // interval hands them all back.
 const trimQuietReads = 1000
 
-// trim hands table pages back to the page cache, so that the process's
-// resident memory is its own (trim_linux.go), unless reads stream in
+// trimTick, at a tick of the trim ticker that fell due at due, hands
+// table pages back to the page cache, so that the process's resident
+// memory is its own (trim_linux.go), unless reads stream in
 // (trimQuietReads), releases the arenas Badger's table builders left in
 // their pool (builders.go), and, when no write came since the last trim,
 // rebuilds the maps of entries that a burst left oversized
 // (shrinkMapsLocked) and hands the memory they held back to the kernel.
-func (s *DB) trim() bool { return s.trimTick(time.Now()) }
-
-// trimTick is trim at a tick of the trim ticker that fell due at due
-// (tickJudge).
+// A tick that came late, or early after a late one, does none of that
+// but the arenas (tickJudge).
 func (s *DB) trimTick(due time.Time) bool {
 	s.trims.Add(1)
 	s.drainBuilders()
