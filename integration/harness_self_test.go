@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -163,5 +164,22 @@ func TestRawConnTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("timed out after %v", d)
+	}
+}
+
+// TestWaitReadyWantsItsOwnProcess: a port that another server answers on
+// is not ready for the process being started, however well that server
+// answers PING (waitReady). A running oncekv plays the other server; the
+// process being started is one that never listens.
+func TestWaitReadyWantsItsOwnProcess(t *testing.T) {
+	other := StartOncekv(t)
+	p, err := startProc(exec.Command("sleep", "30"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.kill)
+	err = waitReady(p, other.Addr, time.Second)
+	if err == nil || !strings.Contains(err.Error(), "served by process") {
+		t.Fatalf("waitReady on another server's port: %v; want it refused, naming the process that serves it", err)
 	}
 }

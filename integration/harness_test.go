@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -117,6 +116,10 @@ func (p *proc) tail(n int) string {
 // waitReady waits until addr answers PING (any reply but -LOADING counts:
 // a server started with requirepass answers -NOAUTH), failing early when
 // the process exits.
+//
+// The answer must be p's, as far as INFO tells (testredis.PingAs):
+// FreePort's port may be taken by another test's server before p binds
+// it.
 func waitReady(p *proc, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last error
@@ -124,33 +127,13 @@ func waitReady(p *proc, addr string, timeout time.Duration) error {
 		if p.exited() {
 			return fmt.Errorf("exited (%v) before answering PING", p.err)
 		}
-		last = pingOnce(addr)
+		last = testredis.PingAs(addr, p.cmd.Process.Pid)
 		if last == nil {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("no answer to PING within %v: %v", timeout, last)
-}
-
-func pingOnce(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := c.Write(EncodeCommand("PING")); err != nil {
-		return err
-	}
-	f, err := readFrame(bufio.NewReader(c))
-	if err != nil {
-		return err
-	}
-	if f.Type == '-' && strings.HasPrefix(f.Str, "LOADING") {
-		return errors.New(f.Str)
-	}
-	return nil
 }
 
 func addrOf(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }

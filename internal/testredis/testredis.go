@@ -45,6 +45,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -142,7 +143,7 @@ func (s *Server) run() error {
 		if p.exited() {
 			return fmt.Errorf("exited (%v) before answering PING:\n%s", p.err, tail(out.String(), 4000))
 		}
-		err := ping(s.Addr())
+		err := PingAs(s.Addr(), cmd.Process.Pid)
 		if err == nil {
 			return nil
 		}
@@ -320,7 +321,20 @@ func freePort(tb testing.TB, bus bool) int {
 
 // ping sends PING over a fresh connection; any reply but -LOADING counts as
 // ready.
-func ping(addr string) error {
+func ping(addr string) error { return PingAs(addr, 0) }
+
+// PingAs sends PING to addr over a fresh connection, then, unless pid is 0,
+// INFO server. It reports an error unless the server is ready (any reply
+// to PING but -LOADING) and, as far as INFO tells, is process pid.
+//
+// A free port that a test picked may be taken by another test's server
+// before the process started for it binds it. That server answered PING
+// while the process was still starting, to fail on "address already in
+// use" a moment later, and the test then talked to the other server (a
+// cluster node answering -MOVED, in one CI run). INFO's process_id tells
+// them apart; where INFO cannot tell (-NOAUTH, INFO renamed), the reply to
+// PING is taken as it is.
+func PingAs(addr string, pid int) error {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return err
@@ -330,12 +344,36 @@ func ping(addr string) error {
 	if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
 		return err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	r := bufio.NewReader(c)
+	line, err := r.ReadString('\n')
 	if err != nil {
 		return err
 	}
 	if strings.HasPrefix(line, "-LOADING") {
 		return errors.New(strings.TrimSpace(line))
+	}
+	if pid == 0 {
+		return nil
+	}
+	if _, err := c.Write([]byte("*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")); err != nil {
+		return err
+	}
+	head, err := r.ReadString('\n')
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+	if !strings.HasPrefix(head, "$") || err != nil || n < 0 {
+		return nil // an error reply: INFO cannot tell
+	}
+	body := make([]byte, n+2)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return err
+	}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok && v != strconv.Itoa(pid) {
+			return fmt.Errorf("%s is served by process %s, not by %d", addr, v, pid)
+		}
 	}
 	return nil
 }

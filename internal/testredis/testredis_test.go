@@ -108,3 +108,18 @@ func TestCluster(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestPingAsTellsProcesses: PingAs accepts the server's own process and
+// refuses any other, which a server that took the port first would be.
+func TestPingAsTellsProcesses(t *testing.T) {
+	s := Standalone(t)
+	s.mu.Lock()
+	pid := s.p.cmd.Process.Pid
+	s.mu.Unlock()
+	if err := PingAs(s.Addr(), pid); err != nil {
+		t.Fatalf("PingAs its own pid %d: %v", pid, err)
+	}
+	if err := PingAs(s.Addr(), pid+1); err == nil {
+		t.Fatalf("PingAs pid %d answered by process %d: want an error", pid+1, pid)
+	}
+}
