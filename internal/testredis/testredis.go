@@ -332,8 +332,9 @@ func ping(addr string) error { return PingAs(addr, 0) }
 // while the process was still starting, to fail on "address already in
 // use" a moment later, and the test then talked to the other server (a
 // cluster node answering -MOVED, in one CI run). INFO's process_id tells
-// them apart; where INFO cannot tell (-NOAUTH, INFO renamed), the reply to
-// PING is taken as it is.
+// them apart; where INFO cannot tell (-NOAUTH, INFO renamed), the sockets
+// the process holds do, on Linux (listens); elsewhere the reply to PING
+// is taken as it is.
 func PingAs(addr string, pid int) error {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
@@ -364,7 +365,14 @@ func PingAs(addr string, pid int) error {
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
 	if !strings.HasPrefix(head, "$") || err != nil || n < 0 {
-		return nil // an error reply: INFO cannot tell
+		// An error reply (-NOAUTH, INFO renamed): INFO cannot tell. On
+		// Linux, /proc can: the process must hold the listening socket.
+		_, p, _ := net.SplitHostPort(addr)
+		port, _ := strconv.Atoi(p)
+		if yes, known := listens(pid, port); known && !yes {
+			return fmt.Errorf("%s is not served by process %d (it holds no socket listening there)", addr, pid)
+		}
+		return nil
 	}
 	body := make([]byte, n+2)
 	if _, err := io.ReadFull(r, body); err != nil {

@@ -2,6 +2,8 @@ package testredis
 
 import (
 	"context"
+	"os"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -121,5 +123,23 @@ func TestPingAsTellsProcesses(t *testing.T) {
 	}
 	if err := PingAs(s.Addr(), pid+1); err == nil {
 		t.Fatalf("PingAs pid %d answered by process %d: want an error", pid+1, pid)
+	}
+}
+
+// TestPingAsTellsProcessesWithAPassword: where INFO answers -NOAUTH, the
+// sockets the process holds tell it (on Linux).
+func TestPingAsTellsProcessesWithAPassword(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("only /proc tells which process listens on a port")
+	}
+	s := Standalone(t, "--requirepass", "pw")
+	s.mu.Lock()
+	pid := s.p.cmd.Process.Pid
+	s.mu.Unlock()
+	if err := PingAs(s.Addr(), pid); err != nil {
+		t.Fatalf("PingAs its own pid %d: %v", pid, err)
+	}
+	if err := PingAs(s.Addr(), os.Getpid()); err == nil {
+		t.Fatalf("PingAs the test's pid %d, answered by process %d: want an error", os.Getpid(), pid)
 	}
 }
