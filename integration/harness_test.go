@@ -117,9 +117,9 @@ func (p *proc) tail(n int) string {
 // a server started with requirepass answers -NOAUTH), failing early when
 // the process exits.
 //
-// The answer must be p's, as far as INFO tells (testredis.PingAs):
-// FreePort's port may be taken by another test's server before p binds
-// it.
+// The answer must be p's, as far as INFO or /proc tells
+// (testredis.PingAs): FreePort's port may be taken by another test's
+// server before p binds it.
 func waitReady(p *proc, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last error
