@@ -48,6 +48,7 @@ func run(args []string) error {
 		log.Warn("ignoring environment variables that name no directive", zap.Strings("variables", unknown))
 	}
 
+	app.ApplyProcs(cfg, log)
 	app.ApplyMemoryLimit(cfg, log)
 	srv, err := app.New(cfg, log)
 	if err != nil {

@@ -167,6 +167,7 @@ func infoServer(s *Server, b *infoBuilder) {
 	b.str("config_file", s.cfg.ConfigFile)
 	b.int("io_threads_active", 0)
 	b.str("oncekv_version", OncekvVersion)
+	b.int("oncekv_procs", int64(runtime.GOMAXPROCS(0)))
 }
 
 // tcpPort is the port actually listened on (with --port 0, the one the

@@ -37,6 +37,7 @@ func (a *App) UseLogLevel(lvl zap.AtomicLevel) {
 //   - proto-max-bulk-len, client-query-buffer-limit: every connection,
 //     from its next argument.
 //   - loglevel: the log at once; min-free-disk: the store's next write.
+//   - procs: the whole process at once (GOMAXPROCS; ApplyProcs).
 func (a *App) SetConfig(pairs [][2]string) error {
 	a.cfgMu.Lock()
 	defer a.cfgMu.Unlock()
@@ -85,6 +86,9 @@ func (a *App) SetConfig(pairs [][2]string) error {
 	}
 	if note("loglevel", next.LogLevel != old.LogLevel) && a.level != nil {
 		a.level.SetLevel(zapLevel(next.LogLevel))
+	}
+	if note("procs", next.Procs != old.Procs) {
+		ApplyProcs(next, a.log)
 	}
 	a.cfg = next
 	if len(changed) > 0 {

@@ -28,6 +28,9 @@ type Config struct {
 	MaxClients  int
 	// Timeout closes idle clients after that many seconds; 0 never.
 	Timeout int
+	// Procs is how many Go processors (GOMAXPROCS) run the server's code
+	// (procs); 0 leaves the runtime's choice (package app, ApplyProcs).
+	Procs int
 	// MemTableSize and BlockCacheSize size the storage engine's memory;
 	// ValueCacheSize bounds the values kept in memory after they are
 	// written to it (0: none).
@@ -318,6 +321,8 @@ func (c *Config) Set(name string, vals []string) error {
 		c.MaxClients, err = num()
 	case "timeout":
 		c.Timeout, err = num()
+	case "procs":
+		c.Procs, err = num()
 	case "memtable-size":
 		c.MemTableSize, err = size()
 	case "block-cache-size":
@@ -422,6 +427,9 @@ func ParseMemory(s string) (int64, error) {
 // threshold is 92 KB; below, it shrinks towards nothing.
 const MinMemTableSize = 1 << 20
 
+// MaxProcs bounds the procs directive.
+const MaxProcs = 1024
+
 // Validate checks ranges and enumerations.
 func (c Config) Validate() error {
 	switch {
@@ -435,6 +443,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("maxclients must be at least 1")
 	case c.Timeout < 0:
 		return fmt.Errorf("timeout must not be negative")
+	case c.Procs < 0 || c.Procs > MaxProcs:
+		return fmt.Errorf("procs must be 0 (the runtime's choice) to %d, not %d", MaxProcs, c.Procs)
 	case c.OnceLease <= 0:
 		return fmt.Errorf("once-lease-ms must be positive")
 	case c.TableTrim < 0:
@@ -540,6 +550,7 @@ func (c Config) Directives() map[string]string {
 		"requirepass":               c.RequirePass,
 		"loglevel":                  c.LogLevel,
 		"maxclients":                strconv.Itoa(c.MaxClients),
+		"procs":                     strconv.Itoa(c.Procs),
 		"timeout":                   strconv.Itoa(c.Timeout),
 		"save":                      "",
 		"memtable-size":             strconv.FormatInt(c.MemTableSize, 10),

@@ -33,6 +33,7 @@ var runtimeKinds = map[string]runtimeKind{
 	"requirepass":               kindMutable,
 	"timeout":                   kindMutable,
 	"maxclients":                kindMutable,
+	"procs":                     kindMutable,
 	"loglevel":                  kindMutable,
 	"protected-mode":            kindMutable,
 	"proto-max-bulk-len":        kindMutable,
@@ -145,6 +146,12 @@ func (c *Config) setRuntime(name, v string) string {
 			return why
 		}
 		c.MaxClients = int(n)
+	case "procs":
+		n, why := redisInt(v, 0, MaxProcs)
+		if why != "" {
+			return why
+		}
+		c.Procs = int(n)
 	case "loglevel":
 		l := strings.ToLower(v)
 		switch l {

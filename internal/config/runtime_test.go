@@ -25,6 +25,9 @@ func TestWithSet(t *testing.T) {
 				c.ProtoMaxBulkLen, c.ClientQueryBufferLimit, c.MinFreeDisk, c.RequirePass = 2<<20, 2<<30, 1000*1000*1000, "a b"
 			}},
 		{name: "min-free-disk off", pairs: [][2]string{{"min-free-disk", "-1"}}, want: func(c *Config) { c.MinFreeDisk = -1 }},
+		{name: "procs", pairs: [][2]string{{"procs", "3"}}, want: func(c *Config) { c.Procs = 3 }},
+		{name: "procs range", pairs: [][2]string{{"procs", "1025"}}, err: failed + "'procs') - argument must be between 0 and 1024 inclusive"},
+		{name: "procs not a number", pairs: [][2]string{{"procs", "two"}}, err: failed + "'procs') - argument couldn't be parsed into an integer"},
 		{name: "ignored", pairs: [][2]string{{"save", ""}, {"appendonly", "yes"}, {"hz", "50"}}, want: func(*Config) {}},
 		{name: "save pairs", pairs: [][2]string{{"save", "3600 1 300 100"}}, want: func(*Config) {}},
 
@@ -92,7 +95,7 @@ func TestWithSet(t *testing.T) {
 
 func TestSettable(t *testing.T) {
 	want := []string{"client-query-buffer-limit", "loglevel", "maxclients", "min-free-disk",
-		"protected-mode", "proto-max-bulk-len", "requirepass", "slowlog-log-slower-than", "slowlog-max-len", "timeout"}
+		"procs", "protected-mode", "proto-max-bulk-len", "requirepass", "slowlog-log-slower-than", "slowlog-max-len", "timeout"}
 	if got := Settable(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Settable = %v, want %v", got, want)
 	}
