@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -1121,5 +1122,82 @@ func TestLateTrimJudgesNothing(t *testing.T) {
 	s.trimTick(time.Now().Add(-300 * time.Millisecond))
 	if late := s.trimsLate.Load(); late != 2 {
 		t.Fatalf("a trim 300 ms after its tick fell due: %d late trims in all; want 2", late)
+	}
+}
+
+// A segment's worth of log written since the applier last took its queue
+// starts an apply at once, so that a crash replays under a segment; a
+// segment that merely ends, right after an apply, does not: that apply
+// rewrote every key dirtied since, for no bound's sake. In the harness's
+// sequence of cells (issue 6), the 256 MiB segment filled a few seconds of
+// running after the 30 s delay's apply, and the forced one landed in the
+// same pipelined cell each run (SET -d 256 -P16 at 0.3-0.5x of
+// redis-server in that round).
+func TestSegmentEndAloneStartsNoApply(t *testing.T) {
+	const seg = 64 << 10
+	dir := t.TempDir()
+	opts := DefaultOptions(dir)
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	opts.ApplyDelay, opts.CalmApply = time.Hour, 0 // only the bounds start an apply
+	opts.MaxPendingBytes = 1 << 30
+	opts.WALSegmentSize = seg
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applies atomic.Int64
+	s.applyHook = func([]op) { applies.Add(1) }
+	s.Start()
+	t.Cleanup(func() { s.Close() })
+
+	val := strings.Repeat("v", 1000)
+	n := 0
+	write := func(bytes int) {
+		t.Helper()
+		for range bytes / len(val) {
+			set(t, s, 0, fmt.Sprintf("k%05d", n), str(val, 0))
+			n++
+		}
+	}
+	segments := func() int {
+		t.Helper()
+		segs, err := walSegments(filepath.Join(dir, walDirName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(segs)
+	}
+	// Most of a segment, then an apply (as the delay or calm would
+	// start), then most of a segment again: the first segment ends
+	// meanwhile.
+	write(seg * 3 / 4)
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	applies.Store(0)
+	before := segments()
+	write(seg * 3 / 4)
+	if segments() <= before {
+		t.Fatalf("no new log segment after %d bytes more (segment %d bytes)", seg*3/4, seg)
+	}
+	time.Sleep(100 * time.Millisecond) // an apply started would be under way
+	if got := applies.Load(); got != 0 {
+		t.Fatalf("%d applies started when a segment ended %d bytes after the last apply: want none", got, seg*3/4)
+	}
+	// A quarter more is a segment's worth since the apply.
+	write(seg/4 + 2*len(val))
+	for deadline := time.Now().Add(10 * time.Second); applies.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if applies.Load() == 0 {
+		t.Fatalf("no apply after a segment's worth of log (%d bytes) since the last one", seg)
+	}
+	// The applied segments go; the log left is the open one and the one
+	// the apply's writes ended in, at most.
+	for deadline := time.Now().Add(10 * time.Second); segments() > 2 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := segments(); got > 2 {
+		t.Fatalf("%d log segments after the apply: want at most 2", got)
 	}
 }

@@ -402,9 +402,21 @@ type DB struct {
 	// collapses (collapsingLocked).
 	roundOps int
 	applyHi  uint64
-	// applyPos is where the log ends after the record of op applyHi.
-	applyPos walPos
-	segsDone []segEnd
+	// applyPos is where the log ends after the record of op applyHi,
+	// and applyWritten how many bytes it had taken since it was opened
+	// (wal.total) then.
+	applyPos     walPos
+	applyWritten int64
+	// roundWritten is applyWritten when the applier last took the
+	// queue: the log written since is what a crash would replay. Once
+	// it reaches a segment's size, an apply starts at once; so the
+	// replay stays under a segment, and the log on disk under two (the
+	// segment where the last apply's writes end is kept until the next
+	// one). A full segment alone does not start one: right after an
+	// apply, it rewrote every key dirtied since, for nothing the bounds
+	// needed (issue 6).
+	roundWritten int64
+	segsDone     []segEnd
 	// posSynced is when the applier last synced Badger to record the
 	// log position it holds (recordPosition).
 	posSynced time.Time
@@ -1878,7 +1890,7 @@ func (s *DB) logRound() {
 			s.noSkip.Store(true)
 			return
 		}
-		pos := s.wal.pos()
+		pos, written := s.wal.pos(), s.wal.total()
 		var end *segEnd
 		if s.wal.full() {
 			if seg, err := s.wal.rotate(); err == nil {
@@ -1888,12 +1900,13 @@ func (s *DB) logRound() {
 			}
 		}
 		s.applyMu.Lock()
-		s.applyHi, s.applyPos = hi, pos
+		s.applyHi, s.applyPos, s.applyWritten = hi, pos, written
 		if end != nil {
 			s.segsDone = append(s.segsDone, *end)
 		}
 		s.queueLocked(ops)
 		collapsing := s.collapsingLocked()
+		unapplied := written - s.roundWritten
 		s.applyMu.Unlock()
 		if cap(ops) <= spareLimit {
 			clear(ops) // the applier has copies; let values go
@@ -1912,7 +1925,7 @@ func (s *DB) logRound() {
 		if collapsing {
 			num, den = collapsedApply, collapsedApply+1
 		}
-		if end != nil || s.overPending(num, den) {
+		if unapplied >= s.opts.WALSegmentSize || s.overPending(num, den) {
 			kickChan(s.applyNow)
 		}
 		s.announce(true, false)
@@ -1935,6 +1948,8 @@ func (s *DB) applyRound() {
 	s.queueHint = len(ops)
 	s.roundOps = 0
 	hi, pos := s.applyHi, s.applyPos
+	prevWritten := s.roundWritten
+	s.roundWritten = s.applyWritten
 	var done []segEnd
 	for len(s.segsDone) > 0 && s.segsDone[0].hi <= hi {
 		done = append(done, s.segsDone[0])
@@ -1958,7 +1973,7 @@ func (s *DB) applyRound() {
 		// Closing while Badger fails: a later round (Close's) must still
 		// apply these ops, or, if it succeeded without them, committed
 		// would reach logged and Close would delete the log they are in.
-		s.requeue(ops, done)
+		s.requeue(ops, done, prevWritten)
 		return
 	}
 	s.refreshSnap()
@@ -2046,8 +2061,8 @@ func (s *DB) loggedPosition() (walPos, error) {
 
 // requeue puts back the ops and finished segments of a round that could
 // not be applied, before those logged since (whose writes of the same
-// keys are newer and win).
-func (s *DB) requeue(ops []op, done []segEnd) {
+// keys are newer and win); written is roundWritten before the round.
+func (s *DB) requeue(ops []op, done []segEnd, written int64) {
 	// Badger may hold part of the failed batch (a write batch commits
 	// as it grows), so the ops' absent no longer describes it.
 	s.noSkip.Store(true)
@@ -2058,6 +2073,7 @@ func (s *DB) requeue(ops []op, done []segEnd) {
 	s.queueLocked(ops)
 	s.queueLocked(newer)
 	s.segsDone = append(done, s.segsDone...)
+	s.roundWritten = written
 }
 
 // lockFresh takes l after yielding the processor, for background work that

@@ -42,18 +42,19 @@ const (
 	walExt     = ".log"
 	// walSegmentSize is the default size after which the log moves to a
 	// new segment, so the old one can be deleted once Badger has it. A
-	// full segment starts an apply, so it also bounds how many writes a
-	// round gathers, and with them how many rewrites of a key collapse
-	// into one Badger write: with 64 MiB, SET -d 256 over 100k keys
+	// segment's worth of log since the last apply starts one (DB's
+	// roundWritten), so it also bounds how many writes a round gathers,
+	// and with them how many rewrites of a key collapse into one Badger
+	// write: with 64 MiB, SET -d 256 over 100k keys
 	// (redis-benchmark -r 100000 -P 16) applied a round every 220k writes,
 	// about 2 writes per key, and Badger's flushes and compactions took
 	// half of the server's CPU. With 256 MiB (and rounds that collapse
 	// rewrites gathered up to three quarters of the pending bounds,
 	// collapsedApply), 5.8-8.0 µs of server CPU per request against
 	// 11.4-15.5, 184-248k requests/s against 107-141k (2-3M requests a
-	// run, 2-3 rounds). The price: up to that much more disk for the
-	// log, and a replay after a crash under such a load of up to a
-	// segment: 1.1-1.16 s to the first GET (README, Restart).
+	// run, 2-3 rounds). The price: up to two segments of log on disk,
+	// and a replay after a crash under such a load of up to a segment:
+	// 1.1-1.16 s to the first GET (README, Restart).
 	walSegmentSize = 256 << 20
 	walHeader      = 8
 )
@@ -76,7 +77,10 @@ type wal struct {
 	f      *os.File
 	seg    uint64 // number of the open segment
 	size   int64  // bytes of the open segment that hold whole records
-	buf    []byte
+	// written counts the bytes of the records appended since the log
+	// was opened, in every segment.
+	written int64
+	buf     []byte
 	// lost is why a segment given up after a failed write could not be
 	// synced (abandon), until sync reports it.
 	lost error
@@ -290,6 +294,7 @@ func (w *wal) append(ops []op) error {
 		return fmt.Errorf("wal: write: %w", err)
 	}
 	w.size += int64(len(b))
+	w.written += int64(len(b))
 	if w.wantsZeros() {
 		w.kickZeroer()
 	}
@@ -416,6 +421,14 @@ func (w *wal) pos() walPos {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return walPos{seg: w.seg, off: w.size}
+}
+
+// total is how many bytes of records were appended since the log was
+// opened.
+func (w *wal) total() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.written
 }
 
 func (w *wal) close() error {
