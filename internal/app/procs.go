@@ -22,9 +22,8 @@ var startProcs = sync.OnceValue(func() int { return runtime.GOMAXPROCS(0) })
 // harness on a 2-core machine where redis-benchmark ran too: with a
 // processor per core, a connection made ready by the network wakes
 // another processor's thread, on the core the clients need. But it
-// measured slower on as much of it: writes under appendfsync always
-// (while the log is synced, the one processor must also run its
-// writer), loads of new keys (Badger's flushes and compactions take the
+// measured slower on as much of it: writes under appendfsync always,
+// loads of new keys (Badger's flushes and compactions share the
 // connections' processor), wake-ups of many waiters. README,
 // Configuration, has the figures.
 func Procs(n, cpus int) int {
