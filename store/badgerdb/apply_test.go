@@ -1184,6 +1184,15 @@ func TestSegmentEndAloneStartsNoApply(t *testing.T) {
 	if got := applies.Load(); got != 0 {
 		t.Fatalf("%d applies started when a segment ended %d bytes after the last apply: want none", got, seg*3/4)
 	}
+	// A crash now replays the log from the applied position, across the
+	// segment that ended and the open one.
+	c := crashImage(t, dir)
+	if got := lenOf(t, c, 0); got != n {
+		t.Fatalf("DBSIZE of a crash image with the ended segment unapplied = %d, want %d", got, n)
+	}
+	if v, ok := get(t, c, 0, fmt.Sprintf("k%05d", n-1)); !ok || v != val {
+		t.Fatalf("the last key of the crash image: %q, %v", v, ok)
+	}
 	// A quarter more is a segment's worth since the apply.
 	write(seg/4 + 2*len(val))
 	for deadline := time.Now().Add(10 * time.Second); applies.Load() == 0 && time.Now().Before(deadline); {
