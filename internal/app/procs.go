@@ -1,22 +1,22 @@
 package app
 
 import (
+	"os"
 	"runtime"
-	"sync"
+	"strconv"
 
 	"go.uber.org/zap"
 
 	"github.com/oncekv/oncekv/internal/config"
 )
 
-// startProcs is the GOMAXPROCS the runtime chose before the server
-// changed it: the CPUs the process may use (its affinity mask and, on
-// Linux, its cgroup quota), or the GOMAXPROCS environment variable.
-var startProcs = sync.OnceValue(func() int { return runtime.GOMAXPROCS(0) })
-
-// Procs is the number of Go processors the server runs on for a procs
-// directive of n: n itself when it is positive, else the runtime's
-// choice (cpus).
+// ApplyProcs sets the number of Go processors the server runs on for
+// cfg's procs directive, and returns the number in force. A positive
+// procs is that number. 0 is the runtime's choice: the GOMAXPROCS
+// environment variable when it holds one, else the runtime's default
+// (the CPUs the process may use, its cgroup quota included), which the
+// runtime keeps following as the quota or the affinity changes. CONFIG
+// SET procs calls it again.
 //
 // 0 is the default, though one processor measured faster on part of the
 // harness on a 2-core machine where redis-benchmark ran too: with a
@@ -26,20 +26,20 @@ var startProcs = sync.OnceValue(func() int { return runtime.GOMAXPROCS(0) })
 // loads of new keys (Badger's flushes and compactions share the
 // connections' processor), wake-ups of many waiters. README,
 // Configuration, has the figures.
-func Procs(n, cpus int) int {
-	if n > 0 {
-		return n
-	}
-	return cpus
-}
-
-// ApplyProcs sets GOMAXPROCS for cfg's procs directive (Procs) and
-// returns the number in force. CONFIG SET procs calls it again; procs 0
-// then returns to the number the process started with.
 func ApplyProcs(cfg config.Config, log *zap.Logger) int {
-	n := Procs(cfg.Procs, startProcs())
-	if runtime.GOMAXPROCS(n) != n {
-		log.Debug("go processors", zap.Int("procs", n), zap.Int("cpus", startProcs()))
+	n := cfg.Procs
+	if n <= 0 {
+		if env, err := strconv.Atoi(os.Getenv("GOMAXPROCS")); err == nil && env > 0 {
+			n = env
+		}
 	}
-	return n
+	if n > 0 {
+		runtime.GOMAXPROCS(n)
+	} else {
+		// Calling GOMAXPROCS would stop the runtime's updates.
+		runtime.SetDefaultGOMAXPROCS()
+	}
+	got := runtime.GOMAXPROCS(0)
+	log.Debug("go processors", zap.Int("procs", got))
+	return got
 }

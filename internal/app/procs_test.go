@@ -13,24 +13,6 @@ import (
 	"github.com/oncekv/oncekv/internal/config"
 )
 
-func TestProcs(t *testing.T) {
-	for _, tc := range []struct {
-		name          string
-		n, cpus, want int
-	}{
-		{name: "the runtime's choice", cpus: 2, want: 2},
-		{name: "one CPU", cpus: 1, want: 1},
-		{name: "directive", n: 1, cpus: 2, want: 1},
-		{name: "directive over the CPUs", n: 4, cpus: 2, want: 4},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Procs(tc.n, tc.cpus); got != tc.want {
-				t.Fatalf("Procs(%d, %d) = %d, want %d", tc.n, tc.cpus, got, tc.want)
-			}
-		})
-	}
-}
-
 // restoreProcs puts GOMAXPROCS back after a test that changes it.
 func restoreProcs(t *testing.T) {
 	was := runtime.GOMAXPROCS(0)
@@ -39,15 +21,34 @@ func restoreProcs(t *testing.T) {
 
 func TestApplyProcs(t *testing.T) {
 	restoreProcs(t)
-	cfg := config.Default()
-	cfg.Procs = 3
-	if got := ApplyProcs(cfg, zap.NewNop()); got != 3 || runtime.GOMAXPROCS(0) != 3 {
-		t.Fatalf("procs 3: ApplyProcs = %d, GOMAXPROCS = %d", got, runtime.GOMAXPROCS(0))
+	t.Setenv("GOMAXPROCS", "")
+	apply := func(n int) int {
+		t.Helper()
+		cfg := config.Default()
+		cfg.Procs = n
+		got := ApplyProcs(cfg, zap.NewNop())
+		if now := runtime.GOMAXPROCS(0); got != now {
+			t.Fatalf("procs %d: ApplyProcs = %d, GOMAXPROCS = %d", n, got, now)
+		}
+		return got
 	}
-	cfg.Procs = 0
-	want := startProcs()
-	if got := ApplyProcs(cfg, zap.NewNop()); got != want || runtime.GOMAXPROCS(0) != want {
-		t.Fatalf("procs 0: ApplyProcs = %d, GOMAXPROCS = %d, want %d", got, runtime.GOMAXPROCS(0), want)
+	if got := apply(3); got != 3 {
+		t.Fatalf("procs 3: %d", got)
+	}
+	// 0 returns to the runtime's default, whatever was set before.
+	def := apply(0)
+	runtime.GOMAXPROCS(def + 1)
+	if got := apply(0); got != def {
+		t.Fatalf("procs 0 after GOMAXPROCS %d: %d, want the default %d", def+1, got, def)
+	}
+	// The GOMAXPROCS variable is the runtime's choice when set; a
+	// positive procs wins over it.
+	t.Setenv("GOMAXPROCS", strconv.Itoa(def+2))
+	if got := apply(0); got != def+2 {
+		t.Fatalf("procs 0 with GOMAXPROCS=%d: %d", def+2, got)
+	}
+	if got := apply(1); got != 1 {
+		t.Fatalf("procs 1 with GOMAXPROCS=%d: %d", def+2, got)
 	}
 }
 
@@ -57,6 +58,7 @@ func TestConfigSetProcs(t *testing.T) {
 	restoreProcs(t)
 	a := startRT(t, zap.NewNop())
 	c := dialRT(t, a)
+	t.Setenv("GOMAXPROCS", "")
 	for _, n := range []int{3, 1} {
 		c.expect("+OK", "CONFIG", "SET", "procs", strconv.Itoa(n))
 		if got := runtime.GOMAXPROCS(0); got != n {
@@ -73,6 +75,13 @@ func TestConfigSetProcs(t *testing.T) {
 		"CONFIG", "SET", "procs", "-1")
 	if got := runtime.GOMAXPROCS(0); got != 1 {
 		t.Fatalf("a refused CONFIG SET changed GOMAXPROCS to %d", got)
+	}
+	// procs 0: back to the runtime's default.
+	c.expect("+OK", "CONFIG", "SET", "procs", "0")
+	got := infoField(t, c, "oncekv_procs")
+	runtime.SetDefaultGOMAXPROCS()
+	if def := runtime.GOMAXPROCS(0); got != strconv.Itoa(def) {
+		t.Errorf("after CONFIG SET procs 0: oncekv_procs = %q, want the default %d", got, def)
 	}
 }
 

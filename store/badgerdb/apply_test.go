@@ -1159,13 +1159,13 @@ func TestSegmentEndAloneStartsNoApply(t *testing.T) {
 			n++
 		}
 	}
-	segments := func() int {
+	segments := func() []uint64 {
 		t.Helper()
 		segs, err := walSegments(filepath.Join(dir, walDirName))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return len(segs)
+		return segs
 	}
 	// Most of a segment, then an apply (as the delay or calm would
 	// start), then most of a segment again: the first segment ends
@@ -1175,9 +1175,9 @@ func TestSegmentEndAloneStartsNoApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	applies.Store(0)
-	before := segments()
+	before := len(segments())
 	write(seg * 3 / 4)
-	if segments() <= before {
+	if len(segments()) <= before {
 		t.Fatalf("no new log segment after %d bytes more (segment %d bytes)", seg*3/4, seg)
 	}
 	time.Sleep(100 * time.Millisecond) // an apply started would be under way
@@ -1194,6 +1194,7 @@ func TestSegmentEndAloneStartsNoApply(t *testing.T) {
 		t.Fatalf("the last key of the crash image: %q, %v", v, ok)
 	}
 	// A quarter more is a segment's worth since the apply.
+	oldest := segments()[0]
 	write(seg/4 + 2*len(val))
 	for deadline := time.Now().Add(10 * time.Second); applies.Load() == 0 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
@@ -1201,12 +1202,11 @@ func TestSegmentEndAloneStartsNoApply(t *testing.T) {
 	if applies.Load() == 0 {
 		t.Fatalf("no apply after a segment's worth of log (%d bytes) since the last one", seg)
 	}
-	// The applied segments go; the log left is the open one and the one
-	// the apply's writes ended in, at most.
-	for deadline := time.Now().Add(10 * time.Second); segments() > 2 && time.Now().Before(deadline); {
+	// The segment that ended waited for this apply, which deletes it.
+	for deadline := time.Now().Add(10 * time.Second); segments()[0] == oldest && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if got := segments(); got > 2 {
-		t.Fatalf("%d log segments after the apply: want at most 2", got)
+	if got := segments(); got[0] == oldest {
+		t.Fatalf("log segments %v after the apply: segment %d, which it holds, is still there", got, oldest)
 	}
 }

@@ -408,11 +408,13 @@ type DB struct {
 	applyPos     walPos
 	applyWritten int64
 	// roundWritten is applyWritten when the applier last took the
-	// queue: the log written since is what a crash would replay. Once
-	// it reaches a segment's size, an apply starts at once; so the
-	// replay stays under a segment, and the log on disk under two (the
-	// segment where the last apply's writes end is kept until the next
-	// one). A full segment alone does not start one: right after an
+	// queue: the log written since is what a crash would replay (with
+	// what came before the last recorded position, which is recorded at
+	// most once a second). Once it reaches a segment's size, an apply
+	// starts at once; so the replay stays about a segment, and the log
+	// on disk about two (the segment where the last apply's writes end
+	// is kept until the next apply), plus what is logged while an apply
+	// runs. A full segment alone does not start one: right after an
 	// apply, it rewrote every key dirtied since, for nothing the bounds
 	// needed (issue 6).
 	roundWritten int64

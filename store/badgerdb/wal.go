@@ -52,8 +52,8 @@ const (
 	// rewrites gathered up to three quarters of the pending bounds,
 	// collapsedApply), 5.8-8.0 µs of server CPU per request against
 	// 11.4-15.5, 184-248k requests/s against 107-141k (2-3M requests a
-	// run, 2-3 rounds). The price: up to two segments of log on disk,
-	// and a replay after a crash under such a load of up to a segment:
+	// run, 2-3 rounds). The price: about two segments of log on disk,
+	// and a replay after a crash under such a load of about a segment:
 	// 1.1-1.16 s to the first GET (README, Restart).
 	walSegmentSize = 256 << 20
 	walHeader      = 8
