@@ -1,9 +1,11 @@
 package badgerdb
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -381,4 +383,29 @@ func TestDeletionsLeaveMemoryOnceApplied(t *testing.T) {
 		t.Fatalf("%s = %q, %v after writing it again", key(0), v, ok)
 	}
 	checkCache(t, s, "after the reads")
+}
+
+// TestNewEntryOwnsKey checks that an entry holds a copy of its key, in one
+// allocation with the entry when the key is short (newEntry).
+func TestNewEntryOwnsKey(t *testing.T) {
+	for _, n := range []int{0, 1, 16, 17, 19, 32, 33, 48, 49, 64, 65, 128, 129, 300} {
+		key := bytes.Repeat([]byte{'k'}, n)
+		e := newEntry(key)
+		for i := range key {
+			key[i] = 'x' // the caller's buffer is reused
+		}
+		if want := strings.Repeat("k", n); e.key != want {
+			t.Fatalf("len %d: key %q, want %q", n, e.key, want)
+		}
+		if e.val != nil || e.del || e.n != 0 || e.seq != 0 || e.queued != 0 {
+			t.Fatalf("len %d: new entry not zero: %+v", n, *e)
+		}
+		want := 1.0
+		if n > 128 {
+			want = 2 // the entry, and the key apart
+		}
+		if got := testing.AllocsPerRun(100, func() { newEntry(key) }); got != want {
+			t.Fatalf("len %d: %v allocations, want %v", n, got, want)
+		}
+	}
 }

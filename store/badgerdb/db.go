@@ -49,6 +49,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -228,6 +229,58 @@ type entry struct {
 	// (makeDirty): the queue's check of a place needs the entry clean
 	// anyway (queuedLive), and cleaning it queues it anew.
 	seq uint64
+}
+
+// newEntry returns an entry for key that holds the key's bytes in its own
+// allocation when they are short (up to 128 bytes, in sizes that fill
+// the allocator's size classes): one object where a separate key made
+// two. Every collection marks each object memory holds, and with ONCE
+// answers expiring in numbers (hundreds of thousands of dirty entries
+// waiting for their apply) the marking took a quarter of the server's
+// CPU, much of it looking up each object's span. A read that looks the
+// key up also finds the entry's fields next to the bytes it compares.
+func newEntry(key []byte) *entry {
+	switch n := len(key); {
+	case n <= 16:
+		x := new(struct {
+			entry
+			b [16]byte
+		})
+		return x.own(x.b[:], key)
+	case n <= 32:
+		x := new(struct {
+			entry
+			b [32]byte
+		})
+		return x.own(x.b[:], key)
+	case n <= 48:
+		x := new(struct {
+			entry
+			b [48]byte
+		})
+		return x.own(x.b[:], key)
+	case n <= 64:
+		x := new(struct {
+			entry
+			b [64]byte
+		})
+		return x.own(x.b[:], key)
+	case n <= 128:
+		x := new(struct {
+			entry
+			b [128]byte
+		})
+		return x.own(x.b[:], key)
+	}
+	return &entry{key: string(key)}
+}
+
+// own copies key into buf, memory of e's own allocation that nothing
+// writes again, and makes it e's key.
+func (e *entry) own(buf, key []byte) *entry {
+	copy(buf, key)
+	e.key = unsafe.String(unsafe.SliceData(buf), len(key))
+	return e
 }
 
 type op struct {
@@ -1214,7 +1267,7 @@ func (s *DB) stage(key []byte, val []byte, del, absent bool) uint64 {
 	held := e != nil && !e.del
 	switch {
 	case e == nil:
-		e = &entry{key: string(key)}
+		e = newEntry(key)
 		s.mem[e.key] = e
 		s.memPeak = max(s.memPeak, len(s.mem))
 		s.makeDirty(e)
@@ -1269,7 +1322,9 @@ func (s *DB) getRaw(key []byte) (val []byte, ok bool, n uint64, err error) {
 	// Nothing can have been staged for key meanwhile (readers hold mu);
 	// the committer may only have made a staged value clean.
 	if _, in := s.mem[string(key)]; !in {
-		s.cacheLocked(&entry{key: string(key), val: out, del: absent})
+		e := newEntry(key)
+		e.val, e.del = out, absent
+		s.cacheLocked(e)
 	}
 	s.omu.Unlock()
 	return out, !absent, 0, nil
