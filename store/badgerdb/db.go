@@ -196,7 +196,7 @@ func DefaultOptions(dir string) Options {
 		Databases:      16,
 		Fsync:          FsyncEverysec,
 		Logger:         zap.NewNop(),
-		MemTableSize:   4 << 20,
+		MemTableSize:   16 << 20,
 		BlockCacheSize: 32 << 20,
 		SweepInterval:  100 * time.Millisecond,
 		SweepKeys:      64,
@@ -242,37 +242,30 @@ type entry struct {
 func newEntry(key []byte) *entry {
 	switch n := len(key); {
 	case n <= 16:
-		x := new(struct {
-			entry
-			b [16]byte
-		})
-		return x.own(x.b[:], key)
+		return newKeyed[[16]byte](key)
 	case n <= 32:
-		x := new(struct {
-			entry
-			b [32]byte
-		})
-		return x.own(x.b[:], key)
+		return newKeyed[[32]byte](key)
 	case n <= 48:
-		x := new(struct {
-			entry
-			b [48]byte
-		})
-		return x.own(x.b[:], key)
+		return newKeyed[[48]byte](key)
 	case n <= 64:
-		x := new(struct {
-			entry
-			b [64]byte
-		})
-		return x.own(x.b[:], key)
+		return newKeyed[[64]byte](key)
 	case n <= 128:
-		x := new(struct {
-			entry
-			b [128]byte
-		})
-		return x.own(x.b[:], key)
+		return newKeyed[[128]byte](key)
 	}
 	return &entry{key: string(key)}
+}
+
+// keyed is an entry followed by room B (a byte array) for its key.
+type keyed[B any] struct {
+	entry
+	b B
+}
+
+// newKeyed allocates a keyed entry with room B for key, which must fit.
+func newKeyed[B any](key []byte) *entry {
+	x := new(keyed[B])
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&x.b)), unsafe.Sizeof(x.b))
+	return x.own(buf, key)
 }
 
 // own copies key into buf, memory of e's own allocation that nothing
