@@ -116,7 +116,7 @@ func Default() Config {
 		Databases:        16,
 		LogLevel:         "notice",
 		MaxClients:       10000,
-		MemTableSize:     4 << 20,
+		MemTableSize:     16 << 20,
 		BlockCacheSize:   32 << 20,
 		ValueCacheSize:   48 << 20,
 		MemoryBurst:      72 << 20,

@@ -31,8 +31,8 @@ func TestParse(t *testing.T) {
 				c.Port, c.Bind, c.RequirePass, c.ConfigFile = 7002, []string{"127.0.0.1", "::1"}, "s3 cret", file
 			}},
 		{name: "ignored redis directives", args: []string{"--appendonly", "yes", "--save", ""}, want: func(*Config) {}},
-		{name: "sizes and lease", args: []string{"--memtable-size", "16mb", "--once-lease-ms", "500"},
-			want: func(c *Config) { c.MemTableSize, c.OnceLease = 16<<20, 500*time.Millisecond }},
+		{name: "sizes and lease", args: []string{"--memtable-size", "32mb", "--once-lease-ms", "500"},
+			want: func(c *Config) { c.MemTableSize, c.OnceLease = 32<<20, 500*time.Millisecond }},
 		{name: "small memtable", args: []string{"--memtable-size", "1mb"}, want: func(c *Config) { c.MemTableSize = 1 << 20 }},
 		{name: "memtable too small", args: []string{"--memtable-size", "512kb"}, err: "memtable-size must be at least 1mb (1048576)"},
 		{name: "caches", args: []string{"--block-cache-size", "8mb", "--value-cache-size", "0"},
