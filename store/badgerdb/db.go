@@ -634,6 +634,7 @@ func Open(opts Options) (*DB, error) {
 			s.realDir = real
 		}
 	}
+	s.warnThinReserve(opts.MinFreeDisk)
 	s.minFree.Store(opts.MinFreeDisk)
 	if err := s.recoverWAL(); err != nil {
 		bdb.Close()

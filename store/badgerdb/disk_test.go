@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/oncekv/oncekv/store"
 )
 
@@ -235,5 +238,34 @@ func TestCloseAfterTheDirectoryIsDeleted(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("Close hangs once the data directory is deleted")
+	}
+}
+
+// TestThinReserveWarns checks that a free-space reserve under what Badger
+// may still write through memory maps after the check is logged as a
+// warning, at start and when it changes, and that the default or no check
+// at all is not.
+func TestThinReserveWarns(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	opts := DefaultOptions(t.TempDir())
+	opts.Logger = zap.New(core)
+	opts.MemTableSize = 4 << 20 // advised: max(64 MiB, 8 × 4 MiB)
+	opts.MinFreeDisk = 40 << 20
+	s := openOpts(t, opts)
+	warned := func() int {
+		return logs.FilterMessageSnippet("min-free-disk is under 8 memtables").Len()
+	}
+	if warned() != 1 {
+		t.Fatalf("a 40 MiB reserve with 4 MiB memtables: %d warnings, want 1", warned())
+	}
+	for _, n := range []int64{0, -1, 64 << 20, 1 << 30} {
+		s.SetMinFreeDisk(n)
+		if warned() != 1 {
+			t.Fatalf("SetMinFreeDisk(%d) warned", n)
+		}
+	}
+	s.SetMinFreeDisk(1 << 20)
+	if warned() != 2 {
+		t.Fatalf("SetMinFreeDisk(1 MiB): %d warnings in all, want 2", warned())
 	}
 }
