@@ -54,19 +54,35 @@ func randomBytes(rng *rand.ChaCha8, n int) string {
 // there.
 func TestDiskFull(t *testing.T) {
 	t.Parallel()
-	mnt := mountTmpfs(t, "128m")
+	// The reserve must hold what Badger writes through memory maps after
+	// the check (its memtable logs, a flush, compactions): 40 MiB is ten
+	// 4 MiB memtables.
+	diskFull(t, "128m", 56<<20, "--memtable-size", "4mb", "--min-free-disk", "40mb")
+}
+
+// TestDiskFullDefaults fills the disk with the default memtables and
+// reserve (16 MiB and sixteen of them, 256 MiB): 40 MiB of room above the
+// reserve.
+func TestDiskFullDefaults(t *testing.T) {
+	t.Parallel()
+	diskFull(t, "384m", 88<<20)
+}
+
+// diskFull fills a tmpfs of size, ballast bytes of it taken by another
+// file, with 128 KiB writes until they are refused, then checks what a
+// full disk must do: refuse writes with -MISCONF and never crash, keep
+// every acknowledged write readable, resume once the ballast goes, and
+// lose nothing across a kill -9. args are the server's own.
+func diskFull(t *testing.T, size string, ballastBytes int, args ...string) {
+	mnt := mountTmpfs(t, size)
 	// Room taken by someone else, freed later: "space returns".
 	rng := rand.NewChaCha8([32]byte{7})
 	ballast := filepath.Join(mnt, "ballast")
-	if err := os.WriteFile(ballast, []byte(randomBytes(rng, 56<<20)), 0o644); err != nil {
+	if err := os.WriteFile(ballast, []byte(randomBytes(rng, ballastBytes)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The reserve must hold what Badger writes through memory maps after
-	// the check (its memtable logs, a flush, compactions): the default,
-	// 8 memtables, is 128 MiB with 16 MiB memtables, the whole tmpfs. With
-	// 4 MiB memtables, 40 MiB is more than that.
-	srv := StartOncekv(t, "--dir", filepath.Join(mnt, "data"), "--appendfsync", "always",
-		"--memtable-size", "4mb", "--min-free-disk", "40mb", "--loglevel", "warning")
+	srv := StartOncekv(t, append([]string{"--dir", filepath.Join(mnt, "data"), "--appendfsync", "always",
+		"--loglevel", "warning"}, args...)...)
 
 	acked := map[string]string{}
 	var c *RawConn

@@ -175,9 +175,15 @@ type Options struct {
 
 // DefaultMinFreeDisk is the free-space reserve for a memtable size: room
 // for the memtable logs and the flushes and compactions Badger still runs
-// after writes stop.
+// after writes stop, all written through memory maps, where a full disk
+// is a crash. Sixteen memtables: a level-0 compaction alone reads
+// levelZeroTables tables of a memtable each and writes as much before it
+// deletes them, and up to four memtables (three immutable, one active)
+// wait to be flushed. The 64 MiB floor was sixteen of the 4 MiB
+// memtables that were the default until 16 MiB; eight of 16 MiB would
+// have left half that margin.
 func DefaultMinFreeDisk(memTableSize int64) int64 {
-	return max(64<<20, 8*memTableSize)
+	return max(64<<20, 16*memTableSize)
 }
 
 // DefaultMaxPendingBytes is the bound on the writes waiting for Badger
@@ -237,8 +243,9 @@ type entry struct {
 // two. Every collection marks each object memory holds, and with ONCE
 // answers expiring in numbers (hundreds of thousands of dirty entries
 // waiting for their apply) the marking took a quarter of the server's
-// CPU, much of it looking up each object's span. A read that looks the
-// key up also finds the entry's fields next to the bytes it compares.
+// CPU, much of it looking up each object's span. (For reads it changes
+// nothing measurable: the map's slot holds both pointers, so the two
+// misses overlap; docs/performance-notes.md.)
 func newEntry(key []byte) *entry {
 	switch n := len(key); {
 	case n <= 16:
@@ -249,6 +256,12 @@ func newEntry(key []byte) *entry {
 		return newKeyed[[48]byte](key)
 	case n <= 64:
 		return newKeyed[[64]byte](key)
+	case n <= 80:
+		return newKeyed[[80]byte](key)
+	case n <= 96:
+		return newKeyed[[96]byte](key)
+	case n <= 112:
+		return newKeyed[[112]byte](key)
 	case n <= 128:
 		return newKeyed[[128]byte](key)
 	}
@@ -693,7 +706,9 @@ func badgerOptions(opts Options) badger.Options {
 // about as much (20-25%); a reading of RSS 5 s after loading 1M keys was 123 MiB
 // with 8, 108-111 with 5 and 155-165 with 12, the compaction of a load
 // being larger and later (issue 6). Reads that miss memory check a few
-// more level-0 tables' Bloom filters.
+// more level-0 tables' Bloom filters. (Measured with 4 MiB memtables, the
+// default until 16 MiB: with those, level 0 holds 128 MiB before it is
+// compacted; not measured again since.)
 const (
 	levelZeroTables = 8
 	levelZeroStall  = 18

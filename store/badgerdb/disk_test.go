@@ -241,31 +241,49 @@ func TestCloseAfterTheDirectoryIsDeleted(t *testing.T) {
 	}
 }
 
-// TestThinReserveWarns checks that a free-space reserve under what Badger
-// may still write through memory maps after the check is logged as a
-// warning, at start and when it changes, and that the default or no check
-// at all is not.
+// TestThinReserveWarns checks that a free-space reserve under its default
+// (DefaultMinFreeDisk) is logged as a warning, at start and when it
+// changes, and that the default or no check at all is not.
 func TestThinReserveWarns(t *testing.T) {
-	core, logs := observer.New(zap.WarnLevel)
-	opts := DefaultOptions(t.TempDir())
-	opts.Logger = zap.New(core)
-	opts.MemTableSize = 4 << 20 // advised: max(64 MiB, 8 × 4 MiB)
-	opts.MinFreeDisk = 40 << 20
-	s := openOpts(t, opts)
-	warned := func() int {
-		return logs.FilterMessageSnippet("min-free-disk is under 8 memtables").Len()
-	}
-	if warned() != 1 {
-		t.Fatalf("a 40 MiB reserve with 4 MiB memtables: %d warnings, want 1", warned())
-	}
-	for _, n := range []int64{0, -1, 64 << 20, 1 << 30} {
-		s.SetMinFreeDisk(n)
-		if warned() != 1 {
-			t.Fatalf("SetMinFreeDisk(%d) warned", n)
-		}
-	}
-	s.SetMinFreeDisk(1 << 20)
-	if warned() != 2 {
-		t.Fatalf("SetMinFreeDisk(1 MiB): %d warnings in all, want 2", warned())
+	for _, tc := range []struct {
+		name     string
+		memtable int64
+		reserve  int64 // at Open
+		warns    bool
+	}{
+		{"40 MiB with 4 MiB memtables", 4 << 20, 40 << 20, true},
+		{"100 MiB with 16 MiB memtables", 16 << 20, 100 << 20, true},
+		{"the default", 16 << 20, 0, false},
+		{"no check", 16 << 20, -1, false},
+		{"the floor with 1 MiB memtables", 1 << 20, 64 << 20, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			core, logs := observer.New(zap.WarnLevel)
+			opts := DefaultOptions(t.TempDir())
+			opts.Logger = zap.New(core)
+			opts.MemTableSize = tc.memtable
+			opts.MinFreeDisk = tc.reserve
+			s := openOpts(t, opts)
+			warned := func() int {
+				return logs.FilterMessageSnippet("min-free-disk is under its default").Len()
+			}
+			want := 0
+			if tc.warns {
+				want = 1
+			}
+			if warned() != want {
+				t.Fatalf("at Open: %d warnings, want %d", warned(), want)
+			}
+			for _, n := range []int64{0, -1, DefaultMinFreeDisk(tc.memtable), 1 << 40} {
+				s.SetMinFreeDisk(n)
+				if warned() != want {
+					t.Fatalf("SetMinFreeDisk(%d) warned", n)
+				}
+			}
+			s.SetMinFreeDisk(DefaultMinFreeDisk(tc.memtable) - 1)
+			if warned() != want+1 {
+				t.Fatalf("SetMinFreeDisk(default - 1): %d warnings in all, want %d", warned(), want+1)
+			}
+		})
 	}
 }

@@ -74,12 +74,13 @@ func (s *DB) SetMinFreeDisk(n int64) {
 // DefaultMinFreeDisk: what Badger may still write through memory maps
 // after the check (its memtable logs, a flush, compactions). A disk that
 // fills within the reserve then crashes the process (SIGBUS) where it
-// should refuse writes. A reserve chosen for small memtables may be thin
-// for larger ones: integration's TestDiskFull, 40 MiB with 4 MiB
-// memtables, crashed the server once they were 16 MiB.
+// should refuse writes. The default is generous (sixteen memtables), so a
+// reserve under it is not necessarily unsafe, but one chosen for small
+// memtables may be thin for larger ones: integration's TestDiskFull, 40
+// MiB with 4 MiB memtables, crashed the server once they were 16 MiB.
 func (s *DB) warnThinReserve(n int64) {
 	if want := DefaultMinFreeDisk(s.opts.MemTableSize); n > 0 && n < want {
-		s.log.Warn("min-free-disk is under 8 memtables (memtable-size): a disk that fills may crash the server instead of refusing writes",
+		s.log.Warn("min-free-disk is under its default, max(64mb, 16 x memtable-size): a disk that fills may crash the server instead of refusing writes",
 			zap.String("min-free-disk", bytesText(n)), zap.String("advised", bytesText(want)))
 	}
 }
