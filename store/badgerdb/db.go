@@ -247,25 +247,23 @@ type entry struct {
 // nothing measurable: the map's slot holds both pointers, so the two
 // misses overlap; docs/performance-notes.md.)
 func newEntry(key []byte) *entry {
-	switch n := len(key); {
-	case n <= 16:
-		return newKeyed[[16]byte](key)
-	case n <= 32:
-		return newKeyed[[32]byte](key)
-	case n <= 48:
-		return newKeyed[[48]byte](key)
-	case n <= 64:
-		return newKeyed[[64]byte](key)
-	case n <= 80:
-		return newKeyed[[80]byte](key)
-	case n <= 96:
-		return newKeyed[[96]byte](key)
-	case n <= 112:
-		return newKeyed[[112]byte](key)
-	case n <= 128:
-		return newKeyed[[128]byte](key)
+	for _, k := range keyedSizes {
+		if len(key) <= k.room {
+			return k.alloc(key)
+		}
 	}
 	return &entry{key: string(key)}
+}
+
+// keyedSizes are the rooms for a key that newEntry chooses from, smallest
+// first: with the entry's 64 bytes, each fills a size class (80 to 192).
+var keyedSizes = [...]struct {
+	room  int
+	alloc func([]byte) *entry
+}{
+	{16, newKeyed[[16]byte]}, {32, newKeyed[[32]byte]}, {48, newKeyed[[48]byte]},
+	{64, newKeyed[[64]byte]}, {80, newKeyed[[80]byte]}, {96, newKeyed[[96]byte]},
+	{112, newKeyed[[112]byte]}, {128, newKeyed[[128]byte]},
 }
 
 // keyed is an entry followed by room B (a byte array) for its key.
