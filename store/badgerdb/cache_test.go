@@ -392,7 +392,7 @@ var entrySink *entry
 // TestNewEntryOwnsKey checks that an entry holds a copy of its key, in one
 // allocation with the entry when the key is short (newEntry).
 func TestNewEntryOwnsKey(t *testing.T) {
-	for _, n := range []int{0, 1, 16, 17, 19, 32, 33, 48, 49, 64, 65, 128, 129, 300} {
+	for _, n := range []int{0, 1, 16, 17, 19, 32, 33, 48, 49, 64, 65, 80, 81, 96, 97, 112, 113, 128, 129, 300} {
 		key := bytes.Repeat([]byte{'k'}, n)
 		e := newEntry(key)
 		for i := range key {
