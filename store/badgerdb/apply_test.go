@@ -1210,3 +1210,53 @@ func TestSegmentEndAloneStartsNoApply(t *testing.T) {
 		t.Fatalf("log segments %v after the apply: segment %d, which it holds, is still there", got, oldest)
 	}
 }
+
+// A round's queue is kept for the next round when it is small, and when
+// it is large only while the load goes on (the queue filling meanwhile is
+// large too); a large queue found empty once the load has stopped is let
+// go. A kept queue holds no op any more (issue 6: under ONCE answers
+// expiring in numbers, a new queue for each round was a quarter of the
+// bytes the server allocated).
+func TestSpareQueueKeptWhileBusy(t *testing.T) {
+	const big = 2 * reuseLimit
+	ops := func(length, capacity int) []op {
+		q := make([]op, length, capacity)
+		for i := range q {
+			q[i] = op{key: "k", val: []byte("v"), e: &entry{}}
+		}
+		return q
+	}
+	for _, tc := range []struct {
+		name                string
+		round, filling      []op
+		wantSpare           int // capacity of the kept spare, 0 for none
+		wantFillingReleased bool
+	}{
+		{"small round, idle after", ops(10, 16), nil, 16, false},
+		{"small round, busy after", ops(10, 16), ops(reuseLimit, reuseLimit), 16, false},
+		{"large round, busy after", ops(big, big), ops(reuseLimit/2, reuseLimit), big, false},
+		{"large round, quiet after", ops(big, big), ops(reuseLimit/2-1, reuseLimit), 0, false},
+		{"large round, idle after, large empty queue", ops(big, big), ops(0, big), 0, true},
+		{"small round, idle after, large empty queue", ops(10, 16), ops(0, big), 16, true},
+		{"large round, small queue holding ops", ops(big, big), ops(1, big), 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &DB{applyQ: tc.filling}
+			s.spareQueue(tc.round)
+			if got := cap(s.spareQ); got != tc.wantSpare {
+				t.Fatalf("spare queue capacity %d, want %d", got, tc.wantSpare)
+			}
+			if released := s.applyQ == nil && tc.filling != nil; released != tc.wantFillingReleased {
+				t.Fatalf("filling queue released %v, want %v", released, tc.wantFillingReleased)
+			}
+			if len(s.spareQ) != 0 {
+				t.Fatalf("spare queue holds %d ops", len(s.spareQ))
+			}
+			for i, o := range s.spareQ[:cap(s.spareQ)] {
+				if o.e != nil || o.val != nil || o.key != "" {
+					t.Fatalf("spare queue's op %d still refers to %q", i, o.key)
+				}
+			}
+		})
+	}
+}

@@ -2055,14 +2055,7 @@ func (s *DB) applyRound() {
 	s.cleanMu.Unlock()
 	s.committed.Store(hi)
 	s.announce(false, true)
-	if cap(ops) <= reuseLimit {
-		// The next round queues into this slice (cleared: its values
-		// may be large) rather than growing a new one from nothing.
-		clear(ops)
-		s.applyMu.Lock()
-		s.spareQ = ops[:0]
-		s.applyMu.Unlock()
-	}
+	s.spareQueue(ops)
 	if len(done) > 0 {
 		s.checkpoint(done[len(done)-1].seg)
 	}
@@ -2157,8 +2150,33 @@ func lockFresh(l sync.Locker) {
 }
 
 // reuseLimit is the largest round whose queue and key index the applier
-// keeps for the next round.
+// keeps for the next round whatever comes after it (spareQueue).
 const reuseLimit = 1 << 16
+
+// spareQueue keeps the queue of an applied round, ops, for the next round
+// to queue into (cleared: its values may be large) rather than growing a
+// new one from nothing. A queue over reuseLimit is kept only while the
+// load goes on, that is while the queue filling meanwhile is at least
+// half that size too: under a stream of writes (ONCE answers expiring by
+// the hundred thousand) a new queue for every round was a quarter of the
+// bytes the server allocated, while a burst's queues must not stay
+// allocated once it is over. So a large queue found empty, when the
+// burst has ended, is let go as well.
+func (s *DB) spareQueue(ops []op) {
+	s.applyMu.Lock()
+	busy := len(s.applyQ) >= reuseLimit/2
+	if !busy && len(s.applyQ) == 0 && cap(s.applyQ) > reuseLimit {
+		s.applyQ = nil
+	}
+	s.applyMu.Unlock()
+	if cap(ops) > reuseLimit && !busy {
+		return
+	}
+	clear(ops)
+	s.applyMu.Lock()
+	s.spareQ = ops[:0]
+	s.applyMu.Unlock()
+}
 
 // spareLimit is the largest batch whose slice the logger keeps for the
 // next one.
