@@ -812,6 +812,16 @@ func TestApplyQueueSizedByLastRound(t *testing.T) {
 			t.Fatalf("a round as large as the last (%d keys): queue of %d with capacity %d", n, l, c)
 		}
 	}
+	// Once the writes stop and are applied, no large queue stays.
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	s.applyMu.Lock()
+	qc, sc := cap(s.applyQ), cap(s.spareQ)
+	s.applyMu.Unlock()
+	if qc > reuseLimit || sc > reuseLimit {
+		t.Fatalf("after the last burst was applied: queue capacity %d, spare %d; want none over %d", qc, sc, reuseLimit)
+	}
 }
 
 // The default bounds gather whole rounds of rewrites of a benchmark's
@@ -1212,12 +1222,12 @@ func TestSegmentEndAloneStartsNoApply(t *testing.T) {
 }
 
 // A round's queue is kept for the next round when it is small, and when
-// it is large only while the load goes on (the queue filling meanwhile is
-// large too); a large queue found empty once the load has stopped is let
-// go. A kept queue holds no op any more (issue 6: under ONCE answers
+// it is large only while writes go on (the queue filling meanwhile holds
+// some) and the round used a quarter of it; a large queue found empty is
+// let go. A kept queue holds no op any more (issue 6: under ONCE answers
 // expiring in numbers, a new queue for each round was a quarter of the
 // bytes the server allocated).
-func TestSpareQueueKeptWhileBusy(t *testing.T) {
+func TestSpareQueueKeptWhileWritesGoOn(t *testing.T) {
 	const big = 2 * reuseLimit
 	ops := func(length, capacity int) []op {
 		q := make([]op, length, capacity)
@@ -1227,18 +1237,19 @@ func TestSpareQueueKeptWhileBusy(t *testing.T) {
 		return q
 	}
 	for _, tc := range []struct {
-		name                string
-		round, filling      []op
-		wantSpare           int // capacity of the kept spare, 0 for none
-		wantFillingReleased bool
+		name           string
+		round, filling []op
+		wantSpare      int  // capacity of the kept spare, 0 for none
+		wantReleased   bool // the filling queue let go
 	}{
-		{"small round, idle after", ops(10, 16), nil, 16, false},
-		{"small round, busy after", ops(10, 16), ops(reuseLimit, reuseLimit), 16, false},
-		{"large round, busy after", ops(big, big), ops(reuseLimit/2, reuseLimit), big, false},
-		{"large round, quiet after", ops(big, big), ops(reuseLimit/2-1, reuseLimit), 0, false},
-		{"large round, idle after, large empty queue", ops(big, big), ops(0, big), 0, true},
-		{"small round, idle after, large empty queue", ops(10, 16), ops(0, big), 16, true},
-		{"large round, small queue holding ops", ops(big, big), ops(1, big), 0, false},
+		{"small round, none after", ops(10, 16), nil, 16, false},
+		{"small round, writes after", ops(10, 16), ops(1, 16), 16, false},
+		{"large round, writes after", ops(big, big), ops(1, 16), big, false},
+		{"large round, a quarter used, writes after", ops(big/4, big), ops(1, 16), big, false},
+		{"large round, under a quarter used, writes after", ops(big/4-1, big), ops(1, big), 0, false},
+		{"large round, none after", ops(big, big), ops(0, 16), 0, false},
+		{"large round, none after, large empty queue", ops(big, big), ops(0, big), 0, true},
+		{"small round, none after, large empty queue", ops(10, 16), ops(0, big), 16, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &DB{applyQ: tc.filling}
@@ -1246,8 +1257,8 @@ func TestSpareQueueKeptWhileBusy(t *testing.T) {
 			if got := cap(s.spareQ); got != tc.wantSpare {
 				t.Fatalf("spare queue capacity %d, want %d", got, tc.wantSpare)
 			}
-			if released := s.applyQ == nil && tc.filling != nil; released != tc.wantFillingReleased {
-				t.Fatalf("filling queue released %v, want %v", released, tc.wantFillingReleased)
+			if released := s.applyQ == nil && tc.filling != nil; released != tc.wantReleased {
+				t.Fatalf("filling queue let go: %v, want %v", released, tc.wantReleased)
 			}
 			if len(s.spareQ) != 0 {
 				t.Fatalf("spare queue holds %d ops", len(s.spareQ))
@@ -1258,5 +1269,28 @@ func TestSpareQueueKeptWhileBusy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A round that starts because the server is calm (writes have stopped)
+// does not hand a large spare queue to the next round: it would only
+// hold memory at rest. A round under load does.
+func TestCalmRoundDropsLargeSpare(t *testing.T) {
+	const big = 2 * reuseLimit
+	for _, calm := range []bool{false, true} {
+		s := &DB{spareQ: make([]op, 0, big)}
+		s.applyRound(calm) // nothing queued: it only swaps the queues
+		want := big
+		if calm {
+			want = 0
+		}
+		if got := cap(s.applyQ); got != want {
+			t.Fatalf("calm %v: the next round's queue has capacity %d, want %d", calm, got, want)
+		}
+	}
+	s := &DB{spareQ: make([]op, 0, 16)}
+	s.applyRound(true)
+	if got := cap(s.applyQ); got != 16 {
+		t.Fatalf("calm: a small spare queue was not handed on (capacity %d)", got)
 	}
 }

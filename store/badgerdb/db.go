@@ -1667,10 +1667,11 @@ func (s *DB) applyLoop() {
 		case <-s.stop:
 			return // Close applies what is left, after the last log round
 		}
-		if !s.gather() {
+		ok, calm := s.gather()
+		if !ok {
 			return
 		}
-		s.applyRound()
+		s.applyRound(calm)
 	}
 }
 
@@ -1680,10 +1681,11 @@ func (s *DB) applyLoop() {
 // is fewer, larger Badger batches, each with fixed costs (a commit through
 // Badger's writer goroutine), where rewrites of one key collapse into one
 // (queueLocked). It does not wait while a drain waits (drainTo). It
-// reports false when the store is stopping.
-func (s *DB) gather() bool {
+// reports false when the store is stopping, and quiet when it ended because
+// the server was calm (CalmApply).
+func (s *DB) gather() (ok, quiet bool) {
 	if s.opts.ApplyDelay <= 0 {
-		return true
+		return true, false
 	}
 	if s.drainTo.Load() > s.committed.Load() {
 		// The drain's kick is answered: drop it, or the next round would
@@ -1692,7 +1694,7 @@ func (s *DB) gather() bool {
 		case <-s.applyNow:
 		default:
 		}
-		return true
+		return true, false
 	}
 	// The delay counts the time the process ran, which the calm ticker
 	// measures (calmWatch.ran), when it ticks often enough to; a timer
@@ -1714,19 +1716,19 @@ func (s *DB) gather() bool {
 	for {
 		select {
 		case <-timeout:
-			return true
+			return true, false
 		case <-s.applyNow:
-			return true
+			return true, false
 		case <-s.stop:
-			return false
+			return false, false
 		case due := <-calm:
 			if w.calm(s.Activity(), time.Now(), due) {
 				s.calmApplies.Add(1)
-				return true
+				return true, true
 			}
 			if timeout == nil && w.ran >= s.opts.ApplyDelay {
 				s.ranApplies.Add(1)
-				return true
+				return true, false
 			}
 		}
 	}
@@ -1877,7 +1879,7 @@ func (s *DB) commitRound() {
 	s.roundMu.Lock()
 	defer s.roundMu.Unlock()
 	s.logRound()
-	s.applyRound()
+	s.applyRound(true)
 }
 
 // retry runs write until it succeeds, in the failure state (writes
@@ -2003,10 +2005,14 @@ func (s *DB) logRound() {
 
 // applyRound writes to Badger everything logged and not applied yet, as
 // one batch, then makes its entries clean; and deletes the log segments
-// that Badger now holds (after syncing Badger).
-func (s *DB) applyRound() {
+// that Badger now holds (after syncing Badger). calm says that writes have
+// stopped (gather): the next round does not get a large spare queue.
+func (s *DB) applyRound(calm bool) {
 	s.applyMu.Lock()
 	ops := s.applyQ
+	if calm && cap(s.spareQ) > reuseLimit {
+		s.spareQ = nil
+	}
 	s.applyQ = s.spareQ
 	s.spareQ = nil
 	s.queueHint = len(ops)
@@ -2155,21 +2161,21 @@ const reuseLimit = 1 << 16
 
 // spareQueue keeps the queue of an applied round, ops, for the next round
 // to queue into (cleared: its values may be large) rather than growing a
-// new one from nothing. A queue over reuseLimit is kept only while the
-// load goes on, that is while the queue filling meanwhile is at least
-// half that size too: under a stream of writes (ONCE answers expiring by
-// the hundred thousand) a new queue for every round was a quarter of the
-// bytes the server allocated, while a burst's queues must not stay
-// allocated once it is over. So a large queue found empty, when the
-// burst has ended, is let go as well.
+// new one from nothing. Under a stream of writes (ONCE answers expiring
+// by the hundred thousand) rounds are larger than reuseLimit, and a new
+// queue for each was a quarter of the bytes the server allocated; yet a
+// burst's queues must not stay allocated once it is over. So a queue over
+// reuseLimit is kept only while writes go on (the queue filling meanwhile
+// holds some) and the round used a quarter of it at least; and a large
+// queue found empty is let go.
 func (s *DB) spareQueue(ops []op) {
 	s.applyMu.Lock()
-	busy := len(s.applyQ) >= reuseLimit/2
-	if !busy && len(s.applyQ) == 0 && cap(s.applyQ) > reuseLimit {
+	going := len(s.applyQ) > 0
+	if !going && cap(s.applyQ) > reuseLimit {
 		s.applyQ = nil
 	}
 	s.applyMu.Unlock()
-	if cap(ops) > reuseLimit && !busy {
+	if cap(ops) > reuseLimit && (!going || len(ops) < cap(ops)/4) {
 		return
 	}
 	clear(ops)
