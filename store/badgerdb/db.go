@@ -2005,8 +2005,9 @@ func (s *DB) logRound() {
 
 // applyRound writes to Badger everything logged and not applied yet, as
 // one batch, then makes its entries clean; and deletes the log segments
-// that Badger now holds (after syncing Badger). calm says that writes have
-// stopped (gather): the next round does not get a large spare queue.
+// that Badger now holds (after syncing Badger). calm says that the server
+// is calm (gather), or that nothing writes meanwhile (commitRound): the
+// queue filling during this round does not start from a large spare.
 func (s *DB) applyRound(calm bool) {
 	s.applyMu.Lock()
 	ops := s.applyQ
@@ -2155,8 +2156,8 @@ func lockFresh(l sync.Locker) {
 	l.Lock()
 }
 
-// reuseLimit is the largest round whose queue and key index the applier
-// keeps for the next round whatever comes after it (spareQueue).
+// reuseLimit is the largest capacity of a round's queue that the applier
+// keeps for a later round whatever comes after it (spareQueue).
 const reuseLimit = 1 << 16
 
 // spareQueue keeps the queue of an applied round, ops, for the next round
