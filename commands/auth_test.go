@@ -29,6 +29,7 @@ func argsFor(c *Command) [][]byte {
 func serveOnce(s *Server, authed bool, args ...[]byte) string {
 	c := &resp.Conn{W: resp.NewWriter(2), Authed: authed}
 	s.Serve(c, args)
+	s.BeforeReply(c)
 	return string(c.W.Bytes())
 }
 

@@ -160,6 +160,7 @@ func cmdTestRun(t *testing.T, s *Server, proto int, args ...string) cmdTestValue
 			}
 		}()
 		s.Serve(c, argv)
+		s.BeforeReply(c)
 	}()
 	return cmdTestParse(t, c.W.Bytes())
 }

@@ -80,6 +80,7 @@ func FuzzServe(f *testing.F) {
 				continue
 			}
 			srv.Serve(c, args)
+			srv.BeforeReply(c) // as the wire does before it sends or blocks
 			if fn := c.TakeBlock(); fn != nil {
 				// Let a blocked command finish on its own for a moment,
 				// then leave: it must return at once, answering nothing.

@@ -37,6 +37,7 @@ func send(srv *Server, c *resp.Conn, args ...string) string {
 		b[i] = []byte(a)
 	}
 	srv.Serve(c, b)
+	srv.BeforeReply(c) // as the wire does before it sends
 	out := string(c.W.Bytes())
 	c.W.Reset()
 	return out

@@ -25,6 +25,7 @@ func benchServer(b *testing.B, n int) *Server {
 	c := &resp.Conn{W: resp.NewWriter(2), Authed: true}
 	for i := 0; i < n; i++ {
 		s.Serve(c, [][]byte{[]byte("SET"), []byte("key:" + strconv.Itoa(i)), []byte("xxx")})
+		s.BeforeReply(c)
 		c.W.Reset()
 	}
 	return s
@@ -70,6 +71,7 @@ func BenchmarkServe(b *testing.B) {
 						b.Fatalf("%s %s: %q", name, key, c.W.Bytes()[start:])
 					}
 					if n++; n%pipeline == 0 {
+						s.BeforeReply(c) // as the wire does before it sends
 						if err := c.Settle(context.Background()); err != nil {
 							b.Fatal(err)
 						}

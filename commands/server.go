@@ -236,6 +236,7 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 			c.W.Error("ERR internal error while running '" + cmd.Name + "' (the server logged it)")
 		}
 	}()
+	s.beforeRun(c, cmd)
 	s.run(x)
 	if !c.Blocking() {
 		// The next command of the pipeline starts where this one
@@ -375,8 +376,13 @@ func (s *Server) run(x *Ctx) {
 	switch {
 	case x.Cmd.Flags&Write != 0:
 		x.after, x.panicked = nil, nil
-		t, err := s.store.Update(x.writeFn)
+		t, err := s.update(x)
 		x.Tx = nil
+		if len(x.after) > 0 {
+			// The hooks' work after the commit (the ONCE engine's)
+			// may wait for others: not under the store's lock.
+			s.release(x.Conn)
+		}
 		runAfter(x.after, t)
 		x.after = nil
 		if p := x.panicked; p != nil {
@@ -389,7 +395,7 @@ func (s *Server) run(x *Ctx) {
 		}
 		x.Await(t)
 	case x.Cmd.Flags&ReadOnly != 0:
-		t, err := s.store.View(x.readFn)
+		t, err := s.view(x)
 		x.Tx = nil
 		if err != nil {
 			x.Fail(err)
@@ -424,8 +430,10 @@ func (x *Ctx) write(tx store.Tx) error {
 	return nil
 }
 
-// Disconnected forgets a closed connection's WATCHes.
+// Disconnected settles a closed connection's tally and forgets its
+// WATCHes.
 func (s *Server) Disconnected(c *resp.Conn) {
+	s.BeforeReply(c) // commands it ran whose replies were not sent
 	s.watch.unwatchAll(c)
 }
 

@@ -10,16 +10,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/oncekv/oncekv/resp"
 	"github.com/oncekv/oncekv/store"
 )
 
 // The server's observability counters: per command (INFO commandstats,
 // the metrics endpoint's latency histograms), per error code (INFO
 // errorstats), the instantaneous rates of INFO stats, the memory peak and
-// the slow log. The hot path (account, once per command) only adds to
-// atomics that belong to the command, reads the clock twice and compares
-// the duration with the slow log's threshold; everything else is computed
-// when INFO or a scrape asks.
+// the slow log. The hot path (account, once per command) adds to the
+// connection's tally (which goes to the command's atomics once per
+// pipeline), reads the clock twice and compares the duration with the
+// slow log's threshold; everything else is computed when INFO or a
+// scrape asks.
 
 // LatencyBuckets is the number of finite buckets of the per-command
 // latency histograms: bucket k counts the calls that took at most 2^k µs
@@ -122,22 +124,112 @@ func (s *Server) wallAt(m time.Duration) time.Time {
 
 // account records a command that ran, from x.start to now: its duration,
 // whether its run wrote an error reply (the writer's error count went past
-// errs), and, past the threshold, a slow log entry.
+// errs), and, past the threshold, a slow log entry. A command on keys
+// counts in its connection's tally; others count at once.
 func (s *Server) account(x *Ctx, errs int64) {
 	x.end = s.mono()
 	d := x.end - x.start
-	s.stats.commands.Add(1)
-	if st := x.Cmd.stats; st != nil {
-		st.buckets[bucketOf(d)].Add(1)
-		st.nanos.Add(int64(d))
-		if x.W.Errors() > errs {
-			st.failed.Add(1)
+	failed := x.W.Errors() > errs
+	if t := tallyOf(x.Conn); t != nil && tallied(x.Cmd) && x.Cmd.stats != nil {
+		t.add(x.Cmd.stats, d, failed)
+	} else {
+		s.stats.commands.Add(1)
+		if st := x.Cmd.stats; st != nil {
+			st.buckets[bucketOf(d)].Add(1)
+			st.nanos.Add(int64(d))
+			if failed {
+				st.failed.Add(1)
+			}
 		}
 	}
 	if lim := s.obs.slowerThan.Load(); lim >= 0 && d.Microseconds() >= lim && x.Cmd.Flags&SkipSlowlog == 0 {
 		s.obs.slowlog.add(x, s.wallAt(x.start), d, int(s.obs.slowMaxLen.Load()))
 	}
 }
+
+// A tally is what one connection's commands counted since it last settled
+// (BeforeReply): the calls of its latest run of one command on keys, and
+// its commands, keyspace hits and misses. Adding to the shared atomics once
+// per pipeline rather than several times per command matters when two
+// cores run commands: each add moves the counter's cache line from one
+// to the other. Everything a tally holds is added before the
+// connection's replies go out, before it waits for more requests, before
+// any other command runs (INFO, CONFIG RESETSTAT: they see or reset the
+// counters) and when it disconnects, so no client sees a reply whose
+// command is not counted yet.
+type tally struct {
+	cmd      *cmdStats // whose calls buckets, nanos and failed count
+	buckets  [LatencyBuckets + 1]int64
+	touched  uint32 // bit k set: buckets[k] is not 0
+	nanos    int64
+	failed   int64
+	commands int64
+	hits     int64
+	misses   int64
+}
+
+// tallyOf is c's tally, made on first use; nil without a connection.
+func tallyOf(c *resp.Conn) *tally {
+	if l := localOf(c); l != nil {
+		return &l.tally
+	}
+	return nil
+}
+
+// add counts a call of the command whose counters are st.
+func (t *tally) add(st *cmdStats, d time.Duration, failed bool) {
+	if t.cmd != st {
+		t.settleCmd()
+		t.cmd = st
+	}
+	k := bucketOf(d)
+	t.buckets[k]++
+	t.touched |= 1 << k
+	t.nanos += int64(d)
+	if failed {
+		t.failed++
+	}
+	t.commands++
+}
+
+// settleCmd adds the calls counted to their command's counters.
+func (t *tally) settleCmd() {
+	st := t.cmd
+	if st == nil {
+		return
+	}
+	for m := t.touched; m != 0; m &= m - 1 {
+		k := bits.TrailingZeros32(m)
+		st.buckets[k].Add(t.buckets[k])
+		t.buckets[k] = 0
+	}
+	st.nanos.Add(t.nanos)
+	if t.failed != 0 {
+		st.failed.Add(t.failed)
+	}
+	t.cmd, t.touched, t.nanos, t.failed = nil, 0, 0, 0
+}
+
+// settle adds everything t counted to the server's counters.
+func (s *Server) settle(t *tally) {
+	t.settleCmd()
+	if t.commands != 0 {
+		s.stats.commands.Add(t.commands)
+		t.commands = 0
+	}
+	if t.hits != 0 {
+		s.stats.keyspaceHits.Add(t.hits)
+		t.hits = 0
+	}
+	if t.misses != 0 {
+		s.stats.keyspaceMiss.Add(t.misses)
+		t.misses = 0
+	}
+}
+
+// tallied reports whether cmd counts in its connection's tally: whether
+// it reads or writes keys. None of those reads or resets the counters.
+func tallied(cmd *Command) bool { return cmd.Flags&(Write|ReadOnly) != 0 }
 
 // rejected counts a command refused before it ran (wrong arity, NOAUTH),
 // against the command or subcommand it names, as Redis's rejected_calls.
@@ -466,7 +558,7 @@ func (s *Server) SlowlogLen() int { return s.obs.slowlog.len() }
 func (x *Ctx) lookup(key []byte) (store.Value, bool, error) {
 	v, ok, err := x.Tx.Get(x.DB, key)
 	if err == nil {
-		x.S.countLookup(ok)
+		x.countLookup(ok)
 	}
 	return v, ok, err
 }
@@ -477,17 +569,24 @@ func (x *Ctx) readString(key []byte) (store.Value, bool, error) {
 	v, ok, err := x.getString(key)
 	switch {
 	case err == ErrWrongType:
-		x.S.countLookup(true)
+		x.countLookup(true)
 	case err == nil:
-		x.S.countLookup(ok)
+		x.countLookup(ok)
 	}
 	return v, ok, err
 }
 
-func (s *Server) countLookup(hit bool) {
-	if hit {
-		s.stats.keyspaceHits.Add(1)
-	} else {
-		s.stats.keyspaceMiss.Add(1)
+// countLookup counts a keyspace hit or miss, in the connection's tally.
+func (x *Ctx) countLookup(hit bool) {
+	t := tallyOf(x.Conn)
+	switch {
+	case t == nil && hit:
+		x.S.stats.keyspaceHits.Add(1)
+	case t == nil:
+		x.S.stats.keyspaceMiss.Add(1)
+	case hit:
+		t.hits++
+	default:
+		t.misses++
 	}
 }

@@ -170,7 +170,7 @@ func setCmd(x *Ctx) {
 		return
 	}
 	if o.get {
-		x.S.countLookup(found) // SET … GET reads as GET does
+		x.countLookup(found) // SET … GET reads as GET does
 		if found && old.Kind != store.KindString {
 			x.Fail(ErrWrongType)
 			return

@@ -85,6 +85,7 @@ func execCmd(x *Ctx) {
 			if cmd.Flags&(Write|ReadOnly) != 0 {
 				sub.Tx = s.wrap(tx)
 			}
+			s.beforeRun(x.Conn, cmd)
 			sub.start = s.mono()
 			errs := x.W.Errors()
 			cmd.Run(sub)

@@ -534,6 +534,10 @@ func (p *Proxy) Disconnected(c *resp.Conn) {
 	p.local.Disconnected(c)
 }
 
+// BeforeReply settles what the local server counted for c's commands
+// before c's replies go out (resp.Replier).
+func (p *Proxy) BeforeReply(c *resp.Conn) { p.local.BeforeReply(c) }
+
 // ErrorReplied counts error replies for INFO errorstats (resp.ErrorObserver).
 func (p *Proxy) ErrorReplied(msg string) { p.local.ErrorReplied(msg) }
 

@@ -46,6 +46,11 @@ type Conn struct {
 	Dirty   bool
 	// Watch is opaque state of the WATCH implementation.
 	Watch any
+	// Local is opaque state of the handler's that it settles before the
+	// connection sends replies or waits (see Replier): counters of this
+	// connection's commands that it adds to shared ones only then, a
+	// store lock kept across a pipeline.
+	Local any
 	// Mark is the handler's reading of its monotonic clock when the last
 	// command ended, from which the next command of the same pipeline
 	// starts: one clock read per command rather than two. The server

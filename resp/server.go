@@ -107,13 +107,14 @@ type Server struct {
 	started  time.Time
 	Accepted atomic.Int64
 	Rejected atomic.Int64
-	Commands atomic.Int64
 
 	requirePass atomic.Bool
 	// stats are the wire's counters (stats.go); onError sees every error
 	// reply, if the handler is an ErrorObserver.
 	stats   WireStats
 	onError func(msg string)
+	// beforeReply is the handler's Replier hook, if it has one.
+	beforeReply func(c *Conn)
 	// The settings CONFIG SET changes while the server runs (settings.go).
 	maxClients atomic.Int64
 	protected  atomic.Bool
@@ -131,6 +132,9 @@ func NewServer(cfg Config, h Handler) *Server {
 	s.requirePass.Store(cfg.RequirePass)
 	if o, ok := h.(ErrorObserver); ok {
 		s.onError = o.ErrorReplied
+	}
+	if r, ok := h.(Replier); ok {
+		s.beforeReply = r.BeforeReply
 	}
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.protected.Store(cfg.ProtectedMode)
@@ -428,6 +432,11 @@ func (s *Server) serve(c *Conn) error {
 				if !ok {
 					return nil
 				}
+			} else if s.beforeReply != nil {
+				// No reply to send (CLIENT REPLY OFF): what the
+				// commands counted is settled before the wait all
+				// the same.
+				s.beforeReply(c)
 			}
 			s.armIdle(c)
 			err := rd.Fill()
@@ -437,7 +446,6 @@ func (s *Server) serve(c *Conn) error {
 			}
 			continue
 		}
-		s.Commands.Add(1)
 		s.call(c, args)
 		if c.block != nil {
 			// Send what came before, then serve the blocked command and
@@ -532,6 +540,11 @@ var closedChan = func() chan struct{} {
 
 // runBlocked finishes a blocked command, recovering a panic as call does.
 func (s *Server) runBlocked(c *Conn, fn BlockFunc, gone <-chan struct{}) {
+	if s.beforeReply != nil {
+		// The handler's state is settled before the command waits
+		// (a lock it holds would keep out what the command waits for).
+		s.beforeReply(c)
+	}
 	mark := c.W.Len()
 	c.blocked.Store(true)
 	s.stats.Blocked.Add(1)
@@ -609,18 +622,25 @@ func (s *Server) serveDetached(c *Conn) error {
 	}()
 	send := func() bool { return s.flush(c) && !c.closing }
 	serve := func(args [][]byte) bool {
-		s.Commands.Add(1)
 		c.MarkOK = false // the command may have waited in items
 		s.call(c, args)
 		c.rd.SetAuthed(c.Authed || !s.requirePass.Load())
 		c.rd.SetHeld(c.queued())
 		return !c.closing
 	}
-	// unblock finishes blocked commands; it reports whether to go on.
+	// unblock sends the replies before a blocked command, then finishes
+	// it (as serve does, and as Redis sends a blocked client's earlier
+	// replies while it waits); it reports whether to go on.
 	unblock := func() bool {
 		for c.block != nil {
 			fn := c.block
 			c.block = nil
+			if !send() {
+				// The client is gone: the command withdraws what it
+				// waits on, as in serve.
+				s.runBlocked(c, fn, closedChan)
+				return false
+			}
 			s.runBlocked(c, fn, gone)
 		}
 		return send()
@@ -667,6 +687,9 @@ func (s *Server) serveDetached(c *Conn) error {
 // flush waits for the durability of what the buffered replies acknowledge,
 // then sends them. It reports false when the connection must close.
 func (s *Server) flush(c *Conn) bool {
+	if s.beforeReply != nil {
+		s.beforeReply(c)
+	}
 	if err := c.Settle(context.Background()); err != nil {
 		s.log.Error("write not durable; closing the connection without acknowledging it",
 			zap.Int64("id", c.ID), zap.Error(err))

@@ -32,6 +32,19 @@ type ErrorObserver interface {
 	ErrorReplied(msg string)
 }
 
+// Replier is implemented by a Handler that keeps per-connection state to
+// settle before the connection's replies go out or it waits for more
+// requests (Conn.Local): counters a command adds to locally, which every
+// client must see once a reply shows that the command ran; a lock that
+// must not be held while the connection waits. The server calls
+// BeforeReply before it sends replies, before it waits for requests,
+// before a blocked command waits, and the handler calls it itself when
+// the connection is gone; always on the goroutine that runs the
+// connection's commands.
+type Replier interface {
+	BeforeReply(c *Conn)
+}
+
 // countingConn counts what is read from a client's socket.
 type countingConn struct {
 	net.Conn

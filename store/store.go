@@ -108,6 +108,31 @@ type Store interface {
 	Close() error
 }
 
+// Holder is implemented by a Store whose lock one caller may keep across
+// several transactions (a connection's pipeline), so that it is taken
+// once for them all rather than once per command: each taking moves the
+// lock's cache line between the cores that run commands.
+type Holder interface {
+	// Hold returns a Hold on the store; it takes nothing yet.
+	Hold() Hold
+}
+
+// A Hold runs transactions under one taking of the store's lock: shared
+// from a View, exclusive from an Update (a View then runs under it too),
+// kept until Release, or until the store lets it go after a bounded
+// number of transactions, so that others wait for few. It belongs to one
+// goroutine, which, while the Hold may have the lock, must not wait for
+// anything another transaction does (another client, a durability
+// ticket), nor call the store other than through the Hold: it must
+// Release first.
+type Hold interface {
+	View(fn func(tx Tx) error) (Ticket, error)
+	Update(fn func(tx Tx) error) (Ticket, error)
+	// Release lets the lock go, if the Hold has it; the Hold may be used
+	// again after.
+	Release()
+}
+
 // Done is a Ticket that is already durable.
 type Done struct{}
 

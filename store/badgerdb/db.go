@@ -932,6 +932,107 @@ func (s *DB) View(fn func(tx store.Tx) error) (store.Ticket, error) {
 	return tk, err
 }
 
+// holdMax is how many transactions a Hold runs under one taking of the
+// lock: others wait for at most that many of its commands.
+const holdMax = 16
+
+// hold is DB's store.Hold.
+type hold struct {
+	s    *DB
+	mode int // holdNone, holdShared or holdExclusive
+	n    int // transactions since the lock was taken
+}
+
+const (
+	holdNone = iota
+	holdShared
+	holdExclusive
+)
+
+// Hold returns a store.Hold on s.
+func (s *DB) Hold() store.Hold { return &hold{s: s} }
+
+// View runs fn with shared access, under the lock the hold keeps (the
+// exclusive one, if it has that). A panic in fn leaves the lock held
+// until Release.
+func (h *hold) View(fn func(tx store.Tx) error) (store.Ticket, error) {
+	s := h.s
+	if s.closed.Load() {
+		h.Release()
+		return nil, store.ErrClosed
+	}
+	if h.mode == holdNone {
+		s.mu.RLock()
+		h.mode, h.n = holdShared, 0
+	}
+	t := s.newTx(false)
+	err := fn(t)
+	tk := s.ticketFor(t.readMax, false)
+	freeTx(t)
+	h.done()
+	return tk, err
+}
+
+// Update runs fn with exclusive access, as DB.Update does, under the lock
+// the hold keeps. Before it takes the lock, it waits as DB.Update does
+// while Badger is too far behind (backPressure). A panic in fn leaves the lock
+// held until Release; what fn staged is committed all the same.
+func (h *hold) Update(fn func(tx store.Tx) error) (store.Ticket, error) {
+	s := h.s
+	if s.closed.Load() {
+		h.Release()
+		return nil, store.ErrClosed
+	}
+	if err := s.writeError(); err != nil {
+		h.Release()
+		return nil, fmt.Errorf("%w: %v", store.ErrWrite, err)
+	}
+	if h.mode != holdExclusive {
+		// Back pressure is checked as the lock is taken: once for the
+		// run of writes it serves, which adds at most holdMax to the
+		// pending writes' bound.
+		h.Release()
+		s.backPressure()
+		s.mu.Lock()
+		h.mode, h.n = holdExclusive, 0
+	}
+	t := s.newTx(true)
+	err := stagedRun(s, t, fn)
+	tk := s.ticketFor(max(t.last, t.readMax), t.last != 0)
+	freeTx(t)
+	h.done()
+	return tk, err
+}
+
+// stagedRun runs fn, then wakes the logger if fn staged writes, even when
+// fn panics.
+func stagedRun(s *DB, t *tx, fn func(store.Tx) error) error {
+	defer func() {
+		if t.last != 0 {
+			s.poke()
+		}
+	}()
+	return fn(t)
+}
+
+// done counts a transaction, and lets the lock go after holdMax.
+func (h *hold) done() {
+	if h.n++; h.n >= holdMax {
+		h.Release()
+	}
+}
+
+// Release lets the lock go, if the hold has it.
+func (h *hold) Release() {
+	switch h.mode {
+	case holdShared:
+		h.s.mu.RUnlock()
+	case holdExclusive:
+		h.s.mu.Unlock()
+	}
+	h.mode = holdNone
+}
+
 // txPool recycles transactions: one per command would otherwise be
 // garbage the collector must find, hundreds of thousands a second.
 var txPool = sync.Pool{New: func() any { return new(tx) }}

@@ -1,0 +1,104 @@
+package commands
+
+import (
+	"github.com/oncekv/oncekv/resp"
+	"github.com/oncekv/oncekv/store"
+)
+
+// local is a connection's state that the server settles before the
+// connection replies or waits (resp.Replier): its tally (stats.go), and
+// the store's lock, held across a pipeline's run of reads and writes.
+type local struct {
+	tally tally
+	hold  store.Hold // nil until the first read or write, or when the store cannot hold
+}
+
+// localOf is c's local state, made on first use; nil without a
+// connection.
+func localOf(c *resp.Conn) *local {
+	if c == nil {
+		return nil
+	}
+	l, _ := c.Local.(*local)
+	if l == nil {
+		l = new(local)
+		c.Local = l
+	}
+	return l
+}
+
+// BeforeReply settles c's local state: its replies are about to go out,
+// or it is about to wait for requests, or it is gone. It implements
+// resp.Replier.
+func (s *Server) BeforeReply(c *resp.Conn) {
+	l, _ := c.Local.(*local)
+	if l == nil {
+		return
+	}
+	s.settle(&l.tally)
+	if l.hold != nil {
+		l.hold.Release()
+	}
+}
+
+// beforeRun settles what c's local state must not carry into cmd: the
+// tally before a command that is not tallied (it may read or reset the
+// counters), the store's lock before any command but a read or a write
+// (which take it through the hold; another may call the store or wait
+// for a writer).
+func (s *Server) beforeRun(c *resp.Conn, cmd *Command) {
+	if c == nil {
+		return
+	}
+	l, _ := c.Local.(*local)
+	if l == nil {
+		return
+	}
+	if !tallied(cmd) {
+		s.settle(&l.tally)
+		if l.hold != nil {
+			l.hold.Release()
+		}
+	}
+}
+
+// release lets go of the store's lock if c's hold has it.
+func (s *Server) release(c *resp.Conn) {
+	if c == nil {
+		return
+	}
+	if l, _ := c.Local.(*local); l != nil && l.hold != nil {
+		l.hold.Release()
+	}
+}
+
+// view runs a read command's function: under the lock its connection
+// holds across a pipeline's commands, where the store can hold one.
+func (s *Server) view(x *Ctx) (store.Ticket, error) {
+	if h := s.holdOf(x.Conn); h != nil {
+		return h.View(x.readFn)
+	}
+	return s.store.View(x.readFn)
+}
+
+// update runs a write command's function as view does.
+func (s *Server) update(x *Ctx) (store.Ticket, error) {
+	if h := s.holdOf(x.Conn); h != nil {
+		return h.Update(x.writeFn)
+	}
+	return s.store.Update(x.writeFn)
+}
+
+// holdOf is c's hold on the store, made on first use; nil without a
+// connection or when the store cannot hold.
+func (s *Server) holdOf(c *resp.Conn) store.Hold {
+	h, ok := s.store.(store.Holder)
+	if !ok || c == nil {
+		return nil
+	}
+	l := localOf(c)
+	if l.hold == nil {
+		l.hold = h.Hold()
+	}
+	return l.hold
+}
