@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"time"
+
 	"github.com/oncekv/oncekv/resp"
 	"github.com/oncekv/oncekv/store"
 )
@@ -11,6 +13,12 @@ import (
 type local struct {
 	tally tally
 	hold  store.Hold // nil until the first read or write, or when the store cannot hold
+	// last is the latest command on keys and when it started (the
+	// server's monotonic clock), for CLIENT LIST's cmd and idle: set
+	// in the connection's Info when it settles (lastSet: not yet).
+	last      *Command
+	lastStart time.Duration
+	lastSet   bool
 }
 
 // localOf is c's local state, made on first use; nil without a
@@ -36,9 +44,41 @@ func (s *Server) BeforeReply(c *resp.Conn) {
 		return
 	}
 	s.settle(&l.tally)
+	s.settleActive(c, l)
 	if l.hold != nil {
 		l.hold.Release()
 	}
+}
+
+// active records cmd, started at start, as c's latest command (CLIENT
+// LIST's cmd and idle): at once for a command that is not on keys (CLIENT
+// INFO shows itself), when c settles for the others, once per pipeline.
+func (s *Server) active(c *resp.Conn, cmd *Command, start time.Duration) {
+	if tallied(cmd) {
+		l := localOf(c)
+		l.last, l.lastStart, l.lastSet = cmd, start, false
+		return
+	}
+	if l, _ := c.Local.(*local); l != nil {
+		s.settleActive(c, l) // the older first
+	}
+	c.Update(func(i *resp.Info) {
+		i.LastCmd = cmd.Name
+		i.LastActive = s.wallAt(start)
+	})
+}
+
+// settleActive sets c's latest command on keys in its Info, if not yet.
+func (s *Server) settleActive(c *resp.Conn, l *local) {
+	if l.last == nil || l.lastSet {
+		return
+	}
+	l.lastSet = true
+	cmd, start := l.last, l.lastStart
+	c.Update(func(i *resp.Info) {
+		i.LastCmd = cmd.Name
+		i.LastActive = s.wallAt(start)
+	})
 }
 
 // beforeRun settles what c's local state must not carry into cmd: the

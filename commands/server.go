@@ -203,10 +203,7 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 	if !marked {
 		start = s.mono()
 	}
-	c.Update(func(i *resp.Info) {
-		i.LastCmd = cmd.Name
-		i.LastActive = s.wallAt(start)
-	})
+	s.active(c, cmd, start)
 	if c.InMulti && cmd.Flags&NoMulti == 0 {
 		c.Queue = append(c.Queue, args)
 		c.Update(func(i *resp.Info) { i.Multi = len(c.Queue) })

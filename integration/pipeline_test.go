@@ -98,6 +98,34 @@ func TestPipelineCountsBeforeReplies(t *testing.T) {
 	if g := cmdCalls(cs, "get"); g != 6 {
 		t.Errorf("another client's INFO commandstats after 6 answered GETs: %d", g)
 	}
+
+	// CLIENT LIST shows a client's last command once it is answered,
+	// and CLIENT INFO itself in its own pipeline.
+	id := a.ReadFrameAfterDo(t, "CLIENT", "ID").Str
+	sendPipeline(t, a, []string{"SET", "k", "w"}, []string{"INCR", "n"})
+	if line := clientLine(t, b, id); !strings.Contains(line, " cmd=incr ") {
+		t.Errorf("CLIENT LIST after a pipeline that ended with INCR: %s", line)
+	}
+	r = sendPipeline(t, a, []string{"GET", "k"}, []string{"CLIENT", "INFO"}, []string{"GET", "k"})
+	if !strings.Contains(r[1].Str, " cmd=client|info ") {
+		t.Errorf("CLIENT INFO after a GET in its pipeline: %s", r[1].Str)
+	}
+	if line := clientLine(t, b, id); !strings.Contains(line, " cmd=get ") {
+		t.Errorf("CLIENT LIST after a pipeline that ended with GET: %s", line)
+	}
+}
+
+// clientLine is the CLIENT LIST line, read on c, of the client whose ID
+// is id.
+func clientLine(tb testing.TB, c *RawConn, id string) string {
+	tb.Helper()
+	for _, line := range strings.Split(c.ReadFrameAfterDo(tb, "CLIENT", "LIST").Str, "\n") {
+		if strings.HasPrefix(line, "id="+id+" ") {
+			return line
+		}
+	}
+	tb.Fatalf("client %s not in CLIENT LIST", id)
+	return ""
 }
 
 // Many clients pipelining reads and writes of the same keys, longer than
