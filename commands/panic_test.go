@@ -67,6 +67,20 @@ func TestPanicIsAnsweredLoggedAndSurvived(t *testing.T) {
 			})
 			panic("boom after Block")
 		}},
+		// A write that makes itself a blocking one and panics: its
+		// blocking part writes too (as ONCE's withdrawal does), which
+		// waits for good if the panic left the connection's hold with
+		// the keyspace lock.
+		&Command{Name: "debug-write-block-then-panic", Arity: 2, Flags: Write, Run: func(x *Ctx) {
+			if err := x.Tx.Set(x.DB, x.Args[1], store.Value{Kind: store.KindString, Data: []byte("staged")}); err != nil {
+				t.Errorf("set: %v", err)
+			}
+			x.Block(func(gone <-chan struct{}) {
+				_, err := x.S.store.Update(func(tx store.Tx) error { return nil })
+				blockWrote <- err
+			})
+			panic("boom after a write's Block")
+		}},
 		&Command{Name: "debug-panic-blocked", Arity: 1, Run: func(x *Ctx) {
 			x.Block(func(gone <-chan struct{}) {
 				x.W.Simple("half")
@@ -117,6 +131,16 @@ func TestPanicIsAnsweredLoggedAndSurvived(t *testing.T) {
 	// does not abort the next one.
 	expect("SET w 1\r\nMULTI\r\nPING\r\nEXEC\r\n",
 		"+OK\r\n", "+OK\r\n", "+QUEUED\r\n", "*1\r\n", "+PONG\r\n")
+	expect("DEBUG-WRITE-BLOCK-THEN-PANIC k4\r\nPING\r\n",
+		"-ERR internal error while running 'debug-write-block-then-panic' (the server logged it)\r\n", "+PONG\r\n")
+	select {
+	case err := <-blockWrote:
+		if err != nil {
+			t.Errorf("the blocking part's write: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the blocking part of a panicked write could not write: the keyspace lock was still held")
+	}
 	expect("DEBUG-PANIC-BLOCKED\r\nPING\r\n",
 		"-ERR internal error (the server logged it)\r\n", "+PONG\r\n")
 	// A command that panics after it made itself a blocking one (a
@@ -157,11 +181,15 @@ func TestPanicIsAnsweredLoggedAndSurvived(t *testing.T) {
 			}
 		}
 	}
-	if len(panics) != 6 {
-		t.Fatalf("logged panics: %q, want 6", panics)
+	if len(panics) != 7 {
+		t.Fatalf("logged panics: %q, want 7", panics)
 	}
 }
 
 // blockGone reports whether debug-block-then-panic's blocking part saw
 // its client gone.
 var blockGone = make(chan bool, 1)
+
+// blockWrote is what the write of debug-write-block-then-panic's blocking
+// part returned.
+var blockWrote = make(chan error, 1)

@@ -142,6 +142,10 @@ type Ctx struct {
 	// InExec is set while EXEC runs the queued commands: blocking
 	// commands answer at once, as in Redis.
 	InExec bool
+	// execTx is EXEC's exclusive transaction, for a queued command not
+	// on keys that reads the store (INFO): the store's lock is EXEC's
+	// already, and taking it again would wait for good.
+	execTx store.Tx
 	// start is when the command began, on the server's monotonic clock
 	// (stats.go), and end when it ended (account).
 	start, end time.Duration
@@ -221,6 +225,10 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 			}
 			s.log.Error("command panicked; answered with an error",
 				zap.String("cmd", cmd.Name), zap.Any("panic", p), stack)
+			// A panic may leave the store's lock with the connection's
+			// hold (a read's, or a write's without after-commit work):
+			// let it go before anything below waits for a writer.
+			s.release(c)
 			if fn := c.TakeBlock(); fn != nil {
 				// The command had made itself a blocking one (a waiter
 				// is queued): finish it as if its client had left, so
@@ -540,6 +548,10 @@ type InfoSection struct {
 	Name string
 	// Lines returns "field:value" pairs in order.
 	Lines func() [][2]string
+	// LinesIn, if set, is used instead of Lines, inside an exclusive
+	// store transaction: INFO's own, or EXEC's when INFO is queued in
+	// MULTI.
+	LinesIn func(tx store.Tx) [][2]string
 }
 
 // AddInfoSection registers an extra INFO section, shown after the
