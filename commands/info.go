@@ -54,8 +54,28 @@ var infoSections = []infoSection{
 	{"keyspace", true, infoKeyspace},
 }
 
-// infoBuilder writes "field:value" lines.
-type infoBuilder struct{ strings.Builder }
+// infoBuilder writes "field:value" lines. tx is the exclusive
+// transaction INFO runs in when queued in MULTI, nil otherwise.
+type infoBuilder struct {
+	strings.Builder
+	tx store.Tx
+}
+
+// in runs fn in a transaction: b's, or a new one (exclusive if write).
+func (b *infoBuilder) in(s *Server, write bool, fn func(tx store.Tx)) {
+	if b.tx != nil {
+		fn(b.tx)
+		return
+	}
+	run := s.store.View
+	if write {
+		run = s.store.Update
+	}
+	_, _ = run(func(tx store.Tx) error {
+		fn(tx)
+		return nil
+	})
+}
 
 func (b *infoBuilder) str(k, v string) {
 	b.WriteString(k)
@@ -102,7 +122,7 @@ func infoCmd(x *Ctx) {
 		}
 	}
 	show := func(name string) bool { return all || everything || want[name] }
-	var b infoBuilder
+	b := infoBuilder{tx: x.execTx}
 	header := func(name string) {
 		if b.Len() > 0 {
 			b.WriteString("\r\n")
@@ -118,7 +138,13 @@ func infoCmd(x *Ctx) {
 	for _, sec := range x.S.infos {
 		if show(strings.ToLower(sec.Name)) {
 			header(sec.Name)
-			for _, kv := range sec.Lines() {
+			var lines [][2]string
+			if sec.LinesIn != nil {
+				b.in(x.S, true, func(tx store.Tx) { lines = sec.LinesIn(tx) })
+			} else {
+				lines = sec.Lines()
+			}
+			for _, kv := range lines {
 				b.str(kv[0], kv[1])
 			}
 		}
@@ -472,20 +498,29 @@ type DBStat struct {
 func (s *Server) Keyspace() []DBStat {
 	var out []DBStat
 	_, _ = s.store.View(func(tx store.Tx) error {
-		for db := 0; db < s.store.Databases(); db++ {
-			if n := tx.Len(db); n > 0 {
-				out = append(out, DBStat{db, int64(n), int64(tx.Expiring(db))})
-			}
-		}
+		out = s.keyspaceIn(tx)
 		return nil
 	})
+	return out
+}
+
+// keyspaceIn is Keyspace in tx.
+func (s *Server) keyspaceIn(tx store.Tx) []DBStat {
+	var out []DBStat
+	for db := 0; db < s.store.Databases(); db++ {
+		if n := tx.Len(db); n > 0 {
+			out = append(out, DBStat{db, int64(n), int64(tx.Expiring(db))})
+		}
+	}
 	return out
 }
 
 func infoKeyspace(s *Server, b *infoBuilder) {
 	// avg_ttl is Redis's estimate, sampled by its expire cycle (0 until
 	// it has one); this server keeps none, and shows 0.
-	for _, d := range s.Keyspace() {
+	var dbs []DBStat
+	b.in(s, false, func(tx store.Tx) { dbs = s.keyspaceIn(tx) })
+	for _, d := range dbs {
 		fmt.Fprintf(b, "db%d:keys=%d,expires=%d,avg_ttl=0\r\n", d.DB, d.Keys, d.Expires)
 	}
 }

@@ -18,7 +18,7 @@ func (s *Server) EnableOnce(e *once.Engine) {
 	s.AddHook(onceHook{e})
 	s.table.Register(onceCommands()...)
 	s.table.attachDocs()
-	s.AddInfoSection(InfoSection{Name: "once", Lines: s.onceInfo})
+	s.AddInfoSection(InfoSection{Name: "once", Lines: s.onceInfo, LinesIn: s.onceInfoIn})
 }
 
 func onceCommands() []*Command {
@@ -369,13 +369,21 @@ func WriteOnceStatus(w *resp.Writer, state string, token uint64, leaseMs, keepMs
 	}
 }
 
+// onceInfo is INFO's once section, in an exclusive transaction of its own.
 func (s *Server) onceInfo() [][2]string {
-	e := s.once
-	running := 0
+	var out [][2]string
 	_, _ = s.store.Update(func(tx store.Tx) error {
-		running = e.RunningKeys(tx.Now())
+		out = s.onceInfoIn(tx)
 		return nil
 	})
+	return out
+}
+
+// onceInfoIn is INFO's once section, in tx, an exclusive transaction
+// (the engine's running records are the store lock's).
+func (s *Server) onceInfoIn(tx store.Tx) [][2]string {
+	e := s.once
+	running := e.RunningKeys(tx.Now())
 	st := &e.Stats
 	f := func(n int64) string { return strconv.FormatInt(n, 10) }
 	return [][2]string{

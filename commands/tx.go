@@ -81,7 +81,7 @@ func execCmd(x *Ctx) {
 				x.W.Error(errText)
 				continue
 			}
-			sub := &Ctx{Conn: x.Conn, S: s, Cmd: cmd, Args: args, W: x.W, InExec: true}
+			sub := &Ctx{Conn: x.Conn, S: s, Cmd: cmd, Args: args, W: x.W, InExec: true, execTx: tx}
 			if cmd.Flags&(Write|ReadOnly) != 0 {
 				sub.Tx = s.wrap(tx)
 			}

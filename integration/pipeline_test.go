@@ -290,3 +290,34 @@ func TestBlockedCommandAfterPipelineLetsOthersWrite(t *testing.T) {
 		t.Fatalf("n = %q after 3 pipelined INCRs", s)
 	}
 }
+
+// INFO queued in MULTI runs inside EXEC's transaction, which holds the
+// keyspace lock: its keyspace and once sections read the store through
+// that transaction. They took the lock again and hung the connection,
+// then every other one (the server never stalls because of one client).
+func TestInfoInsideExec(t *testing.T) {
+	addr := onceServer(t)
+	a, b := DialRaw(t, addr), DialRaw(t, addr)
+	a.Timeout = 10 * time.Second
+	b.Do("SET", "before", "1")
+	r := sendPipeline(t, a, []string{"MULTI"}, []string{"SET", "k", "v"}, []string{"INFO"},
+		[]string{"INFO", "keyspace"}, []string{"INFO", "once"}, []string{"INFO", "everything"}, []string{"EXEC"})
+	exec := r[6]
+	if exec.Type != '*' || len(exec.Elems) != 5 {
+		t.Fatalf("EXEC: %c %q, %d replies", exec.Type, exec.Str, len(exec.Elems))
+	}
+	if !strings.Contains(exec.Elems[2].Str, "db0:keys=2,") {
+		t.Errorf("INFO keyspace in EXEC, after its SET of a second key: %q", exec.Elems[2].Str)
+	}
+	if !strings.Contains(exec.Elems[3].Str, "running_keys:") {
+		t.Errorf("INFO once in EXEC: %q", exec.Elems[3].Str)
+	}
+	for i, f := range exec.Elems[1:] {
+		if !strings.Contains(f.Str, "# ") {
+			t.Errorf("INFO %d in EXEC: %c %q", i+1, f.Type, f.Str)
+		}
+	}
+	if got := b.ReadFrameAfterDo(t, "GET", "k").Str; got != "v" {
+		t.Fatalf("another client's GET after the EXEC: %q", got)
+	}
+}
