@@ -87,19 +87,13 @@ func (s *Server) settleActive(c *resp.Conn, l *local) {
 // (which take it through the hold; another may call the store or wait
 // for a writer).
 func (s *Server) beforeRun(c *resp.Conn, cmd *Command) {
-	if c == nil {
+	if c == nil || tallied(cmd) {
 		return
 	}
-	l, _ := c.Local.(*local)
-	if l == nil {
-		return
-	}
-	if !tallied(cmd) {
+	if l, _ := c.Local.(*local); l != nil {
 		s.settle(&l.tally)
-		if l.hold != nil {
-			l.hold.Release()
-		}
 	}
+	s.release(c)
 }
 
 // release lets go of the store's lock if c's hold has it.
@@ -132,13 +126,12 @@ func (s *Server) update(x *Ctx) (store.Ticket, error) {
 // holdOf is c's hold on the store, made on first use; nil without a
 // connection or when the store cannot hold.
 func (s *Server) holdOf(c *resp.Conn) store.Hold {
-	h, ok := s.store.(store.Holder)
-	if !ok || c == nil {
+	if s.holder == nil || c == nil {
 		return nil
 	}
 	l := localOf(c)
 	if l.hold == nil {
-		l.hold = h.Hold()
+		l.hold = s.holder.Hold()
 	}
 	return l.hold
 }

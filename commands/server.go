@@ -63,9 +63,12 @@ type Config struct {
 type Server struct {
 	cfg   Config
 	store store.Store
-	table *Table
-	log   *zap.Logger
-	wire  *resp.Server
+	// holder is store as a store.Holder, nil if it cannot hold its lock
+	// across a pipeline (local.go).
+	holder store.Holder
+	table  *Table
+	log    *zap.Logger
+	wire   *resp.Server
 
 	watch   watchRegistry
 	cursors scanCursors
@@ -107,6 +110,7 @@ func New(cfg Config, st store.Store) *Server {
 		cfg.ProtoMaxBulkLen = maxBulk
 	}
 	s := &Server{cfg: cfg, store: st, table: NewTable(), log: cfg.Logger, started: cfg.Clock()}
+	s.holder, _ = st.(store.Holder)
 	s.SetRequirePass(cfg.RequirePass)
 	s.SetProtoMaxBulkLen(cfg.ProtoMaxBulkLen)
 	s.watch.keys = make(map[watchKey]map[*resp.Conn]struct{})
