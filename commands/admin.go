@@ -75,6 +75,11 @@ func saveCmd(x *Ctx) {
 		return
 	}
 	if x.Cmd.Name == "bgsave" {
+		if x.InExec {
+			// Redis starts no child inside EXEC: it schedules one.
+			x.W.Simple("Background saving scheduled")
+			return
+		}
 		x.W.Simple("Background saving started")
 		return
 	}

@@ -383,21 +383,7 @@ var commandTips = map[string][]string{
 	"once.status":  {"nondeterministic_output"},
 }
 
-// noMultiListed are the commands that Redis 7.0 lists as "no_multi". The
-// flag also marks commands that MULTI runs at once (MULTI, EXEC, WATCH…),
-// which Redis does not list.
-var noMultiListed = map[string]bool{"shutdown": true, "save": true}
-
-func infoFlags(c *Command) []string {
-	var out []string
-	for _, n := range c.Flags.Names() {
-		if n == "no_multi" && !noMultiListed[c.Name] {
-			continue
-		}
-		out = append(out, n)
-	}
-	return out
-}
+func infoFlags(c *Command) []string { return c.Flags.Names() }
 
 // writeCommandInfo writes c's COMMAND INFO entry: name, arity, flags,
 // first key, last key, step, ACL categories, tips, key specs, subcommands.

@@ -22,11 +22,11 @@ func connCommands() []*Command {
 	return []*Command{
 		{Name: "ping", Arity: -1, Flags: Fast | Borrows, Categories: conn("fast"), Run: pingCmd},
 		{Name: "echo", Arity: 2, Flags: Fast | Borrows, Categories: conn("fast"), Run: echoCmd},
-		{Name: "quit", Arity: -1, Flags: NoMulti | AllowBusy | NoScript | Loading | Stale | Fast | NoAuth, Categories: conn("fast"), Run: quitCmd},
+		{Name: "quit", Arity: -1, Flags: AtOnce | AllowBusy | NoScript | Loading | Stale | Fast | NoAuth, Categories: conn("fast"), Run: quitCmd},
 		{Name: "select", Arity: 2, Flags: Loading | Stale | Fast, Categories: conn("fast"), Run: selectCmd},
 		{Name: "hello", Arity: -1, Flags: NoScript | Loading | Stale | Fast | NoAuth | AllowBusy, Categories: conn("fast"), Run: helloCmd},
 		{Name: "auth", Arity: -2, Flags: NoScript | Loading | Stale | Fast | NoAuth | AllowBusy, Categories: conn("fast"), Run: authCmd},
-		{Name: "reset", Arity: 1, Flags: NoMulti | NoScript | Loading | Stale | Fast | NoAuth | AllowBusy, Categories: conn("fast"), Run: resetCmd},
+		{Name: "reset", Arity: 1, Flags: AtOnce | NoScript | Loading | Stale | Fast | NoAuth | AllowBusy, Categories: conn("fast"), Run: resetCmd},
 		{Name: "client", Arity: -2, Categories: conn("slow"), Subcommands: []*Command{
 			sub("setname", 3, 0, clientSetname),
 			sub("getname", 2, 0, clientGetname),

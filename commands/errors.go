@@ -30,6 +30,7 @@ var (
 	ErrDiscardNoMult = errors.New("ERR DISCARD without MULTI")
 	ErrNestedMulti   = errors.New("ERR MULTI calls can not be nested")
 	ErrWatchInMulti  = errors.New("ERR WATCH inside MULTI is not allowed")
+	ErrNotInMulti    = errors.New("ERR Command not allowed inside a transaction")
 	ErrExecAbort     = errors.New("EXECABORT Transaction discarded because of previous errors.")
 	ErrClientName    = errors.New("ERR Client names cannot contain spaces, newlines or special characters.")
 	ErrMisconf       = errors.New("MISCONF Errors writing to the data directory: writes are refused until the disk accepts them again; reads keep working. Check the server log for the cause.")
@@ -69,7 +70,7 @@ var sentinels = []error{
 	ErrSyntax, ErrNotInteger, ErrNotFloat, ErrOverflow, ErrIncrNaN, ErrWrongType,
 	ErrNoSuchKey, ErrDBIndex, ErrNoAuth, ErrNoPassSet, ErrWrongPass, ErrStringTooBig,
 	ErrOffsetRange, ErrNoProto, ErrExecNoMulti, ErrDiscardNoMult, ErrNestedMulti,
-	ErrWatchInMulti, ErrExecAbort, ErrClientName, ErrMisconf, ErrShutdown, ErrCursor,
+	ErrWatchInMulti, ErrNotInMulti, ErrExecAbort, ErrClientName, ErrMisconf, ErrShutdown, ErrCursor,
 	ErrTimeout, ErrKeyTooLong,
 }
 

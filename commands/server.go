@@ -212,7 +212,13 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 		start = s.mono()
 	}
 	s.active(c, cmd, start)
-	if c.InMulti && cmd.Flags&NoMulti == 0 {
+	if c.InMulti && cmd.Flags&AtOnce == 0 {
+		if cmd.Flags&NoMulti != 0 {
+			// SAVE, SHUTDOWN, BACKUP: refused, and the transaction
+			// with them, as Redis does.
+			s.reject(c, args, ErrNotInMulti.Error())
+			return
+		}
 		c.Queue = append(c.Queue, args)
 		c.Update(func(i *resp.Info) { i.Multi = len(c.Queue) })
 		c.W.Simple("QUEUED")

@@ -16,7 +16,7 @@ const (
 	Admin
 	Fast
 	NoAuth   // allowed before AUTH
-	NoMulti  // not queued by MULTI: runs at once (MULTI, EXEC, WATCH…)
+	NoMulti  // refused inside MULTI (SAVE, SHUTDOWN)
 	Loading  // allowed while loading
 	Stale    // allowed on a stale replica
 	NoScript // not allowed from scripts
@@ -37,6 +37,10 @@ const (
 	// binary that the integration tests run overwrites released
 	// arguments, so that a kept one shows.
 	Borrows
+	// AtOnce is not one of Redis's flags either: MULTI does not queue the
+	// command but runs it at once (MULTI, EXEC, DISCARD, WATCH, QUIT,
+	// RESET), as Redis's processCommand does by name.
+	AtOnce
 )
 
 var flagNames = []struct {

@@ -10,13 +10,13 @@ import (
 
 func txCommands() []*Command {
 	return []*Command{
-		{Name: "multi", Arity: 1, Flags: NoMulti | NoScript | Loading | Stale | Fast | AllowBusy,
+		{Name: "multi", Arity: 1, Flags: AtOnce | NoScript | Loading | Stale | Fast | AllowBusy,
 			Categories: []string{"fast", "transaction"}, Run: multiCmd},
-		{Name: "exec", Arity: 1, Flags: NoMulti | NoScript | Loading | Stale | SkipSlowlog,
+		{Name: "exec", Arity: 1, Flags: AtOnce | NoScript | Loading | Stale | SkipSlowlog,
 			Categories: []string{"slow", "transaction"}, Run: execCmd},
-		{Name: "discard", Arity: 1, Flags: NoMulti | NoScript | Loading | Stale | Fast | AllowBusy,
+		{Name: "discard", Arity: 1, Flags: AtOnce | NoScript | Loading | Stale | Fast | AllowBusy,
 			Categories: []string{"fast", "transaction"}, Run: discardCmd},
-		{Name: "watch", Arity: -2, Flags: NoMulti | NoScript | Loading | Stale | Fast | AllowBusy,
+		{Name: "watch", Arity: -2, Flags: AtOnce | NoScript | Loading | Stale | Fast | AllowBusy,
 			FirstKey: 1, LastKey: -1, Step: 1, Categories: []string{"fast", "transaction"}, Run: watchCmd},
 		{Name: "unwatch", Arity: 1, Flags: NoScript | Loading | Stale | Fast | AllowBusy,
 			Categories: []string{"fast", "transaction"}, Run: unwatchCmd},

@@ -314,6 +314,32 @@ func txScripts() []Script {
 			cmd("GET", "a"),
 			cmd("EXEC").On(1),
 		}},
+		// SAVE and SHUTDOWN are refused inside MULTI and spoil the
+		// transaction; SHUTDOWN must not stop the server.
+		{"no-multi-commands-are-refused", []Step{
+			cmd("MULTI"),
+			cmd("SET", "a", "1"),
+			cmd("SAVE"),
+			cmd("SHUTDOWN", "NOSAVE"),
+			cmd("SHUTDOWN"),
+			cmd("GET", "a"),
+			cmd("EXEC"),
+			cmd("EXISTS", "a"),
+			cmd("MULTI"),
+			cmd("SHUTDOWN", "NOSAVE", "x"),
+			cmd("EXEC"),
+			cmd("MULTI"),
+			cmd("BGSAVE"),
+			cmd("EXEC"),
+			cmd("PING"),
+		}},
+		{"multi-and-reset", []Step{
+			cmd("MULTI"),
+			cmd("SET", "a", "1"),
+			cmd("RESET"),
+			cmd("EXEC"),
+			cmd("EXISTS", "a"),
+		}},
 		{"multi-and-quit", []Step{
 			cmd("MULTI"),
 			cmd("SET", "a", "1"),

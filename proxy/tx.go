@@ -136,9 +136,15 @@ func (p *Proxy) serveTx(s *session, k kind, args [][]byte) {
 		s.settle()
 		p.discard(s, args)
 		return
-	case kQuit, kShutdown:
+	case kQuit:
 		s.settle()
 		p.local.Serve(c, args)
+		return
+	case kShutdown:
+		// Refused inside MULTI, and the transaction with it, as Redis
+		// does: the proxy must not stop because a transaction named it.
+		s.dirty = true
+		c.W.Error(commands.ErrNotInMulti.Error())
 		return
 	case kReset:
 		s.settle()
