@@ -26,9 +26,22 @@ func Start(tb testing.TB, args ...string) *app.App {
 	if err != nil {
 		tb.Fatalf("start server: %v", err)
 	}
-	tb.Cleanup(func() { a.Close() })
+	tb.Cleanup(func() {
+		// A server stuck on a lock would hang its test here, after the
+		// test has failed, and hide why it failed: give up on it.
+		done := make(chan struct{})
+		go func() { a.Close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(closeWait):
+			tb.Errorf("the server did not close within %v: a connection or the store is stuck", closeWait)
+		}
+	})
 	return a
 }
+
+// closeWait bounds the wait for a server to close at cleanup.
+const closeWait = 30 * time.Second
 
 // StartErr is Start without cleanup or fatal errors: the caller closes it.
 func StartErr(tb testing.TB, args ...string) (*app.App, error) {

@@ -1,0 +1,333 @@
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Every command, in every place a client can put it, must leave its own
+// connection and every other one served (KV-1: one client never stalls the
+// others). A connection keeps the keyspace lock across its pipeline
+// (commands/local.go), and EXEC runs its commands in one transaction: a
+// command that took the lock again under either would hang its client
+// and then everyone (INFO inside EXEC did, until edbd2e8). This test runs
+// each command of COMMAND LIST alone, inside pipelines short and longer
+// than a hold lasts, and inside MULTI (with and without WATCH), while two
+// other clients write all the time, and checks after each that the
+// connection answers to the end and that another client still can.
+
+// liveSteps are realistic invocations of every command and subcommand,
+// by COMMAND LIST's name. Commands are separated by ";"; {k} is a key of
+// the invocation's own, {tok} the token of the last "claimed" reply of
+// the setup. TestEveryCommandLeavesTheServerLive fails on a command
+// missing here.
+var liveSteps = map[string][]string{
+	"append":                  {"APPEND {k} abc"},
+	"auth":                    {"AUTH nopass", "AUTH default nopass"},
+	"backup":                  {"BACKUP live.bak"},
+	"bgsave":                  {"BGSAVE"},
+	"client":                  {"CLIENT"},
+	"client|getname":          {"CLIENT GETNAME"},
+	"client|help":             {"CLIENT HELP"},
+	"client|id":               {"CLIENT ID"},
+	"client|info":             {"CLIENT INFO"},
+	"client|kill":             {"CLIENT KILL ID 999999999", "CLIENT KILL ADDR 192.0.2.1:9"},
+	"client|list":             {"CLIENT LIST", "CLIENT LIST TYPE normal"},
+	"client|no-evict":         {"CLIENT NO-EVICT on ; CLIENT NO-EVICT off"},
+	"client|no-touch":         {"CLIENT NO-TOUCH on ; GET {k} ; CLIENT NO-TOUCH off"},
+	"client|reply":            {"CLIENT REPLY OFF ; SET {k} 1 ; CLIENT REPLY ON", "CLIENT REPLY SKIP ; SET {k} 2 ; GET {k}"},
+	"client|setinfo":          {"CLIENT SETINFO LIB-NAME live"},
+	"client|setname":          {"CLIENT SETNAME live"},
+	"command":                 {"COMMAND"},
+	"command|count":           {"COMMAND COUNT"},
+	"command|docs":            {"COMMAND DOCS get once.claim"},
+	"command|getkeys":         {"COMMAND GETKEYS SET a b"},
+	"command|getkeysandflags": {"COMMAND GETKEYSANDFLAGS MSET a b c d"},
+	"command|help":            {"COMMAND HELP"},
+	"command|info":            {"COMMAND INFO get once.claim"},
+	"command|list":            {"COMMAND LIST FILTERBY PATTERN g*"},
+	"config":                  {"CONFIG"},
+	"config|get":              {"CONFIG GET *"},
+	"config|help":             {"CONFIG HELP"},
+	"config|resetstat":        {"CONFIG RESETSTAT"},
+	"config|rewrite":          {"CONFIG REWRITE"},
+	"config|set":              {"CONFIG SET slowlog-log-slower-than 10000"},
+	"dbsize":                  {"DBSIZE"},
+	"decr":                    {"DECR {k}"},
+	"decrby":                  {"DECRBY {k} 3"},
+	"del":                     {"SET {k} 1 ; DEL {k} nokey"},
+	"discard":                 {"DISCARD", "MULTI ; SET {k} 1 ; DISCARD"},
+	"echo":                    {"ECHO hi"},
+	"exec":                    {"EXEC", "MULTI ; INCR {k} ; INFO keyspace ; EXEC"},
+	"exists":                  {"EXISTS {k} nokey"},
+	"expire":                  {"SET {k} 1 ; EXPIRE {k} 100 ; EXPIRE {k} 200 GT"},
+	"expireat":                {"SET {k} 1 ; EXPIREAT {k} 1"},
+	"expiretime":              {"EXPIRETIME {k}"},
+	"flushall":                {"FLUSHALL", "FLUSHALL ASYNC"},
+	"flushdb":                 {"SET {k} 1 ; FLUSHDB SYNC"},
+	"get":                     {"GET {k}"},
+	"getdel":                  {"SET {k} 1 ; GETDEL {k}"},
+	"getex":                   {"SET {k} 1 ; GETEX {k} PX 100000 ; GETEX {k} PERSIST"},
+	"getrange":                {"SET {k} abcdef ; GETRANGE {k} 1 -2"},
+	"getset":                  {"GETSET {k} v"},
+	"hello":                   {"HELLO 3 ; GET {k} ; HELLO 2", "HELLO 3 SETNAME live"},
+	"incr":                    {"INCR {k}"},
+	"incrby":                  {"INCRBY {k} 7"},
+	"incrbyfloat":             {"INCRBYFLOAT {k} 1.5"},
+	"info":                    {"INFO", "INFO everything", "INFO keyspace", "INFO once", "INFO commandstats stats"},
+	"keys":                    {"KEYS *"},
+	"lastsave":                {"LASTSAVE"},
+	"mget":                    {"MGET {k} nokey"},
+	"mset":                    {"MSET {k} 1 {k}:b 2"},
+	"msetnx":                  {"MSETNX {k} 1 {k}:b 2"},
+	"multi":                   {"MULTI ; SET {k} 1 ; GET {k} ; EXEC"},
+	"once.abort":              {"ONCE.ABORT {k} {tok} gave-up", "ONCE.ABORT {k} 999999 stale"},
+	"once.claim":              {"ONCE.CLAIM {k} LEASE 1000", "ONCE.CLAIM {k} ; ONCE.CLAIM {k} WAIT 20 FINGERPRINT f", "ONCE.CLAIM {k} WAIT 20"},
+	"once.complete":           {"ONCE.COMPLETE {k} {tok} answer KEEP 100000 ; ONCE.CLAIM {k} WAIT 20", "ONCE.COMPLETE {k} 999999 stale"},
+	"once.extend":             {"ONCE.EXTEND {k} {tok} LEASE 5000", "ONCE.EXTEND {k} {tok} LEASE 1 ; ONCE.WAIT {k} TIMEOUT 30"},
+	"once.status":             {"ONCE.STATUS {k}", "ONCE.CLAIM {k} ; ONCE.STATUS {k}"},
+	"once.wait":               {"ONCE.WAIT {k} TIMEOUT 20", "ONCE.CLAIM {k} LEASE 1000 ; ONCE.WAIT {k} TIMEOUT 20"},
+	"persist":                 {"SET {k} 1 EX 100 ; PERSIST {k}"},
+	"pexpire":                 {"SET {k} 1 ; PEXPIRE {k} 100000"},
+	"pexpireat":               {"SET {k} 1 ; PEXPIREAT {k} 1"},
+	"pexpiretime":             {"PEXPIRETIME {k}"},
+	"ping":                    {"PING", "PING hi"},
+	"psetex":                  {"PSETEX {k} 100000 v"},
+	"pttl":                    {"PTTL {k}"},
+	"quit":                    {"QUIT"},
+	"randomkey":               {"RANDOMKEY"},
+	"rename":                  {"SET {k} 1 ; RENAME {k} {k}:b"},
+	"renamenx":                {"SET {k} 1 ; RENAMENX {k} {k}:b"},
+	"reset":                   {"RESET"},
+	"save":                    {"SAVE"},
+	"scan":                    {"SCAN 0", "SCAN 0 MATCH * COUNT 100 TYPE string"},
+	"select":                  {"SELECT 3 ; SET {k} 1 ; SELECT 0"},
+	"set":                     {"SET {k} v", "SET {k} v NX GET EX 100", "SET {k} v XX KEEPTTL"},
+	"setex":                   {"SETEX {k} 100 v"},
+	"setnx":                   {"SETNX {k} v"},
+	"setrange":                {"SETRANGE {k} 5 x"},
+	"slowlog":                 {"SLOWLOG"},
+	"slowlog|get":             {"SLOWLOG GET 5"},
+	"slowlog|help":            {"SLOWLOG HELP"},
+	"slowlog|len":             {"SLOWLOG LEN"},
+	"slowlog|reset":           {"SLOWLOG RESET"},
+	"strlen":                  {"STRLEN {k}"},
+	"substr":                  {"SUBSTR {k} 0 2"},
+	"time":                    {"TIME"},
+	"touch":                   {"TOUCH {k} nokey"},
+	"ttl":                     {"TTL {k}"},
+	"type":                    {"TYPE {k}"},
+	"unlink":                  {"SET {k} 1 ; UNLINK {k}"},
+	"unwatch":                 {"WATCH {k} ; UNWATCH"},
+	"watch":                   {"WATCH {k} ; MULTI ; GET {k} ; EXEC"},
+	// SHUTDOWN ends the server: TestShutdown* test it; inside MULTI it is
+	// refused, which the multi contexts below check.
+	"shutdown": {"!multi SHUTDOWN NOSAVE"},
+}
+
+// liveContexts put a step among other commands: before and after it,
+// in one write.
+var liveContexts = []struct {
+	name          string
+	before, after string
+}{
+	{"alone", "", ""},
+	{"pipeline", "SET p1 1 ; GET p1 ; INCR p2 ; GET nokey", "INCR p2 ; GET p1"},
+	{"long pipeline", strings.Repeat("INCR p3 ; GET p3 ; ", 12), strings.Repeat("SET p4 x ; GET p4 ; ", 12)},
+	{"resp3 pipeline", "HELLO 3 ; SET p1 1 ; GET p1", "GET p1 ; INCR p2"},
+	{"multi", "MULTI ; SET m1 1 ; GET m1", "INCR m2 ; EXEC"},
+	{"watch multi", "WATCH m1 ; MULTI ; INCR m1", "GET m1 ; EXEC"},
+}
+
+// liveSplit turns "A b ; C d" into commands.
+func liveSplit(s string) [][]string {
+	var cmds [][]string
+	for _, part := range strings.Split(s, ";") {
+		if f := strings.Fields(part); len(f) > 0 {
+			cmds = append(cmds, f)
+		}
+	}
+	return cmds
+}
+
+// liveFill replaces {k} and {tok} in cmds.
+func liveFill(cmds [][]string, key, tok string) [][]string {
+	out := make([][]string, len(cmds))
+	for i, c := range cmds {
+		out[i] = make([]string, len(c))
+		for j, a := range c {
+			a = strings.ReplaceAll(a, "{k}", key)
+			out[i][j] = strings.ReplaceAll(a, "{tok}", tok)
+		}
+	}
+	return out
+}
+
+func TestEveryCommandLeavesTheServerLive(t *testing.T) {
+	addr := onceServer(t, "--backup-dir", t.TempDir())
+	admin := DialRaw(t, addr)
+
+	// Every command the server lists has steps here.
+	list := admin.ReadFrameAfterDo(t, "COMMAND", "LIST")
+	var missing []string
+	for _, e := range list.Elems {
+		if _, ok := liveSteps[strings.ToLower(e.Str)]; !ok {
+			missing = append(missing, e.Str)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Fatalf("commands without steps in liveSteps: %v", missing)
+	}
+
+	// Two clients write all the time; each reply must come within the
+	// connection's timeout.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var bgErr atomic.Value
+	var bgRounds atomic.Int64
+	for i := 0; i < 2; i++ {
+		c := DialRaw(t, addr)
+		key := "bg:" + strconv.Itoa(i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var out []byte
+			for j := 0; j < 20; j++ {
+				out = append(out, EncodeCommand("INCR", key)...)
+			}
+			out = append(out, EncodeCommand("GET", key)...)
+			last := int64(0)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := c.TrySend(out); err != nil {
+					bgErr.Store(fmt.Errorf("background writer: send: %w", err))
+					return
+				}
+				for j := 0; j <= 20; j++ {
+					f, err := c.TryReadFrame()
+					if err != nil {
+						bgErr.Store(fmt.Errorf("background writer: read: %w", err))
+						return
+					}
+					// FLUSHALL, among the steps, may reset the count.
+					if n, ok := f.Int(); j < 20 && (!ok || (n != last+1 && n != 1)) {
+						bgErr.Store(fmt.Errorf("background writer: INCR %s answered %q after %d", key, f.Raw, last))
+						return
+					} else if j < 20 {
+						last = n
+					}
+				}
+				bgRounds.Add(1)
+			}
+		}()
+	}
+
+	names := make([]string, 0, len(liveSteps))
+	for name := range liveSteps {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	n := 0
+	for _, name := range names {
+		for _, step := range liveSteps[name] {
+			onlyMulti := strings.HasPrefix(step, "!multi ")
+			step = strings.TrimPrefix(step, "!multi ")
+			for _, ctx := range liveContexts {
+				if onlyMulti && !strings.Contains(ctx.name, "multi") {
+					continue
+				}
+				n++
+				key := fmt.Sprintf("live:%d", n)
+				what := fmt.Sprintf("%s [%s] in context %q", name, step, ctx.name)
+				if err := liveRun(t, addr, key, step, ctx.before, ctx.after, n); err != nil {
+					close(stop)
+					wg.Wait()
+					t.Fatalf("%s: %v", what, err)
+				}
+				// Another client is still served.
+				probe := strconv.Itoa(n)
+				if f, err := admin.TryReadFrameAfter(EncodeCommand("SET", "live:probe", probe)); err != nil || f.Str != "OK" {
+					t.Fatalf("after %s, another client's SET: %v %v", what, f, err)
+				}
+				if f, err := admin.TryReadFrameAfter(EncodeCommand("GET", "live:probe")); err != nil || f.Str != probe {
+					t.Fatalf("after %s, another client's GET: %v %v", what, f, err)
+				}
+				if err, _ := bgErr.Load().(error); err != nil {
+					t.Fatalf("after %s: %v", what, err)
+				}
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if err, _ := bgErr.Load().(error); err != nil {
+		t.Fatal(err)
+	}
+	if bgRounds.Load() == 0 {
+		t.Fatal("the background writers finished no round")
+	}
+	t.Logf("%d steps in context; the background writers ran %d pipelines", n, bgRounds.Load())
+}
+
+// liveRun runs step between before and after on a new connection, in one
+// write, and reads until the marker ECHOed after them (or, for QUIT,
+// until the server closes the connection).
+func liveRun(tb testing.TB, addr, key, step, before, after string, n int) error {
+	c := DialRaw(tb, addr)
+	defer c.Close()
+	c.Timeout = 10 * time.Second
+	tok := "1"
+	if strings.Contains(step, "{tok}") {
+		f, err := c.TryReadFrameAfter(EncodeCommand("ONCE.CLAIM", key, "LEASE", "10000"))
+		if err != nil {
+			return fmt.Errorf("setup claim: %w", err)
+		}
+		if len(f.Elems) != 2 || f.Elems[0].Str != "claimed" {
+			return fmt.Errorf("setup claim answered %q", f.Raw)
+		}
+		tok = f.Elems[1].Str
+	}
+	marker := "live-end-" + strconv.Itoa(n)
+	cmds := liveSplit(before)
+	cmds = append(cmds, liveFill(liveSplit(step), key, tok)...)
+	cmds = append(cmds, liveSplit(after)...)
+	quits := strings.Contains(strings.ToUpper(step), "QUIT")
+	if !quits {
+		cmds = append(cmds, []string{"ECHO", marker})
+	}
+	var out []byte
+	for _, args := range cmds {
+		out = append(out, EncodeCommand(args...)...)
+	}
+	if err := c.TrySend(out); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	var got []string
+	for {
+		f, err := c.TryReadFrame()
+		if quits && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("after %d replies %q: %w", len(got), got, err)
+		}
+		if !quits && (f.Type == '$' || f.Type == '+') && f.Str == marker {
+			return nil
+		}
+		got = append(got, string(f.Raw))
+	}
+}
