@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/oncekv/oncekv/internal/testredis"
 )
 
 // Every command, in every place a client can put it, must leave its own
@@ -188,6 +190,20 @@ func TestEveryCommandLeavesTheServerLive(t *testing.T) {
 	if len(missing) > 0 {
 		t.Fatalf("commands without steps in liveSteps: %v", missing)
 	}
+	checkLive(t, addr)
+}
+
+// The proxy serves the same steps (forwarded, answered itself, or
+// refused) over a real redis-server, and must stay as live.
+func TestProxyLeavesTheServerLive(t *testing.T) {
+	checkLive(t, startProxy(t, "redis://"+testredis.Standalone(t).Addr()).Addr)
+}
+
+// checkLive runs every step of liveSteps in every context of
+// liveContexts on addr, each on a new connection, while two clients
+// write, and checks after each that another client is still served.
+func checkLive(t *testing.T, addr string) {
+	admin := DialRaw(t, addr)
 
 	// Two clients write all the time; each reply must come within the
 	// connection's timeout.
