@@ -50,6 +50,15 @@ export function uniq(prefix: string): string {
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
+/**
+ * untilAborted resolves when signal aborts, or at once if it has already:
+ * an 'abort' listener added after the event would wait for ever.
+ */
+export function untilAborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve()
+  return new Promise((r) => signal.addEventListener('abort', () => r(), { once: true }))
+}
+
 /** info returns the numeric fields of INFO once. */
 export async function info(r: Redis): Promise<Record<string, number>> {
   const text = await r.info('once')
