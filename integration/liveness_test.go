@@ -252,40 +252,24 @@ func checkLive(t *testing.T, addr string) {
 		}()
 	}
 
-	names := make([]string, 0, len(liveSteps))
-	for name := range liveSteps {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	n := 0
-	for _, name := range names {
-		for _, step := range liveSteps[name] {
-			onlyMulti := strings.HasPrefix(step, "!multi ")
-			step = strings.TrimPrefix(step, "!multi ")
-			for _, ctx := range liveContexts {
-				if onlyMulti && !strings.Contains(ctx.name, "multi") {
-					continue
-				}
-				n++
-				key := fmt.Sprintf("live:%d", n)
-				what := fmt.Sprintf("%s [%s] in context %q", name, step, ctx.name)
-				if err := liveRun(t, addr, key, step, ctx.before, ctx.after, n); err != nil {
-					close(stop)
-					wg.Wait()
-					t.Fatalf("%s: %v", what, err)
-				}
-				// Another client is still served.
-				probe := strconv.Itoa(n)
-				if f, err := admin.TryReadFrameAfter(EncodeCommand("SET", "live:probe", probe)); err != nil || f.Str != "OK" {
-					t.Fatalf("after %s, another client's SET: %v %v", what, f, err)
-				}
-				if f, err := admin.TryReadFrameAfter(EncodeCommand("GET", "live:probe")); err != nil || f.Str != probe {
-					t.Fatalf("after %s, another client's GET: %v %v", what, f, err)
-				}
-				if err, _ := bgErr.Load().(error); err != nil {
-					t.Fatalf("after %s: %v", what, err)
-				}
-			}
+	cases := liveCases()
+	for i, lc := range cases {
+		key := fmt.Sprintf("live:%d", i)
+		if err := liveRun(t, addr, key, lc, i, true); err != nil {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("%s: %v", lc, err)
+		}
+		// Another client is still served.
+		probe := strconv.Itoa(i)
+		if f, err := admin.TryReadFrameAfter(EncodeCommand("SET", "live:probe", probe)); err != nil || f.Str != "OK" {
+			t.Fatalf("after %s, another client's SET: %v %v", lc, f, err)
+		}
+		if f, err := admin.TryReadFrameAfter(EncodeCommand("GET", "live:probe")); err != nil || f.Str != probe {
+			t.Fatalf("after %s, another client's GET: %v %v", lc, f, err)
+		}
+		if err, _ := bgErr.Load().(error); err != nil {
+			t.Fatalf("after %s: %v", lc, err)
 		}
 	}
 	close(stop)
@@ -296,26 +280,115 @@ func checkLive(t *testing.T, addr string) {
 	if bgRounds.Load() == 0 {
 		t.Fatal("the background writers finished no round")
 	}
-	t.Logf("%d steps in context; the background writers ran %d pipelines", n, bgRounds.Load())
+	t.Logf("%d steps in context; the background writers ran %d pipelines", len(cases), bgRounds.Load())
 }
 
-// liveRun runs step between before and after on a new connection, in one
-// write, and reads until the marker ECHOed after them (or, for QUIT,
-// until the server closes the connection).
-func liveRun(tb testing.TB, addr, key, step, before, after string, n int) error {
+// liveCase is a step of liveSteps in one of liveContexts.
+type liveCase struct {
+	name, step, ctx string
+	before, after   string
+}
+
+func (lc liveCase) String() string {
+	return fmt.Sprintf("%s [%s] in context %q", lc.name, lc.step, lc.ctx)
+}
+
+// liveCases lists every step in every context, in a fixed order.
+func liveCases() []liveCase {
+	names := make([]string, 0, len(liveSteps))
+	for name := range liveSteps {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []liveCase
+	for _, name := range names {
+		for _, step := range liveSteps[name] {
+			onlyMulti := strings.HasPrefix(step, "!multi ")
+			step = strings.TrimPrefix(step, "!multi ")
+			for _, ctx := range liveContexts {
+				if onlyMulti && !strings.Contains(ctx.name, "multi") {
+					continue
+				}
+				out = append(out, liveCase{name: name, step: step, ctx: ctx.name, before: ctx.before, after: ctx.after})
+			}
+		}
+	}
+	return out
+}
+
+// Many clients run the steps at once, on a few shared keys, so that
+// their pipelines, transactions, blocked ONCE waits and claims meet:
+// none may wait for ever on another (KV-1), and every client stays served.
+func TestCommandsAtOnceLeaveTheServerLive(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		start func(t *testing.T) string
+	}{
+		{"everysec", func(t *testing.T) string { return onceServer(t, "--backup-dir", t.TempDir()) }},
+		{"always", func(t *testing.T) string {
+			return onceServer(t, "--backup-dir", t.TempDir(), "--appendfsync", "always")
+		}},
+		{"proxy", func(t *testing.T) string { return startProxy(t, "redis://"+testredis.Standalone(t).Addr()).Addr }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { runAtOnce(t, tc.start(t)) })
+	}
+}
+
+// runAtOnce runs the cases from several clients at once on addr.
+func runAtOnce(t *testing.T, addr string) {
+	cases := liveCases()
+	const workers, each = 8, 150
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	var next atomic.Int64
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < each; j++ {
+				n := int(next.Add(1))
+				// A fixed walk through the cases, spread over the workers.
+				lc := cases[(n*7919)%len(cases)]
+				key := fmt.Sprintf("live:%d", n%6)
+				if err := liveRun(t, addr, key, lc, n, false); err != nil {
+					errs <- fmt.Errorf("%s: %w", lc, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if f, err := DialRaw(t, addr).TryReadFrameAfter(EncodeCommand("PING")); err != nil || f.Str != "PONG" {
+		t.Fatalf("PING after the workers: %v %v", f, err)
+	}
+}
+
+// liveRun runs lc's step between its context's commands on a new
+// connection, in one write, and reads until the marker ECHOed after them
+// (or, for QUIT, until the server closes the connection). With strict,
+// the setup claim of a step that needs a token must succeed; without
+// (keys shared with other clients), the step uses a stale token instead.
+func liveRun(tb testing.TB, addr, key string, lc liveCase, n int, strict bool) error {
 	c := DialRaw(tb, addr)
 	defer c.Close()
 	c.Timeout = 10 * time.Second
+	step, before, after := lc.step, lc.before, lc.after
 	tok := "1"
 	if strings.Contains(step, "{tok}") {
 		f, err := c.TryReadFrameAfter(EncodeCommand("ONCE.CLAIM", key, "LEASE", "10000"))
 		if err != nil {
 			return fmt.Errorf("setup claim: %w", err)
 		}
-		if len(f.Elems) != 2 || f.Elems[0].Str != "claimed" {
+		switch {
+		case len(f.Elems) == 2 && f.Elems[0].Str == "claimed":
+			tok = f.Elems[1].Str
+		case strict:
 			return fmt.Errorf("setup claim answered %q", f.Raw)
 		}
-		tok = f.Elems[1].Str
 	}
 	marker := "live-end-" + strconv.Itoa(n)
 	cmds := liveSplit(before)
