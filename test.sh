@@ -34,3 +34,8 @@ go test -race -count=1 -timeout 15m "$@" ./...
 # ones ready to run. They run once more without it.
 echo "== go test (scheduling)"
 go test -count=1 -run 'TestReadyWritersShareALogRound' "$@" ./store/badgerdb/
+# Every benchmark runs once, so that one that no longer runs (fails,
+# panics, hangs at once) shows here rather than when someone measures
+# with it.
+echo "== benchmarks, once each"
+go test -count=1 -run '^$' -bench . -benchtime 1x -timeout 5m "$@" ./...

@@ -78,6 +78,10 @@ func BenchmarkServe(b *testing.B) {
 						c.W.Reset()
 					}
 				}
+				// The wire lets the connection's hold go before it
+				// waits for more; a hold kept here would keep out the
+				// other connections' writers, and the sweeper, for good.
+				s.BeforeReply(c)
 			})
 		})
 	}
