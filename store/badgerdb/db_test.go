@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/oncekv/oncekv/store"
 )
@@ -1143,4 +1144,58 @@ func TestTicketCovers(t *testing.T) {
 			t.Errorf("%s: Covers = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// TestEntryHeadFollowsTheValue checks that the header an entry keeps
+// (entry.head) says what its value does, through overwrites with and
+// without a deadline, deletion, expiry and a restart (the cache fill):
+// a stale header would show an expired key, or drop a deadline (KV-4).
+func TestEntryHeadFollowsTheValue(t *testing.T) {
+	if n := unsafe.Sizeof(entry{}); n != 64 {
+		t.Errorf("entry is %d bytes; the header must fit in its padding (64)", n)
+	}
+	var clock atomic.Int64
+	clock.Store(1_000_000)
+	dir := t.TempDir()
+	s := open(t, dir, FsyncEverysec, &clock)
+	check := func(s *DB, key, data string, at int64, found bool) {
+		t.Helper()
+		_, err := s.View(func(tx store.Tx) error {
+			v, ok, err := tx.Get(0, []byte(key))
+			if ok != found || (ok && (string(v.Data) != data || v.ExpireAt != at || v.Kind != store.KindString)) {
+				t.Errorf("%s: got %+v found=%v; want %q at %d found=%v", key, v, ok, data, at, found)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	set(t, s, 0, "k", str("a", 0))
+	check(s, "k", "a", 0, true)
+	set(t, s, 0, "k", str("b", 1_000_500))
+	check(s, "k", "b", 1_000_500, true)
+	set(t, s, 0, "k", str("c", 0))
+	check(s, "k", "c", 0, true)
+	set(t, s, 0, "k", str("d", 1_000_100))
+	clock.Store(1_000_100)
+	check(s, "k", "", 0, false) // expired: the header must not say "no deadline"
+	set(t, s, 0, "k", str("e", 0))
+	check(s, "k", "e", 0, true)
+	if _, err := s.Update(func(tx store.Tx) error { _, err := tx.Delete(0, []byte("k")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	check(s, "k", "", 0, false)
+	set(t, s, 0, "k", str("f", 3_000_000))
+	set(t, s, 0, "plain", str("p", 0))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// After a restart, memory fills from Badger's values.
+	s2 := open(t, dir, FsyncEverysec, &clock)
+	check(s2, "k", "f", 3_000_000, true)
+	check(s2, "plain", "p", 0, true)
+	clock.Store(3_000_000)
+	check(s2, "k", "", 0, false)
+	check(s2, "plain", "p", 0, true)
 }

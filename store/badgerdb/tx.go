@@ -77,13 +77,18 @@ func (t *tx) getAny(db int, key []byte) (store.Value, []byte, bool, error) {
 	t.memo.ok = false
 	raw := appendDataKey(t.key[:0], db, key)
 	t.key = raw
-	b, ok, n, err := t.s.getRaw(raw)
+	b, ok, n, h, err := t.s.getRaw(raw)
 	t.read(n)
 	if err != nil {
 		return store.Value{}, raw, false, err
 	}
 	var v store.Value
-	if ok {
+	switch {
+	case ok && h.ok && h.noExpiry:
+		// Known from the entry: the value's bytes are not touched
+		// until a caller reads its data.
+		v = store.Value{Kind: h.kind, Data: b[headerLen:]}
+	case ok:
 		v, ok = decodeValue(b)
 	}
 	t.memo = memo{ok: true, db: db, raw: raw, v: v, existed: ok}
@@ -230,7 +235,7 @@ func (t *tx) Flush(db int) error {
 }
 
 func (t *tx) Meta(name string) ([]byte, error) {
-	b, ok, n, err := t.s.getRaw(metaKey(name))
+	b, ok, n, _, err := t.s.getRaw(metaKey(name))
 	t.read(n)
 	if !ok {
 		return nil, err
