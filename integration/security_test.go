@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"github.com/oncekv/oncekv/internal/testredis"
+
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -416,5 +418,23 @@ func TestRenameCommand(t *testing.T) {
 		{name: "in-multi", chunks: []string{"MULTI\r\nFETCH k\r\nGET k\r\nEXEC\r\nMULTI\r\nFETCH k\r\nEXEC\r\n"}},
 	} {
 		compareExchange(t, r, o, ex)
+	}
+}
+
+// TestProxyRenameCommand: the proxy's own rename-command, compared with
+// redis-server started the same way. A disabled command inside MULTI is
+// an unknown command there too, and EXEC then aborts.
+func TestProxyRenameCommand(t *testing.T) {
+	t.Parallel()
+	renames := []string{"--rename-command", "FLUSHALL", "", "--rename-command", "GET", "fetch"}
+	r := StartRedis(t, renames...)
+	o := startProxy(t, "redis://"+testredis.Standalone(t).Addr(), renames...)
+	for _, ex := range []exchange{
+		{name: "disabled", chunks: []string{"FLUSHALL\r\nflushall ASYNC\r\n"}},
+		{name: "new-name", chunks: []string{"SET k v\r\nFETCH k\r\nGET k\r\n"}},
+		{name: "disabled-in-multi", chunks: []string{"MULTI\r\nSET zz 1\r\nFLUSHALL\r\nEXEC\r\nEXISTS zz\r\n"}},
+		{name: "old-name-in-multi", chunks: []string{"MULTI\r\nFETCH k\r\nGET k\r\nEXEC\r\n"}},
+	} {
+		compareExchange(t, r, o.Addr, ex)
 	}
 }

@@ -416,16 +416,21 @@ func (p *Proxy) Serve(c *resp.Conn, args [][]byte) {
 	// (settle, a forward's dial or write): it reads the clock itself
 	// rather than start where the command before it ended.
 	c.MarkOK = false
+	s := p.sessionOf(c)
 	if p.renamedAway != nil {
 		name := string(lower(nil, args[0]))
 		if own, ok := p.renamedTo[name]; ok {
 			args[0] = own
 		} else if p.renamedAway[name] {
+			if s.inTx() {
+				// An unknown command spoils the transaction, as in
+				// Redis (and here for a name no one knows).
+				s.dirty = true
+			}
 			c.W.Error(unknownCommand(args))
 			return
 		}
 	}
-	s := p.sessionOf(c)
 	k := kindOf(args[0])
 	if !c.Authed && p.pass.Load() {
 		p.unauthenticated(s, k, args)
