@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -209,7 +210,15 @@ func checkLive(t *testing.T, addr string) {
 	// connection's timeout.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	var bgErr atomic.Value
+	// bgErr keeps the first error of a background writer.
+	var bgErr atomic.Pointer[error]
+	bgFail := func(err error) { bgErr.CompareAndSwap(nil, &err) }
+	bgFailed := func() error {
+		if p := bgErr.Load(); p != nil {
+			return *p
+		}
+		return nil
+	}
 	var bgRounds atomic.Int64
 	for i := 0; i < 2; i++ {
 		c := DialRaw(t, addr)
@@ -230,18 +239,18 @@ func checkLive(t *testing.T, addr string) {
 				default:
 				}
 				if err := c.TrySend(out); err != nil {
-					bgErr.Store(fmt.Errorf("background writer: send: %w", err))
+					bgFail(fmt.Errorf("background writer: send: %w", err))
 					return
 				}
 				for j := 0; j <= 20; j++ {
 					f, err := c.TryReadFrame()
 					if err != nil {
-						bgErr.Store(fmt.Errorf("background writer: read: %w", err))
+						bgFail(fmt.Errorf("background writer: read: %w", err))
 						return
 					}
 					// FLUSHALL, among the steps, may reset the count.
 					if n, ok := f.Int(); j < 20 && (!ok || (n != last+1 && n != 1)) {
-						bgErr.Store(fmt.Errorf("background writer: INCR %s answered %q after %d", key, f.Raw, last))
+						bgFail(fmt.Errorf("background writer: INCR %s answered %q after %d", key, f.Raw, last))
 						return
 					} else if j < 20 {
 						last = n
@@ -252,12 +261,13 @@ func checkLive(t *testing.T, addr string) {
 		}()
 	}
 
+	// The writers stop before the test ends, failed or not.
+	stopWriters := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer stopWriters()
 	cases := liveCases()
 	for i, lc := range cases {
 		key := fmt.Sprintf("live:%d", i)
-		if err := liveRun(t, addr, key, lc, i, true); err != nil {
-			close(stop)
-			wg.Wait()
+		if err := liveRun(addr, key, lc, i, true); err != nil {
 			t.Fatalf("%s: %v", lc, err)
 		}
 		// Another client is still served.
@@ -268,13 +278,12 @@ func checkLive(t *testing.T, addr string) {
 		if f, err := admin.TryReadFrameAfter(EncodeCommand("GET", "live:probe")); err != nil || f.Str != probe {
 			t.Fatalf("after %s, another client's GET: %v %v", lc, f, err)
 		}
-		if err, _ := bgErr.Load().(error); err != nil {
+		if err := bgFailed(); err != nil {
 			t.Fatalf("after %s: %v", lc, err)
 		}
 	}
-	close(stop)
-	wg.Wait()
-	if err, _ := bgErr.Load().(error); err != nil {
+	stopWriters()
+	if err := bgFailed(); err != nil {
 		t.Fatal(err)
 	}
 	if bgRounds.Load() == 0 {
@@ -350,7 +359,7 @@ func runAtOnce(t *testing.T, addr string) {
 				// A fixed walk through the cases, spread over the workers.
 				lc := cases[(n*7919)%len(cases)]
 				key := fmt.Sprintf("live:%d", n%6)
-				if err := liveRun(t, addr, key, lc, n, false); err != nil {
+				if err := liveRun(addr, key, lc, n, false); err != nil {
 					errs <- fmt.Errorf("%s: %w", lc, err)
 					return
 				}
@@ -372,8 +381,11 @@ func runAtOnce(t *testing.T, addr string) {
 // (or, for QUIT, until the server closes the connection). With strict,
 // the setup claim of a step that needs a token must succeed; without
 // (keys shared with other clients), the step uses a stale token instead.
-func liveRun(tb testing.TB, addr, key string, lc liveCase, n int, strict bool) error {
-	c := DialRaw(tb, addr)
+func liveRun(addr, key string, lc liveCase, n int, strict bool) error {
+	c, err := liveDial(addr)
+	if err != nil {
+		return err
+	}
 	defer c.Close()
 	c.Timeout = 10 * time.Second
 	step, before, after := lc.step, lc.before, lc.after
@@ -419,4 +431,14 @@ func liveRun(tb testing.TB, addr, key string, lc liveCase, n int, strict bool) e
 		}
 		got = append(got, string(f.Raw))
 	}
+}
+
+// liveDial connects to addr without a testing.TB, so that the workers'
+// goroutines report their errors rather than call Fatal.
+func liveDial(addr string) (*RawConn, error) {
+	nc, err := net.DialTimeout("tcp", addr, DefaultTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("dial: %w", err)
+	}
+	return &RawConn{Addr: addr, Conn: nc, Timeout: DefaultTimeout, r: bufio.NewReaderSize(nc, 64<<10)}, nil
 }
