@@ -383,15 +383,13 @@ var commandTips = map[string][]string{
 	"once.status":  {"nondeterministic_output"},
 }
 
-func infoFlags(c *Command) []string { return c.Flags.Names() }
-
 // writeCommandInfo writes c's COMMAND INFO entry: name, arity, flags,
 // first key, last key, step, ACL categories, tips, key specs, subcommands.
 func writeCommandInfo(w *resp.Writer, c *Command) {
 	w.Array(10)
 	w.BulkString(c.Name)
 	w.Int(int64(c.Arity))
-	writeSimpleSet(w, infoFlags(c))
+	writeSimpleSet(w, c.Flags.Names())
 	if c.FirstKey > 0 {
 		w.Int(int64(c.FirstKey))
 		w.Int(int64(c.LastKey))

@@ -369,13 +369,24 @@ func DialRaw(tb testing.TB, addr string) *RawConn {
 
 // TryDialRaw is DialRaw returning the error.
 func TryDialRaw(tb testing.TB, addr string) (*RawConn, error) {
+	c, err := dialRaw(addr)
+	if err != nil {
+		return nil, err
+	}
+	c.tb = tb
+	tb.Cleanup(func() { c.Conn.Close() })
+	return c, nil
+}
+
+// dialRaw connects to addr without a testing.TB: the caller closes the
+// connection and uses only the Try methods (a goroutine that must not
+// call Fatal).
+func dialRaw(addr string) (*RawConn, error) {
 	nc, err := net.DialTimeout("tcp", addr, DefaultTimeout)
 	if err != nil {
 		return nil, err
 	}
-	c := &RawConn{Addr: addr, Conn: nc, Timeout: DefaultTimeout, tb: tb, r: bufio.NewReaderSize(nc, 64<<10)}
-	tb.Cleanup(func() { nc.Close() })
-	return c, nil
+	return &RawConn{Addr: addr, Conn: nc, Timeout: DefaultTimeout, r: bufio.NewReaderSize(nc, 64<<10)}, nil
 }
 
 // Close closes the connection.

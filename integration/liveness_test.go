@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -382,9 +381,9 @@ func runAtOnce(t *testing.T, addr string) {
 // the setup claim of a step that needs a token must succeed; without
 // (keys shared with other clients), the step uses a stale token instead.
 func liveRun(addr, key string, lc liveCase, n int, strict bool) error {
-	c, err := liveDial(addr)
+	c, err := dialRaw(addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("dial: %w", err)
 	}
 	defer c.Close()
 	c.Timeout = 10 * time.Second
@@ -431,14 +430,4 @@ func liveRun(addr, key string, lc liveCase, n int, strict bool) error {
 		}
 		got = append(got, string(f.Raw))
 	}
-}
-
-// liveDial connects to addr without a testing.TB, so that the workers'
-// goroutines report their errors rather than call Fatal.
-func liveDial(addr string) (*RawConn, error) {
-	nc, err := net.DialTimeout("tcp", addr, DefaultTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("dial: %w", err)
-	}
-	return &RawConn{Addr: addr, Conn: nc, Timeout: DefaultTimeout, r: bufio.NewReaderSize(nc, 64<<10)}, nil
 }
