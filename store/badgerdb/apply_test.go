@@ -370,6 +370,7 @@ func TestFailedApplyIsRequeued(t *testing.T) {
 	if err := w.Set(0, []byte("b"), str("2", 0)); err != nil {
 		t.Fatal(err)
 	}
+	s.endTx(w)
 	s.mu.Unlock()
 	s.commitRound()
 	if c, l := s.committed.Load(), s.logged.Load(); c != l {
@@ -602,6 +603,7 @@ func TestRequeuedRoundTurnsSkippingOff(t *testing.T) {
 	if _, err := w.Delete(0, []byte("a")); err != nil {
 		t.Fatal(err)
 	}
+	s.endTx(w)
 	s.mu.Unlock()
 	s.commitRound()
 	err := s.bdb.View(func(txn *badger.Txn) error {

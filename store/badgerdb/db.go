@@ -46,6 +46,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -369,6 +370,12 @@ type DB struct {
 	sweepSteps int
 	// sweepScans counts the sweeper's scans of the index (for tests).
 	sweepScans int
+	// sweptUnread counts the keys the sweeper deleted without reading
+	// them (sweepLater; for tests).
+	sweptUnread int
+	// checkUpTo is the last deadline whose expiry index entries may be
+	// stale (exactIndex).
+	checkUpTo int64
 	// logWrites counts the log records written (INFO, tests).
 	logWrites atomic.Uint64
 	// skippedDeletes counts the deletions that write left out, of keys
@@ -415,6 +422,14 @@ type DB struct {
 	// of the bytes allocated under a load of small writes.
 	spareBatch []op
 	staged     uint64
+	// txDone is the number of the last op of the latest transaction to
+	// end (endTx): the logger writes no op past it, so a log record
+	// never holds part of a transaction, and a crash, which can lose the
+	// log's last records, loses whole transactions (RENAME's deletion
+	// without its write, EXEC's first commands without the rest, a key's
+	// new deadline without its expiry index entry). Transactions that
+	// write hold mu exclusively, so they end in the order they staged.
+	txDone     atomic.Uint64
 	cacheBytes int64 // the cost of mem's clean entries
 	// clean is the order in which mem's clean entries leave it (cache.go).
 	clean      cleanQueue
@@ -673,6 +688,10 @@ func Open(opts Options) (*DB, error) {
 		bdb.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	if err := s.loadSweepCheck(); err != nil {
+		bdb.Close()
+		return nil, fmt.Errorf("open store: expiry index: %w", err)
+	}
 	// The snapshot that the keys are counted on: nothing is written
 	// before Open returns, so it is the keyspace at Open.
 	s.countTxn = bdb.NewTransaction(false)
@@ -842,6 +861,7 @@ func (s *DB) Close() error {
 	var errs []error
 	// Log and apply what the loops left (everything, unless a write
 	// failed).
+	s.loggableAll()
 	s.commitRound()
 	if err := s.wal.sync(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: %w", err))
@@ -1026,14 +1046,9 @@ func (h *hold) Update(fn func(tx store.Tx) error) (store.Ticket, error) {
 	return tk, err
 }
 
-// stagedRun runs fn, then wakes the logger if fn staged writes, even when
-// fn panics.
+// stagedRun runs fn, then ends t (endTx), even when fn panics.
 func stagedRun(s *DB, t *tx, fn func(store.Tx) error) error {
-	defer func() {
-		if t.last != 0 {
-			s.poke()
-		}
-	}()
+	defer s.endTx(t)
 	return fn(t)
 }
 
@@ -1112,9 +1127,6 @@ func (s *DB) Update(fn func(tx store.Tx) error) (store.Ticket, error) {
 	s.backPressure()
 	t := s.newTx(true)
 	err := s.locked(t, fn)
-	if t.last != 0 {
-		s.poke()
-	}
 	tk := s.ticketFor(max(t.last, t.readMax), t.last != 0)
 	freeTx(t)
 	return tk, err
@@ -1145,12 +1157,25 @@ func (s *DB) viewLocked(t *tx, fn func(store.Tx) error) error {
 func (s *DB) locked(t *tx, fn func(store.Tx) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	defer func() {
-		if t.last != 0 {
-			s.poke()
-		}
-	}()
+	defer s.endTx(t)
 	return fn(t)
+}
+
+// endTx ends write transaction t, with mu still held: the logger may now
+// write what it staged (txDone), and is woken if it staged anything.
+func (s *DB) endTx(t *tx) {
+	if t.last != 0 {
+		s.txDone.Store(t.last)
+		s.poke()
+	}
+}
+
+// loggableAll lets the logger write every op staged so far, for Close.
+func (s *DB) loggableAll() {
+	s.omu.RLock()
+	n := s.staged
+	s.omu.RUnlock()
+	s.txDone.Store(n)
 }
 
 func (s *DB) poke() { kickChan(s.kick) }
@@ -1322,6 +1347,9 @@ func (s *DB) drain() error {
 	if s.committed.Load() >= n {
 		return nil
 	}
+	// The caller (FLUSHDB, BACKUP) needs every staged op in Badger
+	// before it goes on, those of a transaction under way too.
+	s.txDone.Store(n)
 	if !s.started {
 		s.commitRound()
 		return nil
@@ -2042,13 +2070,16 @@ func (s *DB) logRound() {
 			s.gatherGroup()
 		}
 		s.omu.Lock()
-		ops := s.batch
+		ops, rest := splitDone(s.batch, s.txDone.Load())
 		if len(ops) == 0 {
 			s.omu.Unlock()
 			return
 		}
-		s.batch, s.spareBatch = s.spareBatch, nil
-		hi := s.staged
+		// The ops of a transaction still under way wait for the next
+		// round, which its end starts (endTx).
+		s.batch, s.spareBatch = append(s.spareBatch, rest...), nil
+		clear(rest)
+		hi := ops[len(ops)-1].n
 		s.omu.Unlock()
 		ok := s.retry(func() error {
 			if s.writeHook != nil {
@@ -2126,6 +2157,16 @@ func (s *DB) logRound() {
 			return
 		}
 	}
+}
+
+// splitDone splits batch, in staging order, into the ops numbered up to
+// done and the ones after.
+func splitDone(batch []op, done uint64) (ops, rest []op) {
+	if len(batch) == 0 || batch[len(batch)-1].n <= done {
+		return batch, nil
+	}
+	k := sort.Search(len(batch), func(i int) bool { return batch[i].n > done })
+	return batch[:k], batch[k:]
 }
 
 // applyRound writes to Badger everything logged and not applied yet, as

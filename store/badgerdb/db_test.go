@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/dgraph-io/badger/v4"
 
 	"github.com/oncekv/oncekv/store"
 )
@@ -142,6 +145,7 @@ func TestScanMergesOverlay(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	s.endTx(tx)
 	s.mu.Unlock()
 	var want []string
 	for i := 0; i < n; i++ {
@@ -860,9 +864,16 @@ func openOpts(tb testing.TB, opts Options) *DB {
 // deadline meanwhile is not deleted for the deadline the sweep read,
 // whether that write still waits in memory or has reached Badger and
 // left memory before the sweep takes the lock.
+//
+// With an exact index (exactIndex), the sweep reads no key outside the
+// lock, and deletes the ones that were not written since its scan
+// unread; the rewritten key is read under the lock as before.
 func TestSweepReadsOutsideTheLockThenRechecks(t *testing.T) {
-	for _, applied := range []bool{false, true} {
-		t.Run(map[bool]string{false: "rewrite waiting", true: "rewrite applied"}[applied], func(t *testing.T) {
+	for _, c := range []struct{ applied, exact bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		applied := c.applied
+		name := map[bool]string{false: "rewrite waiting", true: "rewrite applied"}[applied] +
+			map[bool]string{false: ", index checked", true: ", index exact"}[c.exact]
+		t.Run(name, func(t *testing.T) {
 			var clock atomic.Int64
 			opts := uncachedOpts(t, &clock)
 			opts.ApplyDelay = time.Hour
@@ -871,6 +882,9 @@ func TestSweepReadsOutsideTheLockThenRechecks(t *testing.T) {
 				opts.ApplyDelay = 0
 			}
 			s := openOpts(t, opts)
+			if !c.exact {
+				s.checkUpTo = math.MaxInt64 // as an old store's entries are
+			}
 			gone := func(key string) {
 				t.Helper()
 				deadline := time.Now().Add(10 * time.Second)
@@ -906,15 +920,23 @@ func TestSweepReadsOutsideTheLockThenRechecks(t *testing.T) {
 			if hooked == 0 {
 				t.Fatal("the sweep read no key outside the lock")
 			}
-			// Badger reads: both keys outside the lock, and the hook's
-			// SET of kept; once kept's rewrite is applied (a new
-			// snapshot), both again under the lock.
-			want := int64(3)
-			if applied {
+			// Badger reads: both keys outside the lock (unless the index
+			// is exact), and the hook's SET of kept; once kept's rewrite
+			// is applied (a new snapshot), both again under the lock.
+			want, unread := int64(3), 0
+			switch {
+			case applied && c.exact:
+				want = 3
+			case applied:
 				want = 5
+			case c.exact:
+				want, unread = 1, 1
 			}
 			if d := s.Stats().Lookups - before; d != want {
 				t.Errorf("%d Badger reads, want %d", d, want)
+			}
+			if s.sweptUnread != unread {
+				t.Errorf("%d keys deleted unread, want %d", s.sweptUnread, unread)
 			}
 			if v, ok := get(t, s, 0, "kept"); !ok || v != "w" {
 				t.Fatalf("kept = %q, %v after the sweep; want w, with its new deadline", v, ok)
@@ -924,6 +946,70 @@ func TestSweepReadsOutsideTheLockThenRechecks(t *testing.T) {
 			}
 			if n := lenOf(t, s, 0); n != 1 {
 				t.Fatalf("%d keys counted, want 1", n)
+			}
+		})
+	}
+}
+
+// An expiry index entry that does not match its key's deadline (as an
+// older version could leave after a crash) does not delete the key: a
+// store opened without the record of how far its index may be stale
+// checks every entry up to its last deadline then; entries set later are
+// exact. Planted in a store that has the record, the same entry deletes
+// the key unread: that is what the record guards.
+func TestSweepChecksEntriesOlderThanTheExactIndex(t *testing.T) {
+	for _, legacy := range []bool{true, false} {
+		t.Run(map[bool]string{true: "record missing", false: "record kept"}[legacy], func(t *testing.T) {
+			var clock atomic.Int64
+			opts := uncachedOpts(t, &clock)
+			s, err := Open(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Start()
+			if s.checkUpTo != 0 {
+				t.Fatalf("a new store checks entries up to %d, want 0", s.checkUpTo)
+			}
+			set(t, s, 0, "k", str("v", 2_000_000))
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// What an older version's crash could leave: k's entry at a
+			// deadline k no longer has.
+			bdb, err := badger.Open(badgerOptions(opts))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := bdb.Update(func(txn *badger.Txn) error {
+				if legacy {
+					if err := txn.Delete(metaKey(sweepCheckMeta)); err != nil {
+						return err
+					}
+				}
+				return txn.Set(expiryKey(0, 1_000_050, []byte("k")), []byte{})
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := bdb.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s = openOpts(t, opts)
+			if want := map[bool]int64{true: 2_000_000, false: 0}[legacy]; s.checkUpTo != want {
+				t.Fatalf("checks entries up to %d, want %d", s.checkUpTo, want)
+			}
+			clock.Store(1_000_100)
+			s.Sweep(time.Second)
+			_, ok := get(t, s, 0, "k")
+			if legacy && !ok {
+				t.Fatal("a stale entry from before the record deleted k")
+			}
+			if !legacy && ok {
+				t.Fatal("the planted entry did not delete k unread: the test no longer shows what the record guards")
+			}
+			// Entries set after the record are exact.
+			set(t, s, 0, "new", str("v", 2_000_100))
+			if !s.exactIndex(2_000_100) || s.exactIndex(2_000_000) != !legacy {
+				t.Fatalf("exactIndex wrong around checkUpTo %d", s.checkUpTo)
 			}
 		})
 	}

@@ -1,9 +1,11 @@
 package badgerdb
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -55,28 +57,30 @@ type sweepCand struct {
 // expired en masse; those are read from the read snapshot after the lock
 // is released, then checked under it again (sweepLater).
 func (s *DB) sweepRound(db int) (deleted int, more bool) {
-	later, now, deleted, more := s.sweepDue(db)
+	later, now, gen, deleted, more := s.sweepDue(db)
 	if len(later) > 0 {
-		deleted += s.sweepLater(db, now, later)
+		deleted += s.sweepLater(db, now, gen, later)
 	}
 	s.expired.Add(int64(deleted))
 	return deleted, more
 }
 
 // sweepDue scans db's expiry index for due entries under the keyspace
-// lock, settles those whose key memory holds, and returns the others.
-func (s *DB) sweepDue(db int) (later []sweepCand, now int64, deleted int, more bool) {
+// lock, settles those whose key memory holds, and returns the others,
+// with the generation of the read snapshot at the scan.
+func (s *DB) sweepDue(db int) (later []sweepCand, now int64, gen uint64, deleted int, more bool) {
 	lockFresh(&s.mu)
 	defer s.mu.Unlock()
 	if !s.mayHaveKeys(db) || s.writeError() != nil {
 		// Nothing to sweep, or writes are refused (a full disk): the
 		// expired keys stay invisible until they can be deleted.
-		return nil, 0, 0, false
+		return nil, 0, 0, 0, false
 	}
 	t := &tx{s: s, now: s.now(), nowSet: true, write: true}
 	if t.Now() < s.nextSweep[db] {
-		return nil, 0, 0, false // no deadline has passed yet
+		return nil, 0, 0, 0, false // no deadline has passed yet
 	}
+	gen = s.snapGen.Load()
 	s.sweepScans++
 	prefix := dbPrefix(spaceExpiry, db)
 	start := prefix
@@ -105,7 +109,7 @@ func (s *DB) sweepDue(db int) (later []sweepCand, now int64, deleted int, more b
 	})
 	if err != nil {
 		s.log.Warn("sweep: scan expiry index", zap.Error(err))
-		return nil, 0, 0, false
+		return nil, 0, 0, 0, false
 	}
 	for _, c := range cands {
 		if !s.inMemory(dataKey(db, c.key)) {
@@ -115,16 +119,12 @@ func (s *DB) sweepDue(db int) (later []sweepCand, now int64, deleted int, more b
 		v, raw, ok, err := t.getAny(db, c.key)
 		if err != nil {
 			s.log.Warn("sweep: read key", zap.Error(err))
-			if t.last != 0 {
-				s.poke()
-			}
-			return nil, t.Now(), deleted, false
+			s.endTx(t)
+			return nil, t.Now(), 0, deleted, false
 		}
 		deleted += t.settle(db, c, raw, v, ok)
 	}
-	if t.last != 0 {
-		s.poke()
-	}
+	s.endTx(t)
 	full := len(cands) == s.opts.SweepKeys
 	switch {
 	case full:
@@ -150,40 +150,54 @@ func (s *DB) sweepDue(db int) (later []sweepCand, now int64, deleted int, more b
 		s.nextSweep[db] = min(next, s.setSince[db])
 		s.sweepFrom[db] = nil
 	}
-	return later, t.Now(), deleted, full
+	return later, t.Now(), gen, deleted, full
 }
 
-// sweepLater settles due entries whose key memory did not hold: it reads
-// the keys from the read snapshot without the keyspace lock, then takes
-// the lock and uses what it read for each key that memory still does not
-// hold, as long as the snapshot has not been replaced since. Checked in
-// that order, this is what the key holds: a write after the read keeps
-// the key in memory until the applier has written it to Badger and
-// replaced the snapshot (refreshSnap), which changes its generation. Any
-// other key is read again, under the lock, as sweepDue does.
-func (s *DB) sweepLater(db int, now int64, later []sweepCand) (deleted int) {
+// sweepLater settles due entries whose key memory did not hold at the
+// scan, which saw the read snapshot of generation gen.
+//
+// Most need no read at all. The expiry index is exact (exactIndex): an
+// entry is there exactly while its key has that deadline. A key that
+// memory still does not hold, with the snapshot still gen, was not
+// written since the scan (a write keeps the key in memory until the
+// applier has written it to Badger and replaced the snapshot,
+// refreshSnap, which changes its generation): so it has the entry's
+// deadline, and goes. Reading each such key from Badger, to check it,
+// was two thirds of the sweeper's CPU when keys left the cache before
+// they expired.
+//
+// An entry the index may hold stale (from before it was exact) has its
+// key read from the read snapshot first, without the keyspace lock; then,
+// under the lock, what was read is used for each key that memory still
+// does not hold, as long as the snapshot has not been replaced since.
+// Any other key is read again, under the lock, as sweepDue does.
+func (s *DB) sweepLater(db int, now int64, gen uint64, later []sweepCand) (deleted int) {
 	raws := make([][]byte, len(later))
+	check := make([]bool, len(later))
 	for i, c := range later {
 		raws[i] = dataKey(db, c.key)
+		check[i] = !s.exactIndex(c.at)
 	}
-	vals, found, gens := s.readSnapshot(raws)
+	vals, found, gens := s.readSnapshot(raws, check)
 	if s.sweepHook != nil {
 		s.sweepHook()
 	}
 	lockFresh(&s.mu)
 	defer s.mu.Unlock()
 	t := &tx{s: s, now: now, nowSet: true, write: true}
-	defer func() {
-		if t.last != 0 {
-			s.poke()
-		}
-	}()
+	defer s.endTx(t)
 	for i, c := range later {
 		if s.writeError() != nil {
 			s.sweepAgain(db, c.at)
 			return deleted
 		}
-		if gens[i] != 0 && !s.inMemory(raws[i]) && s.snapGen.Load() == gens[i] {
+		unchanged := !s.inMemory(raws[i])
+		if !check[i] && unchanged && s.snapGen.Load() == gen {
+			s.sweptUnread++
+			deleted += t.settle(db, c, raws[i], store.Value{ExpireAt: c.at}, true)
+			continue
+		}
+		if check[i] && gens[i] != 0 && unchanged && s.snapGen.Load() == gens[i] {
 			var v store.Value
 			ok := found[i]
 			if ok {
@@ -233,14 +247,18 @@ func (s *DB) inMemory(raw []byte) bool {
 	return ok
 }
 
-// readSnapshot reads raw keys from the read snapshot: their values,
-// whether each was found, and the generation of the snapshot each was read
-// in (0 when there was none, or the read failed: it may not be used). It
-// holds the snapshot for one read at a time, so that the applier, which
-// waits for it to install a new one, holds up other readers no longer.
-func (s *DB) readSnapshot(raws [][]byte) (vals [][]byte, found []bool, gens []uint64) {
+// readSnapshot reads the raw keys that read says to from the read
+// snapshot: their values, whether each was found, and the generation of
+// the snapshot each was read in (0 when there was none, the read failed,
+// or the key was not read: it may not be used). It holds the snapshot for
+// one read at a time, so that the applier, which waits for it to install
+// a new one, holds up other readers no longer.
+func (s *DB) readSnapshot(raws [][]byte, read []bool) (vals [][]byte, found []bool, gens []uint64) {
 	vals, found, gens = make([][]byte, len(raws)), make([]bool, len(raws)), make([]uint64, len(raws))
 	for i, raw := range raws {
+		if !read[i] {
+			continue
+		}
 		s.snapMu.RLock()
 		if s.snap != nil {
 			var err error
@@ -253,4 +271,72 @@ func (s *DB) readSnapshot(raws [][]byte) (vals [][]byte, found []bool, gens []ui
 		s.snapMu.RUnlock()
 	}
 	return vals, found, gens
+}
+
+// sweepCheckMeta names the meta record that holds the last deadline
+// whose expiry index entries may be stale (exactIndex).
+const sweepCheckMeta = "sweep-check-up-to"
+
+// exactIndex reports whether the expiry index entries at deadline at are
+// exact: an entry is there exactly while its key has that deadline. Every
+// write that changes a key's deadline, or deletes the key, changes its
+// entry in the same transaction, and a log record holds whole
+// transactions (txDone), so a crash cannot part them. Entries written
+// before that was so, by an older version, may be stale: at its first
+// Open a store records the last deadline of its index then (loadSweepCheck),
+// and entries up to it are checked against their key. So are all, once a
+// round of writes was lost or requeued in this process (noSkip).
+func (s *DB) exactIndex(at int64) bool {
+	return at > s.checkUpTo && !s.noSkip.Load()
+}
+
+// loadSweepCheck reads checkUpTo from its meta record, or, when there is
+// none, makes it the last deadline in the expiry index and records it.
+// Called by Open, after the log's replay, before anything is staged.
+func (s *DB) loadSweepCheck() error {
+	found := false
+	err := s.bdb.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(metaKey(sweepCheckMeta))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			if len(v) == 8 {
+				s.checkUpTo, found = int64(binary.BigEndian.Uint64(v)), true
+			}
+			return nil
+		})
+	})
+	if err != nil || found {
+		return err
+	}
+	last := int64(0)
+	err = s.bdb.View(func(txn *badger.Txn) error {
+		o := badger.DefaultIteratorOptions
+		o.Reverse, o.PrefetchValues = true, false
+		it := txn.NewIterator(o)
+		defer it.Close()
+		for db := 0; db < s.opts.Databases; db++ {
+			prefix := dbPrefix(spaceExpiry, db)
+			it.Seek(append(slices.Clip(prefix), bytes.Repeat([]byte{0xff}, 9)...))
+			if it.ValidForPrefix(prefix) {
+				if k := it.Item().Key(); len(k) >= 11 {
+					last = max(last, int64(binary.BigEndian.Uint64(k[3:11])))
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.checkUpTo = last
+	// Written to Badger directly: if a crash loses it, the next Open
+	// finds none and records a later deadline, which checks more.
+	return s.bdb.Update(func(txn *badger.Txn) error {
+		return txn.Set(metaKey(sweepCheckMeta), binary.BigEndian.AppendUint64(nil, uint64(last)))
+	})
 }

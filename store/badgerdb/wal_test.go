@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -494,5 +496,112 @@ func TestPositionOutlivesTheLogItNamed(t *testing.T) {
 	}
 	if got := lenOf(t, crashImage(t, rdir), 0); got != n+8 {
 		t.Fatalf("DBSIZE of the restored server's crash image = %d, want %d", got, n+8)
+	}
+}
+
+// TestCrashLosesWholeTransactions (KV-6): a log record holds whole
+// transactions, so a crash, which may lose the last records, never keeps
+// part of one. Here a transaction moves a key (RENAME's deletion, then
+// its write) and wakes the logger between the two; a crash image taken
+// then still has the key where it was, and the one taken after has it
+// where it went. When the logger wrote the deletion alone, the first
+// image had lost the key.
+func TestCrashLosesWholeTransactions(t *testing.T) {
+	dir := t.TempDir()
+	opts := DefaultOptions(dir)
+	opts.SweepInterval, opts.GCInterval = 0, 0
+	s, _ := openHeldBack(t, opts)
+	set(t, s, 0, "src", str("v", 0))
+	var rounds atomic.Int64
+	s.writeHook = func([]op) error { rounds.Add(1); return nil }
+	var mid string
+	if _, err := s.Update(func(tx store.Tx) error {
+		if _, err := tx.Delete(0, []byte("src")); err != nil {
+			return err
+		}
+		// Give the logger every chance to write what is staged.
+		before := rounds.Load()
+		s.poke()
+		for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline) && rounds.Load() == before; {
+			time.Sleep(time.Millisecond)
+		}
+		mid = copyDir(t, dir)
+		return tx.Set(0, []byte("dst"), str("v", 0))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.waitFor(context.Background(), s.txDone.Load(), &s.logged); err != nil {
+		t.Fatal(err)
+	}
+	after := copyDir(t, dir)
+	for _, c := range []struct {
+		image    string
+		has, not string
+	}{{mid, "src", "dst"}, {after, "dst", "src"}} {
+		img := open(t, c.image, FsyncEverysec, nil)
+		if _, ok := get(t, img, 0, c.has); !ok {
+			t.Errorf("crash image lacks %s", c.has)
+		}
+		if _, ok := get(t, img, 0, c.not); ok {
+			t.Errorf("crash image has %s", c.not)
+		}
+		if n := lenOf(t, img, 0); n != 1 {
+			t.Errorf("crash image holds %d keys, want 1", n)
+		}
+	}
+}
+
+// TestLogRoundsHoldWholeTransactions (KV-6): under many concurrent
+// transactions of several writes each, every log record holds each
+// transaction's writes all or none.
+func TestLogRoundsHoldWholeTransactions(t *testing.T) {
+	s := open(t, t.TempDir(), FsyncEverysec, nil)
+	var mu sync.Mutex
+	var split []string
+	s.writeHook = func(ops []op) error {
+		// Each transaction writes keys t<i>/0, t<i>/1, t<i>/2 in order.
+		seen := map[string]int{}
+		for _, o := range ops {
+			if i := strings.LastIndexByte(o.key, '/'); i > 0 {
+				seen[o.key[:i]]++
+			}
+		}
+		for tx, n := range seen {
+			if n != 3 {
+				mu.Lock()
+				split = append(split, fmt.Sprintf("%s: %d of 3", tx, n))
+				mu.Unlock()
+			}
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				name := fmt.Sprintf("t%d-%d", w, i)
+				if _, err := s.Update(func(tx store.Tx) error {
+					for j := range 3 {
+						if err := tx.Set(0, []byte(fmt.Sprintf("%s/%d", name, j)), str("v", 0)); err != nil {
+							return err
+						}
+						s.poke() // invite the logger in
+						runtime.Gosched()
+					}
+					return nil
+				}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(split) > 0 {
+		t.Fatalf("%d log records held part of a transaction, e.g. %s", len(split), split[0])
 	}
 }
