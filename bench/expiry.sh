@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Measures what expiring keys costs (KV-4, issue 6): oncekv against
+# redis-server, both appendonly with appendfsync everysec.
+#
+# Each run starts a fresh server, writes N new keys with a deadline
+# (redis-benchmark -P 16: SET k:__rand_int__ <100 bytes> EX 20), waits until
+# the first of them is about to expire, then polls DBSIZE until it is 0 and
+# reports how long that took and the server's CPU time meanwhile (user +
+# system, from /proc/PID/stat), per key expired. Nothing else runs (the
+# deadline leaves the time to apply the load first), so the CPU is the
+# sweeper's (or Redis's active expire cycle's) and the writes of the
+# deletions to disk. With more keys than oncekv's cache holds, most keys
+# have left memory before they expire.
+#
+# Usage: bench/expiry.sh [-n keys] [-r rounds]
+#   -n N  keys written per run (default 500000)
+#   -r N  rounds, each runs both servers, alternating (default 2)
+#
+# Needs go, redis-server, redis-benchmark and redis-cli, and Linux (/proc).
+# Everything listens on 127.0.0.1 only. About a minute a round.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+keys=500000
+rounds=2
+while getopts "n:r:h" opt; do
+  case $opt in
+    n) keys=$OPTARG ;;
+    r) rounds=$OPTARG ;;
+    h) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) exit 2 ;;
+  esac
+done
+[[ $keys =~ ^[1-9][0-9]*$ ]] || { echo "-n wants a positive number" >&2; exit 2; }
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "-r wants a positive number" >&2; exit 2; }
+for b in go redis-server redis-benchmark redis-cli; do
+  command -v "$b" >/dev/null || { echo "$b not found" >&2; exit 1; }
+done
+
+work=$(mktemp -d)
+pid=
+cleanup() {
+  if [[ -n $pid ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+go build -o "$work/oncekv" .
+ticks=$(getconf CLK_TCK)
+ttl=20
+
+server_cmd() {
+  local v=$1 port=$2 dir=$3
+  case $v in
+    redis) cmd=(redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly yes --appendfsync everysec --dir "$dir" --daemonize no) ;;
+    oncekv) cmd=("$work/oncekv" --bind 127.0.0.1 --port "$port" --dir "$dir" --appendfsync everysec --loglevel warning) ;;
+  esac
+}
+
+next_port=17100
+free_port() {
+  while (exec 3<>"/dev/tcp/127.0.0.1/$next_port") 2>/dev/null; do next_port=$((next_port + 1)); done
+  echo "$next_port"
+  next_port=$((next_port + 1))
+}
+
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+value=$(head -c 100 /dev/zero | tr '\0' v)
+echo "# bench/expiry.sh -n $keys -r $rounds"
+echo
+echo "$(nproc) CPUs, $(go version | cut -d' ' -f3-), $(redis-server --version | cut -d' ' -f1-3)"
+echo
+echo "Load: \`redis-benchmark -c 50 -n $keys -r 100000000 -P 16 SET k:__rand_int__ <100 bytes> EX $ttl\`, then DBSIZE polled every 0.2 s until 0."
+echo
+echo "| round | server | keys | expired in | server CPU | CPU per key |"
+echo "|---:|---|---:|---:|---:|---:|"
+run=0
+for ((round = 1; round <= rounds; round++)); do
+  order=(oncekv redis)
+  ((round % 2)) || order=(redis oncekv)
+  for v in "${order[@]}"; do
+    run=$((run + 1))
+    port=$(free_port)
+    dir="$work/run$run"
+    mkdir -p "$dir"
+    server_cmd "$v" "$port" "$dir"
+    "${cmd[@]}" >"$dir.log" 2>&1 &
+    pid=$!
+    for ((i = 0; i < 100; i++)); do
+      [[ $(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null) == PONG ]] && break
+      kill -0 "$pid" 2>/dev/null || { echo "$v did not start:" >&2; cat "$dir.log" >&2; exit 1; }
+      sleep 0.1
+    done
+    ((i < 100)) || { echo "$v did not answer PING on port $port" >&2; exit 1; }
+    start=$(date +%s.%N)
+    redis-benchmark -h 127.0.0.1 -p "$port" -c 50 -n "$keys" -r 100000000 -P 16 -q \
+      SET 'k:__rand_int__' "$value" EX "$ttl" >/dev/null 2>&1
+    written=$(redis-cli -h 127.0.0.1 -p "$port" dbsize)
+    # Wait until just before the first keys' deadline.
+    sleep "$(echo "$start + $ttl - 0.5 - $(date +%s.%N)" | bc | awk '{ print ($1 > 0 ? $1 : 0) }')"
+    c0=$(cpu_ticks "$pid")
+    t0=$(date +%s.%N)
+    left=$written
+    for ((i = 0; i < 1500 && left > 0; i++)); do
+      sleep 0.2
+      left=$(redis-cli -h 127.0.0.1 -p "$port" dbsize)
+    done
+    c1=$(cpu_ticks "$pid")
+    t1=$(date +%s.%N)
+    ((left == 0)) || { echo "$v: $left keys left after 300 s" >&2; exit 1; }
+    awk -v r="$round" -v v="$v" -v k="$written" -v t="$(echo "$t1 - $t0" | bc)" -v c="$((c1 - c0))" -v hz="$ticks" \
+      'BEGIN { printf "| %d | %s | %d | %.1f s | %.2f s | %.2f µs |\n", r, v, k, t, c / hz, c / hz / k * 1e6 }'
+    kill "$pid"
+    wait "$pid" 2>/dev/null || true
+    pid=
+  done
+done
