@@ -1,13 +1,14 @@
 package integration
 
-// KV-6 and KV-16 under kill -9: many connections drive SET, INCR and ONCE
-// (CLAIM, then COMPLETE or not) against the built binary; the test records
+// KV-6 and KV-16 under kill -9: many connections drive SET, INCR, MULTI/EXEC
+// (two INCRs) and ONCE (CLAIM, then COMPLETE or not) against the built
+// binary; the test records
 // every write that got a reply, kills the process mid-load, restarts it on
 // the same directory and checks what survived, cycle after cycle.
 //
 // Under appendfsync always nothing acknowledged may be lost: every SET is
 // there with its value, every counter is at least its last acknowledged
-// value, every acknowledged claim is running with its token and every
+// value, the two counters of each EXEC moved together, every acknowledged claim is running with its token and every
 // acknowledged answer is kept, and tokens handed out after the restart are
 // greater than every token seen before. Under everysec only what the policy
 // promises is asserted (nothing acknowledged more than everysecGrace before
@@ -49,6 +50,10 @@ const everysecGrace = 2 * time.Second
 const crashLease = 10 * time.Minute
 
 const crashCounters = 8
+
+// crashPairs are the pairs of counters that MULTI/EXEC steps increment
+// together: a crash must keep both increments of an EXEC or neither.
+const crashPairs = 4
 
 type crashParams struct {
 	cycles int
@@ -127,6 +132,8 @@ type workerLog struct {
 	maybeSets map[string]string // sent, no reply: absent or this value
 	incrs     []ackIncr
 	incrSent  [crashCounters]int64
+	execs     []ackIncr // counter: the pair; val: its value after the EXEC
+	execSent  [crashPairs]int64
 	onces     []*ackOnce
 	tokens    []ackToken
 	ops       int
@@ -176,6 +183,31 @@ func runCrashWorker(addr string, cycle, w int, pace time.Duration, stop <-chan s
 			}
 			delete(l.maybeSets, key)
 			l.sets[key] = ackSet{val, time.Now()}
+		case r < 7:
+			pair := rng.IntN(crashPairs)
+			l.execSent[pair]++
+			a, b := pairKeys(pair)
+			var req []byte
+			for _, cmd := range [][]string{{"MULTI"}, {"INCR", a}, {"INCR", b}, {"EXEC"}} {
+				req = append(req, EncodeCommand(cmd...)...)
+			}
+			if err := c.TrySend(req); err != nil {
+				return fail("MULTI/EXEC", err)
+			}
+			var f *Frame
+			for range 4 {
+				if f, err = c.TryReadFrame(); err != nil {
+					return fail("MULTI/EXEC", err)
+				}
+			}
+			if len(f.Elems) != 2 {
+				return fail("EXEC", fmt.Errorf("reply %q", f.Raw))
+			}
+			n, err := frameInt(f.Elems[0])
+			if m, err2 := frameInt(f.Elems[1]); err != nil || err2 != nil || m != n {
+				return fail("EXEC", fmt.Errorf("reply %q: the pair's counters differ", f.Raw))
+			}
+			l.execs = append(l.execs, ackIncr{pair, n, time.Now()})
 		case r < 8:
 			ctr := rng.IntN(crashCounters)
 			l.incrSent[ctr]++
@@ -224,6 +256,8 @@ type crashLedger struct {
 	maybeSets map[string]string
 	incrs     [crashCounters][]ackIncr // every acknowledged value, by counter
 	incrSent  [crashCounters]int64
+	execs     [crashPairs][]ackIncr // every acknowledged EXEC, by pair
+	execSent  [crashPairs]int64
 	onces     map[string]*ackOnce
 	tokens    []ackToken // of the last cycle
 	maxToken  int64      // every token ever seen
@@ -250,6 +284,12 @@ func (lg *crashLedger) merge(logs []*workerLog) (acked int) {
 		for i, n := range l.incrSent {
 			lg.incrSent[i] += n
 		}
+		for _, a := range l.execs {
+			lg.execs[a.counter] = append(lg.execs[a.counter], a)
+		}
+		for i, n := range l.execSent {
+			lg.execSent[i] += n
+		}
 		for _, o := range l.onces {
 			lg.onces[o.key] = o
 			if o.done {
@@ -257,7 +297,7 @@ func (lg *crashLedger) merge(logs []*workerLog) (acked int) {
 			}
 		}
 		lg.tokens = append(lg.tokens, l.tokens...)
-		acked += len(l.sets) + len(l.incrs) + len(l.onces)
+		acked += len(l.sets) + len(l.incrs) + len(l.execs) + len(l.onces)
 	}
 	return acked
 }
@@ -351,6 +391,10 @@ func (lg *crashLedger) verify(tb testing.TB, addr string, killAt time.Time) cras
 	for i := range crashCounters {
 		cmds = append(cmds, []string{"GET", "c:" + strconv.Itoa(i)})
 	}
+	for i := range crashPairs {
+		a, b := pairKeys(i)
+		cmds = append(cmds, []string{"GET", a}, []string{"GET", b})
+	}
 	for _, k := range onceKeys {
 		cmds = append(cmds, []string{"ONCE.STATUS", k})
 		if o := lg.onces[k]; o.done || o.completing {
@@ -402,6 +446,34 @@ func (lg *crashLedger) verify(tb testing.TB, addr string, killAt time.Time) cras
 			cc.problem("counter c:%d = %d, more than the %d INCRs ever sent", i, n, lg.incrSent[i])
 		}
 	}
+	// MULTI/EXEC: both counters of a pair moved together (KV-6: a crash
+	// keeps a transaction whole or not at all); never below the last
+	// acknowledged EXEC, never above the EXECs sent.
+	for i := range crashPairs {
+		fa, fb := next(), next()
+		a, errA := frameInt(fa)
+		b, errB := frameInt(fb)
+		if errA != nil || errB != nil {
+			cc.problem("pair %d: %v %v", i, errA, errB)
+			continue
+		}
+		cc.checked++
+		if a != b {
+			cc.problem("pair %d: %d and %d after the crash: an EXEC was kept in part", i, a, b)
+		}
+		kept := lg.execs[i][:0]
+		for _, x := range lg.execs[i] {
+			if x.val > a {
+				cc.lose(x.at, killAt, fmt.Sprintf("pair %d = %d after the crash, EXEC acknowledged %d", i, a, x.val))
+				continue
+			}
+			kept = append(kept, x)
+		}
+		lg.execs[i] = kept
+		if a > lg.execSent[i] {
+			cc.problem("pair %d = %d, more than the %d EXECs ever sent", i, a, lg.execSent[i])
+		}
+	}
 	// ONCE: an acknowledged answer is kept; an acknowledged claim is still
 	// running (its lease has not passed) with its token.
 	for _, k := range onceKeys {
@@ -442,6 +514,11 @@ func (lg *crashLedger) verify(tb testing.TB, addr string, killAt time.Time) cras
 		}
 	}
 	return cc
+}
+
+// pairKeys are the keys of pair i's two counters.
+func pairKeys(i int) (a, b string) {
+	return "p:" + strconv.Itoa(i) + ":a", "p:" + strconv.Itoa(i) + ":b"
 }
 
 // TestCrash runs kill -9 cycles under appendfsync always and everysec.
