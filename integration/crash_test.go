@@ -170,7 +170,7 @@ func runCrashWorker(addr string, cycle, w int, pace time.Duration, stop <-chan s
 		}
 		l.ops++
 		switch r := rng.IntN(10); {
-		case r < 5:
+		case r < 4:
 			key := fmt.Sprintf("s:%d:%d:%d", cycle, w, seq)
 			val := key + "=" + strings.Repeat(strconv.Itoa(seq%10), 16+rng.IntN(100))
 			l.maybeSets[key] = val
@@ -183,7 +183,7 @@ func runCrashWorker(addr string, cycle, w int, pace time.Duration, stop <-chan s
 			}
 			delete(l.maybeSets, key)
 			l.sets[key] = ackSet{val, time.Now()}
-		case r < 7:
+		case r < 5:
 			pair := rng.IntN(crashPairs)
 			l.execSent[pair]++
 			a, b := pairKeys(pair)

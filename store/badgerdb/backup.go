@@ -152,7 +152,7 @@ func (s *DB) BackupFile(path string) (BackupStats, error) {
 // BackupDir backs up the stopped store in opts.Dir to path (offline
 // backup: a running server holds the directory; use its BACKUP command).
 func BackupDir(opts Options, path string) (BackupStats, error) {
-	fresh, err := checkDir(opts.Dir)
+	fresh, _, err := checkDir(opts.Dir)
 	if err != nil {
 		return BackupStats{}, err
 	}
@@ -187,7 +187,7 @@ func RestoreFile(opts Options, path string) (BackupStats, error) {
 // (failures also remove what they wrote).
 func Restore(opts Options, r io.Reader) (st BackupStats, err error) {
 	dir := opts.Dir
-	fresh, err := checkDir(dir)
+	fresh, _, err := checkDir(dir)
 	if err != nil || !fresh {
 		if err == nil {
 			err = fmt.Errorf("%s is not empty", dir)

@@ -429,6 +429,8 @@ type DB struct {
 	// without its write, EXEC's first commands without the rest, a key's
 	// new deadline without its expiry index entry). Transactions that
 	// write hold mu exclusively, so they end in the order they staged.
+	// drain is the exception: FLUSHDB drops keys in Badger directly, so
+	// what its transaction (an EXEC) staged before it is logged then.
 	txDone     atomic.Uint64
 	cacheBytes int64 // the cost of mem's clean entries
 	// clean is the order in which mem's clean entries leave it (cache.go).
@@ -625,7 +627,7 @@ func Open(opts Options) (*DB, error) {
 	if opts.MinFreeDisk == 0 {
 		opts.MinFreeDisk = DefaultMinFreeDisk(opts.MemTableSize)
 	}
-	fresh, err := checkDir(opts.Dir)
+	fresh, format, err := checkDir(opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -643,6 +645,10 @@ func Open(opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store in %s: %w", opts.Dir, err)
 	}
+	// Checked once Badger holds the directory's lock: another store
+	// that has it open keeps its own RunningFile.
+	_, statErr := os.Stat(filepath.Join(opts.Dir, RunningFile))
+	crashed := statErr == nil
 	s := &DB{
 		opts:        opts,
 		bdb:         bdb,
@@ -688,9 +694,19 @@ func Open(opts Options) (*DB, error) {
 		bdb.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	if err := s.loadSweepCheck(); err != nil {
+	if err := s.loadSweepCheck(format == formatStaleIndex, crashed); err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("open store: expiry index: %w", err)
+	}
+	if format != FormatVersion {
+		if err := writeMarker(opts.Dir); err != nil {
+			bdb.Close()
+			return nil, fmt.Errorf("open store: upgrade format: %w", err)
+		}
+	}
+	if err := markRunning(opts.Dir); err != nil {
+		bdb.Close()
+		return nil, fmt.Errorf("open store: %w", err)
 	}
 	// The snapshot that the keys are counted on: nothing is written
 	// before Open returns, so it is the keyspace at Open.
@@ -879,6 +895,13 @@ func (s *DB) Close() error {
 	s.swapSnap(nil)
 	if err := s.closeBadger(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: %w", err))
+	}
+	if len(errs) == 0 {
+		// Closed with everything synced: the next Open need not check
+		// the expiry index for a crash's damage (loadSweepCheck).
+		if err := os.Remove(filepath.Join(s.opts.Dir, RunningFile)); err == nil {
+			syncDir(s.opts.Dir)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -951,15 +953,33 @@ func TestSweepReadsOutsideTheLockThenRechecks(t *testing.T) {
 	}
 }
 
-// An expiry index entry that does not match its key's deadline (as an
-// older version could leave after a crash) does not delete the key: a
-// store opened without the record of how far its index may be stale
-// checks every entry up to its last deadline then; entries set later are
-// exact. Planted in a store that has the record, the same entry deletes
-// the key unread: that is what the record guards.
+// An expiry index entry that does not match its key's deadline (what an
+// older version's crash, or a power loss, could leave) does not delete
+// the key: the store checks every entry up to the last deadline its index
+// holds when it opens a directory without the record of how far its
+// index may be stale, one whose format (1) promised nothing, or one that
+// was not closed (RunningFile); the last deadline counts databases past
+// the configured number too. Planted in a store closed cleanly with its
+// record, the same entry deletes the key unread: what the record guards.
 func TestSweepChecksEntriesOlderThanTheExactIndex(t *testing.T) {
-	for _, legacy := range []bool{true, false} {
-		t.Run(map[bool]string{true: "record missing", false: "record kept"}[legacy], func(t *testing.T) {
+	cases := []struct {
+		name    string
+		damage  func(t *testing.T, dir string, txn *badger.Txn) error
+		checked bool
+	}{
+		{"record kept, closed", nil, false},
+		{"record missing", func(t *testing.T, dir string, txn *badger.Txn) error {
+			return txn.Delete(metaKey(sweepCheckMeta))
+		}, true},
+		{"format 1, record kept", func(t *testing.T, dir string, txn *badger.Txn) error {
+			return os.WriteFile(filepath.Join(dir, MarkerFile), markerText(formatStaleIndex), 0o644)
+		}, true},
+		{"not closed", func(t *testing.T, dir string, txn *badger.Txn) error {
+			return os.WriteFile(filepath.Join(dir, RunningFile), nil, 0o644)
+		}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
 			var clock atomic.Int64
 			opts := uncachedOpts(t, &clock)
 			s, err := Open(opts)
@@ -971,18 +991,21 @@ func TestSweepChecksEntriesOlderThanTheExactIndex(t *testing.T) {
 				t.Fatalf("a new store checks entries up to %d, want 0", s.checkUpTo)
 			}
 			set(t, s, 0, "k", str("v", 2_000_000))
+			set(t, s, 5, "far", str("v", 3_000_000)) // the index's last deadline
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			// What an older version's crash could leave: k's entry at a
-			// deadline k no longer has.
+			if _, err := os.Stat(filepath.Join(opts.Dir, RunningFile)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("%s left after Close: %v", RunningFile, err)
+			}
+			// An entry for k at a deadline k does not have.
 			bdb, err := badger.Open(badgerOptions(opts))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := bdb.Update(func(txn *badger.Txn) error {
-				if legacy {
-					if err := txn.Delete(metaKey(sweepCheckMeta)); err != nil {
+				if c.damage != nil {
+					if err := c.damage(t, opts.Dir, txn); err != nil {
 						return err
 					}
 				}
@@ -993,23 +1016,38 @@ func TestSweepChecksEntriesOlderThanTheExactIndex(t *testing.T) {
 			if err := bdb.Close(); err != nil {
 				t.Fatal(err)
 			}
+			opts.Databases = 1 // db 5's entries still count
 			s = openOpts(t, opts)
-			if want := map[bool]int64{true: 2_000_000, false: 0}[legacy]; s.checkUpTo != want {
+			want := int64(0)
+			if c.checked {
+				want = 3_000_000
+			}
+			if s.checkUpTo != want {
 				t.Fatalf("checks entries up to %d, want %d", s.checkUpTo, want)
+			}
+			if b, _ := os.ReadFile(filepath.Join(opts.Dir, MarkerFile)); string(b) != string(markerText(FormatVersion)) {
+				t.Fatalf("marker %q after Open, want format %d", b, FormatVersion)
 			}
 			clock.Store(1_000_100)
 			s.Sweep(time.Second)
 			_, ok := get(t, s, 0, "k")
-			if legacy && !ok {
-				t.Fatal("a stale entry from before the record deleted k")
+			if c.checked && !ok {
+				t.Fatal("a stale entry deleted k")
 			}
-			if !legacy && ok {
+			if !c.checked && ok {
 				t.Fatal("the planted entry did not delete k unread: the test no longer shows what the record guards")
 			}
-			// Entries set after the record are exact.
-			set(t, s, 0, "new", str("v", 2_000_100))
-			if !s.exactIndex(2_000_100) || s.exactIndex(2_000_000) != !legacy {
+			// Entries set later, past the record, are exact.
+			if !s.exactIndex(3_000_001) || s.exactIndex(2_000_000) != !c.checked {
 				t.Fatalf("exactIndex wrong around checkUpTo %d", s.checkUpTo)
+			}
+			// The raised bound is recorded: a clean reopen keeps it.
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s = openOpts(t, opts)
+			if s.checkUpTo != want {
+				t.Fatalf("after a clean reopen, checks entries up to %d, want %d", s.checkUpTo, want)
 			}
 		})
 	}

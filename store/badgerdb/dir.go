@@ -19,9 +19,20 @@ import (
 const (
 	// MarkerFile is the name of the marker in the data directory.
 	MarkerFile = "oncekv.meta"
-	// FormatVersion is the on-disk layout this build reads and writes.
-	FormatVersion = 1
-	markerHead    = "oncekv data directory"
+	// FormatVersion is the on-disk layout this build writes. Format 2
+	// promises that the expiry index is exact above the deadline its
+	// meta record sweep-check-up-to holds (exactIndex); format 1, which
+	// this build reads and upgrades, promised nothing of the kind.
+	// Builds that know only format 1 refuse format 2, so that they do
+	// not write stale entries where format 2 says there are none.
+	FormatVersion = 2
+	// formatStaleIndex is the format whose expiry index may hold stale
+	// entries anywhere.
+	formatStaleIndex = 1
+	markerHead       = "oncekv data directory"
+	// RunningFile is in the data directory while a store has it open:
+	// found at Open, it says the last one did not close (a crash).
+	RunningFile = "oncekv.running"
 )
 
 // ErrForeignDir is wrapped by the error of Open on a non-empty directory
@@ -36,20 +47,21 @@ var ErrCorruptDir = errors.New("data directory is damaged")
 // ignoredEntries may be in an empty data directory (a mount point).
 var ignoredEntries = map[string]bool{"lost+found": true}
 
-func markerText() []byte {
-	return []byte(markerHead + "\nformat " + strconv.Itoa(FormatVersion) + "\n")
+func markerText(format int) []byte {
+	return []byte(markerHead + "\nformat " + strconv.Itoa(format) + "\n")
 }
 
 // checkDir decides whether dir may be opened: fresh reports an empty (or
 // missing) directory, to be marked as ours once Badger has created its
-// files. An error names the directory and what was found there.
-func checkDir(dir string) (fresh bool, err error) {
+// files; format is the format its marker names. An error names the
+// directory and what was found there.
+func checkDir(dir string) (fresh bool, format int, err error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return true, nil
+		return true, FormatVersion, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read data dir %s: %w", dir, err)
+		return false, 0, fmt.Errorf("read data dir %s: %w", dir, err)
 	}
 	var names []string
 	for _, e := range ents {
@@ -58,7 +70,7 @@ func checkDir(dir string) (fresh bool, err error) {
 		}
 	}
 	if len(names) == 0 {
-		return true, nil
+		return true, FormatVersion, nil
 	}
 	b, err := os.ReadFile(filepath.Join(dir, MarkerFile))
 	if errors.Is(err, os.ErrNotExist) {
@@ -66,34 +78,36 @@ func checkDir(dir string) (fresh bool, err error) {
 		if slices.Contains(names, "MANIFEST") {
 			what = "a Badger database"
 		}
-		return false, fmt.Errorf("%w: %s holds %s (%s) but no %s marker; it belongs to another program, "+
+		return false, 0, fmt.Errorf("%w: %s holds %s (%s) but no %s marker; it belongs to another program, "+
 			"or is an interrupted restore: refusing to start over it (point --dir at an empty or oncekv "+
 			"directory; if it is oncekv data from before the marker existed, create %s holding %q)",
-			ErrForeignDir, dir, what, list(names), MarkerFile, MarkerFile, string(markerText()))
+			ErrForeignDir, dir, what, list(names), MarkerFile, MarkerFile, string(markerText(formatStaleIndex)))
 	}
 	if err != nil {
-		return false, fmt.Errorf("read %s: %w", filepath.Join(dir, MarkerFile), err)
+		return false, 0, fmt.Errorf("read %s: %w", filepath.Join(dir, MarkerFile), err)
 	}
-	if err := parseMarker(b); err != nil {
-		return false, fmt.Errorf("%s: %w", filepath.Join(dir, MarkerFile), err)
+	format, err = parseMarker(b)
+	if err != nil {
+		return false, 0, fmt.Errorf("%s: %w", filepath.Join(dir, MarkerFile), err)
 	}
-	return false, checkBadgerFiles(dir, names)
+	return false, format, checkBadgerFiles(dir, names)
 }
 
-// parseMarker checks the marker's content.
-func parseMarker(b []byte) error {
+// parseMarker checks the marker's content and returns its format.
+func parseMarker(b []byte) (int, error) {
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	if len(lines) < 2 || lines[0] != markerHead || !strings.HasPrefix(lines[1], "format ") {
-		return fmt.Errorf("%w: the marker does not read %q (found %q)", ErrForeignDir, markerHead, truncateText(string(b), 80))
+		return 0, fmt.Errorf("%w: the marker does not read %q (found %q)", ErrForeignDir, markerHead, truncateText(string(b), 80))
 	}
 	v, err := strconv.Atoi(strings.TrimPrefix(lines[1], "format "))
 	if err != nil {
-		return fmt.Errorf("%w: unreadable format line %q", ErrCorruptDir, lines[1])
+		return 0, fmt.Errorf("%w: unreadable format line %q", ErrCorruptDir, lines[1])
 	}
-	if v != FormatVersion {
-		return fmt.Errorf("data format %d, this oncekv reads format %d (use a matching oncekv, or backup and restore)", v, FormatVersion)
+	if v < formatStaleIndex || v > FormatVersion {
+		return 0, fmt.Errorf("data format %d, this oncekv reads formats %d to %d (use a matching oncekv, or backup and restore)",
+			v, formatStaleIndex, FormatVersion)
 	}
-	return nil
+	return v, nil
 }
 
 // checkBadgerFiles catches the damage that Badger does not report: a
@@ -168,11 +182,19 @@ func checkBadgerFiles(dir string, names []string) error {
 func writeMarker(dir string) error {
 	path := filepath.Join(dir, MarkerFile)
 	tmp := path + ".tmp"
-	if err := writeFileSync(tmp, markerText()); err != nil {
+	if err := writeFileSync(tmp, markerText(FormatVersion)); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return syncDir(dir)
+}
+
+// markRunning puts RunningFile in dir, synced.
+func markRunning(dir string) error {
+	if err := writeFileSync(filepath.Join(dir, RunningFile), nil); err != nil {
+		return err
 	}
 	return syncDir(dir)
 }

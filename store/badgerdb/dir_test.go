@@ -227,6 +227,11 @@ func TestOwnerAndCorruptDirs(t *testing.T) {
 			os.WriteFile(filepath.Join(d, MarkerFile), []byte("something else\n"), 0o644)
 			return d
 		}, wantErr: ErrForeignDir, found: "something else"},
+		{name: "format 1, read and raised to 2", setup: func(t *testing.T) string {
+			d := copyDir(t, filled)
+			os.WriteFile(filepath.Join(d, MarkerFile), markerText(formatStaleIndex), 0o644)
+			return d
+		}, keep: true},
 		{name: "newer format", setup: func(t *testing.T) string {
 			d := copyDir(t, filled)
 			os.WriteFile(filepath.Join(d, MarkerFile), []byte(markerHead+"\nformat 99\n"), 0o644)
@@ -275,7 +280,7 @@ func TestOwnerAndCorruptDirs(t *testing.T) {
 					t.Fatalf("open: %v", err)
 				}
 				defer s.Close()
-				if b, err := os.ReadFile(filepath.Join(dir, MarkerFile)); err != nil || string(b) != string(markerText()) {
+				if b, err := os.ReadFile(filepath.Join(dir, MarkerFile)); err != nil || string(b) != string(markerText(FormatVersion)) {
 					t.Fatalf("marker = %q, %v", b, err)
 				}
 				if c.keep {

@@ -281,62 +281,89 @@ const sweepCheckMeta = "sweep-check-up-to"
 // exact: an entry is there exactly while its key has that deadline. Every
 // write that changes a key's deadline, or deletes the key, changes its
 // entry in the same transaction, and a log record holds whole
-// transactions (txDone), so a crash cannot part them. Entries written
-// before that was so, by an older version, may be stale: at its first
-// Open a store records the last deadline of its index then (loadSweepCheck),
-// and entries up to it are checked against their key. So are all, once a
-// round of writes was lost or requeued in this process (noSkip).
+// transactions (txDone), so a process crash cannot part them. Entries up
+// to checkUpTo may be stale (loadSweepCheck) and are checked against
+// their key; so are all, once a round of writes was lost or requeued in
+// this process (noSkip).
 func (s *DB) exactIndex(at int64) bool {
 	return at > s.checkUpTo && !s.noSkip.Load()
 }
 
-// loadSweepCheck reads checkUpTo from its meta record, or, when there is
-// none, makes it the last deadline in the expiry index and records it.
-// Called by Open, after the log's replay, before anything is staged.
-func (s *DB) loadSweepCheck() error {
-	found := false
+// loadSweepCheck sets checkUpTo from its meta record. It raises it to the
+// last deadline the index holds now, and records that, when there is no
+// record (a store's first Open by a build that keeps one), when the
+// directory's format promised nothing (stale: format 1, which also means
+// that a build that ignores the record may have run since it was
+// written), and after a crash (crashed): a power loss under everysec can
+// leave Badger holding part of a log record that the log itself lost,
+// since the applier writes what the kernel has, before the fsync. Called
+// by Open, after the log's replay, before anything is staged.
+func (s *DB) loadSweepCheck(stale, crashed bool) error {
+	var rec []byte
 	err := s.bdb.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(metaKey(sweepCheckMeta))
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return nil
 		}
-		if err != nil {
-			return err
+		if err == nil {
+			rec, err = item.ValueCopy(nil)
 		}
-		return item.Value(func(v []byte) error {
-			if len(v) == 8 {
-				s.checkUpTo, found = int64(binary.BigEndian.Uint64(v)), true
-			}
-			return nil
-		})
+		return err
 	})
-	if err != nil || found {
+	if err != nil {
 		return err
 	}
-	last := int64(0)
+	found := len(rec) == 8 && !stale
+	if found {
+		s.checkUpTo = int64(binary.BigEndian.Uint64(rec))
+		if !crashed {
+			return nil
+		}
+	}
+	last, err := s.lastDeadline()
+	if err != nil {
+		return err
+	}
+	s.checkUpTo = max(s.checkUpTo, last)
+	err = s.bdb.Update(func(txn *badger.Txn) error {
+		return txn.Set(metaKey(sweepCheckMeta), binary.BigEndian.AppendUint64(nil, uint64(s.checkUpTo)))
+	})
+	if err != nil {
+		return err
+	}
+	// Synced before the format is raised, or a crash could leave format
+	// 2 without the record (which a later Open would then make anew,
+	// from a later, still safe, deadline).
+	return s.bdb.Sync()
+}
+
+// lastDeadline is the latest deadline in the expiry index, in every
+// database it holds entries of (not only the ones the configuration
+// names now), or 0.
+func (s *DB) lastDeadline() (last int64, err error) {
 	err = s.bdb.View(func(txn *badger.Txn) error {
 		o := badger.DefaultIteratorOptions
 		o.Reverse, o.PrefetchValues = true, false
 		it := txn.NewIterator(o)
 		defer it.Close()
-		for db := 0; db < s.opts.Databases; db++ {
-			prefix := dbPrefix(spaceExpiry, db)
-			it.Seek(append(slices.Clip(prefix), bytes.Repeat([]byte{0xff}, 9)...))
-			if it.ValidForPrefix(prefix) {
-				if k := it.Item().Key(); len(k) >= 11 {
-					last = max(last, int64(binary.BigEndian.Uint64(k[3:11])))
-				}
+		space := []byte{spaceExpiry}
+		// From the end of the space, one database at a time: the last
+		// entry of each is its latest deadline.
+		for it.Seek(append(slices.Clip(space), bytes.Repeat([]byte{0xff}, 11)...)); it.ValidForPrefix(space); {
+			k := it.Item().Key()
+			if len(k) >= 11 {
+				last = max(last, int64(binary.BigEndian.Uint64(k[3:11])))
 			}
+			if len(k) < 3 {
+				break
+			}
+			db := int(k[1])<<8 | int(k[2])
+			if db == 0 {
+				break
+			}
+			it.Seek(append(dbPrefix(spaceExpiry, db-1), bytes.Repeat([]byte{0xff}, 9)...))
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	s.checkUpTo = last
-	// Written to Badger directly: if a crash loses it, the next Open
-	// finds none and records a later deadline, which checks more.
-	return s.bdb.Update(func(txn *badger.Txn) error {
-		return txn.Set(metaKey(sweepCheckMeta), binary.BigEndian.AppendUint64(nil, uint64(last)))
-	})
+	return last, err
 }

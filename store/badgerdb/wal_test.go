@@ -512,17 +512,16 @@ func TestCrashLosesWholeTransactions(t *testing.T) {
 	opts.SweepInterval, opts.GCInterval = 0, 0
 	s, _ := openHeldBack(t, opts)
 	set(t, s, 0, "src", str("v", 0))
-	var rounds atomic.Int64
-	s.writeHook = func([]op) error { rounds.Add(1); return nil }
 	var mid string
 	if _, err := s.Update(func(tx store.Tx) error {
 		if _, err := tx.Delete(0, []byte("src")); err != nil {
 			return err
 		}
-		// Give the logger every chance to write what is staged.
-		before := rounds.Load()
+		// Give the logger every chance to write what is staged: wake
+		// it, and wait until it has logged more, or for 200 ms.
+		before := s.logged.Load()
 		s.poke()
-		for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline) && rounds.Load() == before; {
+		for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline) && s.logged.Load() == before; {
 			time.Sleep(time.Millisecond)
 		}
 		mid = copyDir(t, dir)
