@@ -647,8 +647,7 @@ func Open(opts Options) (*DB, error) {
 	}
 	// Checked once Badger holds the directory's lock: another store
 	// that has it open keeps its own RunningFile.
-	_, statErr := os.Stat(filepath.Join(opts.Dir, RunningFile))
-	crashed := statErr == nil
+	crashed := lostPower(opts.Dir)
 	s := &DB{
 		opts:        opts,
 		bdb:         bdb,

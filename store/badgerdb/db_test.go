@@ -958,8 +958,9 @@ func TestSweepReadsOutsideTheLockThenRechecks(t *testing.T) {
 // the key: the store checks every entry up to the last deadline its index
 // holds when it opens a directory without the record of how far its
 // index may be stale, one whose format (1) promised nothing, or one that
-// was not closed (RunningFile); the last deadline counts databases past
-// the configured number too. Planted in a store closed cleanly with its
+// was not closed before the machine went down (RunningFile, with another
+// boot's ID); the last deadline counts databases past the configured
+// number too. Planted in a store closed cleanly with its
 // record, the same entry deletes the key unread: what the record guards.
 func TestSweepChecksEntriesOlderThanTheExactIndex(t *testing.T) {
 	cases := []struct {
@@ -974,9 +975,14 @@ func TestSweepChecksEntriesOlderThanTheExactIndex(t *testing.T) {
 		{"format 1, record kept", func(t *testing.T, dir string, txn *badger.Txn) error {
 			return os.WriteFile(filepath.Join(dir, MarkerFile), markerText(formatStaleIndex), 0o644)
 		}, true},
-		{"not closed", func(t *testing.T, dir string, txn *badger.Txn) error {
-			return os.WriteFile(filepath.Join(dir, RunningFile), nil, 0o644)
+		{"not closed, the machine booted since", func(t *testing.T, dir string, txn *badger.Txn) error {
+			return os.WriteFile(filepath.Join(dir, RunningFile), []byte("another boot"), 0o644)
 		}, true},
+		// A process that died (kill -9) left the kernel everything it
+		// wrote: nothing to check, where the boot is known.
+		{"not closed, same boot", func(t *testing.T, dir string, txn *badger.Txn) error {
+			return os.WriteFile(filepath.Join(dir, RunningFile), []byte(bootID()), 0o644)
+		}, bootID() == ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -30,8 +30,9 @@ const (
 	// entries anywhere.
 	formatStaleIndex = 1
 	markerHead       = "oncekv data directory"
-	// RunningFile is in the data directory while a store has it open:
-	// found at Open, it says the last one did not close (a crash).
+	// RunningFile is in the data directory while a store has it open,
+	// holding the boot's ID: found at Open with another boot's, it says
+	// that the machine went down with the store open (lostPower).
 	RunningFile = "oncekv.running"
 )
 
@@ -191,12 +192,34 @@ func writeMarker(dir string) error {
 	return syncDir(dir)
 }
 
-// markRunning puts RunningFile in dir, synced.
+// markRunning puts RunningFile in dir, synced, holding the boot's ID.
 func markRunning(dir string) error {
-	if err := writeFileSync(filepath.Join(dir, RunningFile), nil); err != nil {
+	if err := writeFileSync(filepath.Join(dir, RunningFile), []byte(bootID())); err != nil {
 		return err
 	}
 	return syncDir(dir)
+}
+
+// lostPower reports whether the store in dir was not closed (its
+// RunningFile is there) and the machine has booted since it was opened,
+// or may have: a process that dies leaves what it wrote in the kernel's
+// page cache, which a power loss or a reboot does not.
+func lostPower(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, RunningFile))
+	if err != nil {
+		return false // closed (or never opened by a build that marks it)
+	}
+	id := bootID()
+	return id == "" || string(b) != id
+}
+
+// bootID identifies the running boot of the machine (Linux), or is "".
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 func writeFileSync(path string, b []byte) error {

@@ -294,10 +294,12 @@ func (s *DB) exactIndex(at int64) bool {
 // record (a store's first Open by a build that keeps one), when the
 // directory's format promised nothing (stale: format 1, which also means
 // that a build that ignores the record may have run since it was
-// written), and after a crash (crashed): a power loss under everysec can
-// leave Badger holding part of a log record that the log itself lost,
-// since the applier writes what the kernel has, before the fsync. Called
-// by Open, after the log's replay, before anything is staged.
+// written), and after the machine went down with the store open
+// (crashed, lostPower): a power loss under everysec can leave Badger
+// holding part of a log record that the log itself lost, since the
+// applier writes what the kernel has, before the fsync. (A process that
+// dies, kill -9, leaves the kernel both.) Called by Open, after the log's
+// replay, before anything is staged.
 func (s *DB) loadSweepCheck(stale, crashed bool) error {
 	var rec []byte
 	err := s.bdb.View(func(txn *badger.Txn) error {
