@@ -166,7 +166,7 @@ func (p *DiffPair) noteFailure(t *testing.T) {
 		return
 	}
 	p.reported = true
-	t.Errorf("oncekv exited (%v); output (tail):\n%s", p.O.p.err, p.O.p.tail(6000))
+	t.Errorf("oncekv exited (%v); output (tail):\n%s", p.O.p.c.Err(), p.O.p.tail(6000))
 }
 
 // alive restarts the server under test, on the same port and directory, if
@@ -176,7 +176,7 @@ func (p *DiffPair) alive(t *testing.T) {
 		return
 	}
 	if !p.reported {
-		t.Errorf("oncekv exited (%v) before this script; output (tail):\n%s", p.O.p.err, p.O.p.tail(6000))
+		t.Errorf("oncekv exited (%v) before this script; output (tail):\n%s", p.O.p.c.Err(), p.O.p.tail(6000))
 	}
 	t.Logf("restarting oncekv on %s", p.O.Addr)
 	var err error

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oncekv/oncekv/internal/child"
 	"github.com/oncekv/oncekv/internal/testredis"
 	"github.com/oncekv/oncekv/internal/testserver"
 )
@@ -54,22 +55,20 @@ func FreePort(tb testing.TB) int {
 type proc struct {
 	cmd  *exec.Cmd
 	out  *testredis.SyncBuffer
-	done chan struct{}
-	err  error // Wait's result, valid once done is closed
+	c    *child.Proc
+	done <-chan struct{} // c.Done()
 }
 
+// startProc starts cmd so that it dies with the test process (child).
 func startProc(cmd *exec.Cmd) (*proc, error) {
-	p := &proc{cmd: cmd, out: &testredis.SyncBuffer{}, done: make(chan struct{})}
+	p := &proc{cmd: cmd, out: &testredis.SyncBuffer{}}
 	cmd.Stdout = p.out
 	cmd.Stderr = p.out
-	setDeathSignal(cmd)
-	if err := cmd.Start(); err != nil {
+	c, err := child.Start(cmd)
+	if err != nil {
 		return nil, err
 	}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
+	p.c, p.done = c, c.Done()
 	return p, nil
 }
 
@@ -125,7 +124,7 @@ func waitReady(p *proc, addr string, timeout time.Duration) error {
 	var last error
 	for time.Now().Before(deadline) {
 		if p.exited() {
-			return fmt.Errorf("exited (%v) before answering PING", p.err)
+			return fmt.Errorf("exited (%v) before answering PING", p.c.Err())
 		}
 		last = testredis.PingAs(addr, p.cmd.Process.Pid)
 		if last == nil {

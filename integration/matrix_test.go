@@ -35,6 +35,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/oncekv/oncekv/internal/child"
 )
 
 // matrixPass is the server's --requirepass.
@@ -109,9 +111,14 @@ func runSuite(t *testing.T, srv *Oncekv, db int, dir string, name string, args .
 		"NO_COLOR=1",
 	)
 	cmd.WaitDelay = 5 * time.Second
-	setDeathSignal(cmd)
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
 	start := time.Now()
-	out, err := cmd.CombinedOutput()
+	c, err := child.Start(cmd)
+	if err == nil {
+		err = c.Wait()
+	}
+	out := buf.Bytes()
 	switch {
 	case ctx.Err() != nil:
 		t.Fatalf("%s %s: no exit within %v; output:\n%s", name, strings.Join(args, " "), matrixSuiteTimeout, tailString(string(out), 16000))

@@ -237,7 +237,7 @@ func (h *harness) restartBoth(ours, redis *benchkit.Proc, onceDir, redisDir stri
 func firstGet(p *benchkit.Proc, key, want string, timeout time.Duration, out *startResult) error {
 	for {
 		if p.Exited() {
-			return fmt.Errorf("%s exited", p.Name)
+			return fmt.Errorf("%s exited (%s)", p.Name, p.Ended())
 		}
 		if time.Since(p.Started) > timeout {
 			return fmt.Errorf("%s: no answer to GET in %s", p.Name, timeout)

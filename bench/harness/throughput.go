@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/oncekv/oncekv/bench/internal/benchkit"
+	"github.com/oncekv/oncekv/internal/child"
 )
 
 // cell is one redis-benchmark test with one pipeline depth.
@@ -261,7 +262,7 @@ func (h *harness) alone(p *benchkit.Proc, others []*benchkit.Proc, f func() erro
 		}
 	}
 	if p.Exited() && err == nil {
-		err = fmt.Errorf("%s exited\n%s", p.Name, p.LogTail())
+		err = fmt.Errorf("%s exited (%s)\n%s", p.Name, p.Ended(), p.LogTail())
 	}
 	return err
 }
@@ -271,12 +272,15 @@ func (h *harness) alone(p *benchkit.Proc, others []*benchkit.Proc, f func() erro
 func (h *harness) bench(p *benchkit.Proc, c cell, n, keyspace int64) (sample, error) {
 	args := h.benchArgs(strconv.Itoa(p.Port), c, n, keyspace)
 	cmd := exec.Command(h.benchBin, args...)
-	cmd.SysProcAttr = benchkit.ChildAttr()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	bp, err := child.Start(cmd)
+	if err == nil {
+		err = bp.Wait()
+	}
+	out := stdout.Bytes()
 	if p.Exited() {
-		return sample{}, fmt.Errorf("%s exited during %s\n%s", p.Name, c.name(), p.LogTail())
+		return sample{}, fmt.Errorf("%s exited during %s (%s)\n%s", p.Name, c.name(), p.Ended(), p.LogTail())
 	}
 	if err != nil {
 		return sample{}, fmt.Errorf("%s %s: %w\n%s%s", h.benchBin, strings.Join(args, " "), err, out, stderr.Bytes())

@@ -58,6 +58,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/oncekv/oncekv/internal/child"
 )
 
 const (
@@ -125,15 +127,11 @@ func (s *Server) run() error {
 	cmd := exec.Command(s.bin, argv...)
 	out := &SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
-	setDeathSignal(cmd)
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	if err := cmd.Start(); err != nil {
+	c, err := child.Start(cmd)
+	if err != nil {
 		return err
 	}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
+	p := &proc{cmd: cmd, c: c, done: c.Done()}
 	s.mu.Lock()
 	s.p = p
 	s.logs = append(s.logs, out)
@@ -141,7 +139,7 @@ func (s *Server) run() error {
 	deadline := time.Now().Add(startTimeout)
 	for {
 		if p.exited() {
-			return fmt.Errorf("exited (%v) before answering PING:\n%s", p.err, tail(out.String(), 4000))
+			return fmt.Errorf("exited (%v) before answering PING:\n%s", p.c.Err(), tail(out.String(), 4000))
 		}
 		err := PingAs(s.Addr(), cmd.Process.Pid)
 		if err == nil {
@@ -265,8 +263,8 @@ func (s *Server) doString(args ...any) (string, error) {
 // proc is a started process whose Wait runs in the background.
 type proc struct {
 	cmd  *exec.Cmd
-	done chan struct{}
-	err  error // Wait's result, valid once done is closed
+	c    *child.Proc
+	done <-chan struct{} // c.Done()
 }
 
 func (p *proc) exited() bool {

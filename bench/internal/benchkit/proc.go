@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/oncekv/oncekv/internal/child"
 )
 
 // Proc is a server started by the benchmark.
@@ -28,9 +30,8 @@ type Proc struct {
 	Log     string
 	Started time.Time // just before the process was started
 
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error // Wait's result, once done is closed
+	cmd   *exec.Cmd
+	child *child.Proc
 }
 
 // PID returns the process id.
@@ -91,25 +92,37 @@ var live sync.Map // *Proc → struct{}
 // StartCmd starts cmd, made to die with this process, and returns it as
 // a Proc (without an address) that StopAll stops.
 func StartCmd(name string, cmd *exec.Cmd) (*Proc, error) {
-	cmd.SysProcAttr = ChildAttr()
-	p := &Proc{Name: name, Bin: cmd.Path, Args: cmd.Args[1:], cmd: cmd, done: make(chan struct{})}
+	p := &Proc{Name: name, Bin: cmd.Path, Args: cmd.Args[1:], cmd: cmd}
 	p.Started = time.Now()
-	if err := cmd.Start(); err != nil {
+	c, err := child.Start(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
+	p.child = c
 	live.Store(p, struct{}{})
 	go func() {
-		p.err = cmd.Wait()
+		<-c.Done()
 		live.Delete(p)
-		close(p.done)
 	}()
 	return p, nil
 }
 
+// Ended says how the process ended (Wait's error: "signal: killed",
+// "exit status 1"; "exit status 0" for a clean exit), or "running".
+func (p *Proc) Ended() string {
+	if !p.Exited() {
+		return "running"
+	}
+	if p.child.Err() == nil {
+		return "exit status 0"
+	}
+	return p.child.Err().Error()
+}
+
 // Wait waits for the process to end and returns how it ended.
 func (p *Proc) Wait() error {
-	<-p.done
-	return p.err
+	<-p.child.Done()
+	return p.child.Err()
 }
 
 // StopAll stops every process started here that is still running (each
@@ -151,7 +164,7 @@ func Start(name, bin, dir string, mkArgs func(port int) []string) (*Proc, error)
 // Exited reports whether the process has ended.
 func (p *Proc) Exited() bool {
 	select {
-	case <-p.done:
+	case <-p.child.Done():
 		return true
 	default:
 		return false
@@ -163,7 +176,7 @@ func (p *Proc) WaitReady(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		if p.Exited() {
-			return fmt.Errorf("%w: exited: %v", ErrNotReady, p.err)
+			return fmt.Errorf("%w: exited: %v", ErrNotReady, p.child.Err())
 		}
 		if c, err := DialTimeout(p.Addr, time.Second); err == nil {
 			r, err := c.Do("PING")
@@ -191,7 +204,7 @@ func (p *Proc) StopWithin(grace time.Duration) {
 	_ = p.cmd.Process.Signal(syscall.SIGCONT) // if paused
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case <-p.child.Done():
 	case <-time.After(grace):
 		p.Kill()
 	}
@@ -220,7 +233,7 @@ func (p *Proc) Kill() {
 		return
 	}
 	_ = p.cmd.Process.Kill()
-	<-p.done
+	<-p.child.Done()
 }
 
 // LogTail returns the last 2000 bytes of p's log.

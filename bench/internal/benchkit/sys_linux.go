@@ -2,12 +2,6 @@ package benchkit
 
 import "syscall"
 
-// ChildAttr makes a process started by the benchmark (give it to
-// exec.Cmd.SysProcAttr) die with it.
-func ChildAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-}
-
 // RaiseNofile raises the soft limit on open files to at least n, if the
 // hard limit allows (a thousand waiters need a thousand connections).
 func RaiseNofile(n uint64) error {
