@@ -329,6 +329,24 @@ func (cc *crashCheck) problem(format string, a ...any) {
 	}
 }
 
+// counter checks a counter's value n after the crash against the acks of
+// the commands (cmd) that raised it: none above n may be lost, and n is
+// not above the count sent. It returns the acks still held.
+func (cc *crashCheck) counter(name, cmd string, n int64, acks []ackIncr, sent int64, killAt time.Time) []ackIncr {
+	kept := acks[:0]
+	for _, a := range acks {
+		if a.val > n {
+			cc.lose(a.at, killAt, fmt.Sprintf("%s = %d after the crash, %s acknowledged %d", name, n, cmd, a.val))
+			continue
+		}
+		kept = append(kept, a)
+	}
+	if n > sent {
+		cc.problem("%s = %d, more than the %d %ss ever sent", name, n, sent, cmd)
+	}
+	return kept
+}
+
 func (cc *crashCheck) lose(at, killAt time.Time, what string) {
 	cc.lost++
 	age := killAt.Sub(at)
@@ -433,18 +451,7 @@ func (lg *crashLedger) verify(tb testing.TB, addr string, killAt time.Time) cras
 			continue
 		}
 		cc.checked++
-		kept := lg.incrs[i][:0]
-		for _, a := range lg.incrs[i] {
-			if a.val > n {
-				cc.lose(a.at, killAt, fmt.Sprintf("counter c:%d = %d after the crash, INCR acknowledged %d", i, n, a.val))
-				continue
-			}
-			kept = append(kept, a)
-		}
-		lg.incrs[i] = kept
-		if n > lg.incrSent[i] {
-			cc.problem("counter c:%d = %d, more than the %d INCRs ever sent", i, n, lg.incrSent[i])
-		}
+		lg.incrs[i] = cc.counter(fmt.Sprintf("counter c:%d", i), "INCR", n, lg.incrs[i], lg.incrSent[i], killAt)
 	}
 	// MULTI/EXEC: both counters of a pair moved together (KV-6: a crash
 	// keeps a transaction whole or not at all); never below the last
@@ -461,18 +468,7 @@ func (lg *crashLedger) verify(tb testing.TB, addr string, killAt time.Time) cras
 		if a != b {
 			cc.problem("pair %d: %d and %d after the crash: an EXEC was kept in part", i, a, b)
 		}
-		kept := lg.execs[i][:0]
-		for _, x := range lg.execs[i] {
-			if x.val > a {
-				cc.lose(x.at, killAt, fmt.Sprintf("pair %d = %d after the crash, EXEC acknowledged %d", i, a, x.val))
-				continue
-			}
-			kept = append(kept, x)
-		}
-		lg.execs[i] = kept
-		if a > lg.execSent[i] {
-			cc.problem("pair %d = %d, more than the %d EXECs ever sent", i, a, lg.execSent[i])
-		}
+		lg.execs[i] = cc.counter(fmt.Sprintf("pair %d", i), "EXEC", a, lg.execs[i], lg.execSent[i], killAt)
 	}
 	// ONCE: an acknowledged answer is kept; an acknowledged claim is still
 	// running (its lease has not passed) with its token.

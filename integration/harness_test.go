@@ -72,14 +72,7 @@ func startProc(cmd *exec.Cmd) (*proc, error) {
 	return p, nil
 }
 
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
+func (p *proc) exited() bool { return p.c.Exited() }
 
 // stop sends sig and waits up to timeout for the process to exit; it reports
 // whether it did.

@@ -267,14 +267,7 @@ type proc struct {
 	done <-chan struct{} // c.Done()
 }
 
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
+func (p *proc) exited() bool { return p.c.Exited() }
 
 func (p *proc) kill() {
 	if p.exited() {
