@@ -295,10 +295,12 @@ func (s *DB) exactIndex(at int64) bool {
 // directory's format promised nothing (stale: format 1, which also means
 // that a build that ignores the record may have run since it was
 // written), and after the machine went down with the store open
-// (crashed, lostPower): a power loss under everysec can leave Badger
-// holding part of a log record that the log itself lost, since the
-// applier writes what the kernel has, before the fsync. (A process that
-// dies, kill -9, leaves the kernel both.) Called by Open, after the log's
+// (crashed, lostPower). The applier gives Badger only what the log has
+// synced (syncLogUpTo), so a power loss leaves Badger a prefix of the
+// log, which the replay completes; but what Badger's own recovery makes
+// of its unsynced files then is Badger's, and checking the entries held
+// then costs only time. (A process that dies, kill -9, leaves the kernel
+// everything it wrote: nothing to check.) Called by Open, after the log's
 // replay, before anything is staged.
 func (s *DB) loadSweepCheck(stale, crashed bool) error {
 	var rec []byte
