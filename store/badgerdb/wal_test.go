@@ -551,8 +551,8 @@ func TestCrashLosesWholeTransactions(t *testing.T) {
 }
 
 // TestLogRoundsHoldWholeTransactions (KV-6): under many concurrent
-// transactions of several writes each, every log record holds each
-// transaction's writes all or none.
+// transactions of several writes each, alone or in a hold, every log
+// record holds each transaction's writes all or none.
 func TestLogRoundsHoldWholeTransactions(t *testing.T) {
 	s := open(t, t.TempDir(), FsyncEverysec, nil)
 	var mu sync.Mutex
@@ -579,9 +579,17 @@ func TestLogRoundsHoldWholeTransactions(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Half the writers go through a hold, as a pipeline does:
+			// it keeps the lock across up to holdMax transactions.
+			update := s.Update
+			if w%2 == 1 {
+				h := s.Hold()
+				defer h.Release()
+				update = h.Update
+			}
 			for i := range 50 {
 				name := fmt.Sprintf("t%d-%d", w, i)
-				if _, err := s.Update(func(tx store.Tx) error {
+				if _, err := update(func(tx store.Tx) error {
 					for j := range 3 {
 						if err := tx.Set(0, []byte(fmt.Sprintf("%s/%d", name, j)), str("v", 0)); err != nil {
 							return err
@@ -621,5 +629,39 @@ func TestBadgerGetsOnlySyncedWrites(t *testing.T) {
 		if c, sy := s.committed.Load(), s.synced.Load(); c == 0 || sy < c {
 			t.Fatalf("Badger holds ops up to %d, the log is synced up to %d", c, sy)
 		}
+	}
+}
+
+// A FLUSHDB inside a transaction (EXEC) drains what the transaction
+// staged before it, which the logger must then take although the
+// transaction has not ended; otherwise the drain waits for ever.
+func TestFlushInsideATransactionDrains(t *testing.T) {
+	s := open(t, t.TempDir(), FsyncEverysec, nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Update(func(tx store.Tx) error {
+			if err := tx.Set(0, []byte("before"), str("v", 0)); err != nil {
+				return err
+			}
+			if err := tx.Flush(0); err != nil {
+				return err
+			}
+			return tx.Set(0, []byte("after"), str("v", 0))
+		})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a FLUSHDB inside a transaction did not return in 10 s")
+	}
+	if _, ok := get(t, s, 0, "before"); ok {
+		t.Error("the write before FLUSHDB survived it")
+	}
+	if _, ok := get(t, s, 0, "after"); !ok {
+		t.Error("the write after FLUSHDB is missing")
 	}
 }
