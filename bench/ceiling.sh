@@ -35,18 +35,8 @@ while getopts "r:Gh" opt; do
   esac
 done
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "-r wants a positive number" >&2; exit 2; }
-for b in go redis-server redis-benchmark redis-cli; do
-  command -v "$b" >/dev/null || { echo "$b not found" >&2; exit 1; }
-done
-
-work=$(mktemp -d)
-pid=
-cleanup() {
-  if [[ -n $pid ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+source bench/lib.sh
+need go redis-server redis-benchmark redis-cli
 go build -o "$work/ceiling" ./bench/ceiling
 
 variants=(redis goroutine epoll)
@@ -82,13 +72,6 @@ echo "ceiling = go build -o ceiling ./bench/ceiling"
 echo '```'
 echo
 
-# free_port prints a port from 17000 up that nothing on 127.0.0.1 accepts on.
-next_port=17000
-free_port() {
-  while (exec 3<>"/dev/tcp/127.0.0.1/$next_port") 2>/dev/null; do next_port=$((next_port + 1)); done
-  echo "$next_port"
-  next_port=$((next_port + 1))
-}
 
 declare -A results # "variant TEST P" -> requests/s of each round, space separated
 run=0
@@ -101,14 +84,7 @@ for ((round = 1; round <= rounds; round++)); do
     dir="$work/run$run"
     mkdir -p "$dir"
     server_cmd "$v" "$port" "$dir"
-    "${cmd[@]}" >"$dir/server.log" 2>&1 &
-    pid=$!
-    for ((i = 0; i < 100; i++)); do
-      [[ $(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null) == PONG ]] && break
-      kill -0 "$pid" 2>/dev/null || { echo "$v did not start:" >&2; cat "$dir/server.log" >&2; exit 1; }
-      sleep 0.1
-    done
-    ((i < 100)) || { echo "$v did not answer PING on port $port" >&2; exit 1; }
+    start_server "$v" "$port" "$dir/server.log" "${cmd[@]}"
     for p in "${pipes[@]}"; do
       out=$(redis-benchmark -h 127.0.0.1 -p "$port" -q -n 200000 -c 50 -r 100000 -P "$p" -t set,get,incr 2>&1 | tr '\r' '\n')
       for t in "${tests[@]}"; do
@@ -118,9 +94,7 @@ for ((round = 1; round <= rounds; round++)); do
       done
     done
     echo "round $round/$rounds: $v done" >&2
-    kill "$pid"
-    wait "$pid" 2>/dev/null || true
-    pid=
+    stop_server
   done
 done
 

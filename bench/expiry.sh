@@ -33,18 +33,8 @@ while getopts "n:r:h" opt; do
 done
 [[ $keys =~ ^[1-9][0-9]*$ ]] || { echo "-n wants a positive number" >&2; exit 2; }
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "-r wants a positive number" >&2; exit 2; }
-for b in go redis-server redis-benchmark redis-cli; do
-  command -v "$b" >/dev/null || { echo "$b not found" >&2; exit 1; }
-done
-
-work=$(mktemp -d)
-pid=
-cleanup() {
-  if [[ -n $pid ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+source bench/lib.sh
+need go redis-server redis-benchmark redis-cli
 go build -o "$work/oncekv" .
 ticks=$(getconf CLK_TCK)
 ttl=20
@@ -58,11 +48,6 @@ server_cmd() {
 }
 
 next_port=17100
-free_port() {
-  while (exec 3<>"/dev/tcp/127.0.0.1/$next_port") 2>/dev/null; do next_port=$((next_port + 1)); done
-  echo "$next_port"
-  next_port=$((next_port + 1))
-}
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
@@ -85,14 +70,7 @@ for ((round = 1; round <= rounds; round++)); do
     dir="$work/run$run"
     mkdir -p "$dir"
     server_cmd "$v" "$port" "$dir"
-    "${cmd[@]}" >"$dir.log" 2>&1 &
-    pid=$!
-    for ((i = 0; i < 100; i++)); do
-      [[ $(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null) == PONG ]] && break
-      kill -0 "$pid" 2>/dev/null || { echo "$v did not start:" >&2; cat "$dir.log" >&2; exit 1; }
-      sleep 0.1
-    done
-    ((i < 100)) || { echo "$v did not answer PING on port $port" >&2; exit 1; }
+    start_server "$v" "$port" "$dir.log" "${cmd[@]}"
     start=$(date +%s.%N)
     redis-benchmark -h 127.0.0.1 -p "$port" -c 50 -n "$keys" -r 100000000 -P 16 -q \
       SET 'k:__rand_int__' "$value" EX "$ttl" >/dev/null 2>&1
@@ -111,8 +89,6 @@ for ((round = 1; round <= rounds; round++)); do
     ((left == 0)) || { echo "$v: $left keys left after 300 s" >&2; exit 1; }
     awk -v r="$round" -v v="$v" -v k="$written" -v t="$(echo "$t1 - $t0" | bc)" -v c="$((c1 - c0))" -v hz="$ticks" \
       'BEGIN { printf "| %d | %s | %d | %.1f s | %.2f s | %.2f µs |\n", r, v, k, t, c / hz, c / hz / k * 1e6 }'
-    kill "$pid"
-    wait "$pid" 2>/dev/null || true
-    pid=
+    stop_server
   done
 done

@@ -1,0 +1,52 @@
+# Shared by the bench/*.sh scripts that start servers themselves: source
+# it after `set -euo pipefail`. It makes $work, a scratch directory, and
+# removes it, with the server in $pid if any, when the script exits.
+
+need() {
+  local b
+  for b in "$@"; do
+    command -v "$b" >/dev/null || { echo "$b not found" >&2; exit 1; }
+  done
+}
+
+work=$(mktemp -d)
+pid=
+cleanup() {
+  if [[ -n $pid ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# free_port prints a port from next_port up (set it before the first call)
+# that nothing on 127.0.0.1 accepts on.
+next_port=17000
+free_port() {
+  while (exec 3<>"/dev/tcp/127.0.0.1/$next_port") 2>/dev/null; do next_port=$((next_port + 1)); done
+  echo "$next_port"
+  next_port=$((next_port + 1))
+}
+
+# start_server NAME PORT LOG CMD... starts CMD in the background, its output
+# in LOG, sets pid, and waits until it answers PING on PORT; it exits the
+# script if the server dies or does not answer within 10 s.
+start_server() {
+  local name=$1 port=$2 log=$3 i
+  shift 3
+  "$@" >"$log" 2>&1 &
+  pid=$!
+  for ((i = 0; i < 100; i++)); do
+    [[ $(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null) == PONG ]] && return 0
+    kill -0 "$pid" 2>/dev/null || { echo "$name did not start:" >&2; cat "$log" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "$name did not answer PING on port $port" >&2
+  exit 1
+}
+
+# stop_server stops the server in pid.
+stop_server() {
+  kill "$pid"
+  wait "$pid" 2>/dev/null || true
+  pid=
+}
