@@ -1,11 +1,14 @@
 package commands
 
 import (
+	"bytes"
 	"context"
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/oncekv/oncekv/once"
 	"github.com/oncekv/oncekv/resp"
 	"github.com/oncekv/oncekv/store/badgerdb"
 )
@@ -22,6 +25,12 @@ func benchServer(b *testing.B, n int) *Server {
 	st.Start()
 	b.Cleanup(func() { st.Close() })
 	s := New(Config{}, st)
+	eng := once.New(st, once.Config{DefaultLease: time.Minute})
+	if err := eng.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(eng.Close)
+	s.EnableOnce(eng)
 	c := &resp.Conn{W: resp.NewWriter(2), Authed: true}
 	for i := 0; i < n; i++ {
 		s.Serve(c, [][]byte{[]byte("SET"), []byte("key:" + strconv.Itoa(i)), []byte("xxx")})
@@ -85,4 +94,48 @@ func BenchmarkServe(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkOnceCycle measures a claim+complete cycle on a fresh key, as
+// bench/oncebench sends it (ONCE.CLAIM k LEASE 30000, then ONCE.COMPLETE k
+// tok answer KEEP 60000), from parallel connections, each command settled
+// before the next as a client waiting for its reply does: the command
+// table, the ONCE engine, the store's memory layer and the wait for the
+// log. Its allocations are what the collector pays for per cycle.
+func BenchmarkOnceCycle(b *testing.B) {
+	s := benchServer(b, 0)
+	var seq atomic.Int64
+	answer := bytes.Repeat([]byte("a"), 32)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		c := &resp.Conn{W: resp.NewWriter(2), Authed: true}
+		claim := [][]byte{[]byte("ONCE.CLAIM"), nil, []byte("LEASE"), []byte("30000")}
+		complete := [][]byte{[]byte("ONCE.COMPLETE"), nil, nil, answer, []byte("KEEP"), []byte("60000")}
+		run := func(args [][]byte) []byte {
+			s.Serve(c, args)
+			s.BeforeReply(c)
+			if err := c.Settle(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			out := c.W.Bytes()
+			c.W.Reset()
+			return out
+		}
+		for pb.Next() {
+			key := []byte("cycle:" + strconv.FormatInt(seq.Add(1), 10))
+			claim[1] = key
+			r := run(claim)
+			// *2\r\n$7\r\nclaimed\r\n:<tok>\r\n
+			i := bytes.LastIndexByte(r[:len(r)-2], ':')
+			if !bytes.HasPrefix(r, []byte("*2\r\n$7\r\nclaimed")) || i < 0 {
+				b.Fatalf("ONCE.CLAIM %s: %q", key, r)
+			}
+			complete[1], complete[2] = key, append([]byte(nil), r[i+1:len(r)-2]...)
+			if r := run(complete); string(r) != "+OK\r\n" {
+				b.Fatalf("ONCE.COMPLETE %s: %q", key, r)
+			}
+		}
+		s.BeforeReply(c)
+	})
 }

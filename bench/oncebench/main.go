@@ -98,6 +98,7 @@ func main() {
 	flag.IntVar(&o.answerSize, "answer-size", 32, "bytes in each answer")
 	flag.StringVar(&o.out, "o", "", "also write the markdown to this file")
 	flag.StringVar(&o.jsonOut, "json", "", "also write the headline figures as JSON to this file")
+	keep := flag.Duration("keep", time.Minute, "how long ONCE.COMPLETE (and the baseline's SET PX) keeps each answer")
 	flag.BoolVar(&quick, "quick", false, "a short run to check that everything works (overrides sizes)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./bench/oncebench [flags]\n\n"+
@@ -111,6 +112,11 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
+	if *keep < time.Millisecond {
+		fmt.Fprintln(os.Stderr, "oncebench: -keep must be at least 1ms")
+		os.Exit(2)
+	}
+	keepMs = strconv.FormatInt(keep.Milliseconds(), 10)
 	if quick {
 		o.duration, o.warmup, o.rounds = 500*time.Millisecond, 200*time.Millisecond, 1
 		o.wakeSamples, o.wakeMinRounds = 20, 3
@@ -370,7 +376,7 @@ type wakeResult struct {
 	loopback       []time.Duration // the floor: no server
 	// onceExpired is how many keys oncekv expired while these rounds
 	// ran (INFO stats expired_keys); -1 when unknown. The cycle part's
-	// answers, kept 60 s, expire during the wake-ups that follow it, and
+	// answers, kept -keep, expire during the wake-ups that follow it, and
 	// the sweeper's and the deletions' work then shares the CPU.
 	onceExpired int64
 }
@@ -635,13 +641,13 @@ func report(w io.Writer, o options, systems []system, results [][]cycleResult, w
 			}
 		}
 		p("\n")
-		p("What each system runs (answer: %d bytes; lease 30 s, keep 60 s):\n\n", o.answerSize)
-		p("- oncekv: `ONCE.CLAIM k LEASE 30000` → `[\"claimed\", tok]`; `ONCE.COMPLETE k tok <answer> KEEP 60000` → `+OK`.\n")
-		p("- oncekv via kv.Once.Run: `kv.OpenOnce[string](kv.New(rdb), name, kv.Keep(60s), kv.Lease(30s)).Run(ctx, key, fn)`, " +
-			"fn returning the answer at once: `ONCE.CLAIM name:k … WAIT …` then `ONCE.COMPLETE`, JSON-encoded answer.\n")
+		p("What each system runs (answer: %d bytes; lease 30 s, keep %s):\n\n", o.answerSize, keepText())
+		p("- oncekv: `ONCE.CLAIM k LEASE 30000` → `[\"claimed\", tok]`; `ONCE.COMPLETE k tok <answer> KEEP %s` → `+OK`.\n", keepMs)
+		p("- oncekv via kv.Once.Run: `kv.OpenOnce[string](kv.New(rdb), name, kv.Keep(%s), kv.Lease(30s)).Run(ctx, key, fn)`, " +
+			"fn returning the answer at once: `ONCE.CLAIM name:k … WAIT …` then `ONCE.COMPLETE`, JSON-encoded answer.\n", keepText())
 		p("- redis: EVALSHA claim + EVALSHA CAS: a claim script (`GET k`; if absent `INCR <fence>` and `SET k running:<tok> PX 30000`; " +
-			"answers like ONCE.CLAIM), then the CAS script: if `GET k` is still `running:<tok>`, `SET k done:<answer> PX 60000` and return 1, " +
-			"else change nothing and return 0 (stale). Same answers and fencing as ONCE, two round trips.\n")
+			"answers like ONCE.CLAIM), then the CAS script: if `GET k` is still `running:<tok>`, `SET k done:<answer> PX %s` and return 1, " +
+			"else change nothing and return 0 (stale). Same answers and fencing as ONCE, two round trips.\n", keepMs)
 		p("- redis: SET NX PX (random token) + EVALSHA CAS: `SET k running:<random> NX PX 30000`, then the CAS script. " +
 			"The usual recipe; tokens do not grow, so no fencing.\n")
 		p("- redis: INCR + SET NX PX + EVALSHA CAS: `INCR <fence>` → tok (one counter, so tokens only grow: fencing as in ONCE); " +
@@ -663,7 +669,7 @@ func wakeReport(p func(string, ...any), o options, wakes []wakeResult, sum summa
 	p("Latency = arrival of a waiter's answer − the moment just before the completing command was written. "+
 		"Raw RESP client, one connection per waiter. The waiters blocked on a server (all but GET polling's, which sleep in between) "+
 		"are read by %s, so that the figure is the server's delivery time rather than the client's cost of waking a thousand goroutines.\n\n", wakeReaderText(o.wakeReader))
-	p("- oncekv: N connections blocked in `ONCE.CLAIM k WAIT 0` (all N confirmed waiting with ONCE.STATUS), runner sends `ONCE.COMPLETE k tok <answer> KEEP 60000`.\n")
+	p("- oncekv: N connections blocked in `ONCE.CLAIM k WAIT 0` (all N confirmed waiting with ONCE.STATUS), runner sends `ONCE.COMPLETE k tok <answer> KEEP %s`.\n", keepMs)
 	if slices.Contains(o.wakeRefs, refPublish) {
 		p("- redis PUBLISH (reference: how fast Redis itself wakes N blocked clients with one command): N connections `SUBSCRIBE`d to one channel " +
 			"(all N confirmations read, PUBSUB NUMSUB = N), runner sends `PUBLISH channel <answer>`; each subscriber gets the message. Nothing is written to the AOF.\n")
@@ -724,9 +730,9 @@ func wakeReport(p func(string, ...any), o options, wakes []wakeResult, sum summa
 	}
 	p("**\n\n")
 	if last.OnceExpiredKeys > 0 {
-		p("- While the %d-waiter rounds ran, oncekv expired %d keys (the cycle part's answers, kept 60 s, expire during the wake-ups that follow it): "+
+		p("- While the %d-waiter rounds ran, oncekv expired %d keys (the cycle part's answers, kept %s, expire during the wake-ups that follow it): "+
 			"its sweeper and the deletions' work shared the CPU with the wake-ups. `-parts wakeup` on a fresh server measures them with nothing expiring.\n\n",
-			last.Waiters, last.OnceExpiredKeys)
+			last.Waiters, last.OnceExpiredKeys, keepText())
 	}
 }
 

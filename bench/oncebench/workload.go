@@ -31,10 +31,20 @@ import (
 	"time"
 )
 
-const (
-	leaseMs = "30000"
-	keepMs  = "60000"
+const leaseMs = "30000"
 
+// keepMs is how long a completed answer is kept, in ms (-keep): the
+// answers of a run longer than it expire while the run goes on, and the
+// server's expiry of them is part of what a cycle costs.
+var keepMs = "60000"
+
+// keepText is -keep for the report: "60 s".
+func keepText() string {
+	ms, _ := strconv.ParseInt(keepMs, 10, 64)
+	return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64) + " s"
+}
+
+const (
 	runningPrefix = "running:"
 	donePrefix    = "done:"
 )
