@@ -643,10 +643,10 @@ func report(w io.Writer, o options, systems []system, results [][]cycleResult, w
 		p("\n")
 		p("What each system runs (answer: %d bytes; lease 30 s, keep %s):\n\n", o.answerSize, keepText())
 		p("- oncekv: `ONCE.CLAIM k LEASE 30000` → `[\"claimed\", tok]`; `ONCE.COMPLETE k tok <answer> KEEP %s` → `+OK`.\n", keepMs)
-		p("- oncekv via kv.Once.Run: `kv.OpenOnce[string](kv.New(rdb), name, kv.Keep(%s), kv.Lease(30s)).Run(ctx, key, fn)`, " +
+		p("- oncekv via kv.Once.Run: `kv.OpenOnce[string](kv.New(rdb), name, kv.Keep(%s), kv.Lease(30s)).Run(ctx, key, fn)`, "+
 			"fn returning the answer at once: `ONCE.CLAIM name:k … WAIT …` then `ONCE.COMPLETE`, JSON-encoded answer.\n", keepText())
-		p("- redis: EVALSHA claim + EVALSHA CAS: a claim script (`GET k`; if absent `INCR <fence>` and `SET k running:<tok> PX 30000`; " +
-			"answers like ONCE.CLAIM), then the CAS script: if `GET k` is still `running:<tok>`, `SET k done:<answer> PX %s` and return 1, " +
+		p("- redis: EVALSHA claim + EVALSHA CAS: a claim script (`GET k`; if absent `INCR <fence>` and `SET k running:<tok> PX 30000`; "+
+			"answers like ONCE.CLAIM), then the CAS script: if `GET k` is still `running:<tok>`, `SET k done:<answer> PX %s` and return 1, "+
 			"else change nothing and return 0 (stale). Same answers and fencing as ONCE, two round trips.\n", keepMs)
 		p("- redis: SET NX PX (random token) + EVALSHA CAS: `SET k running:<random> NX PX 30000`, then the CAS script. " +
 			"The usual recipe; tokens do not grow, so no fencing.\n")
