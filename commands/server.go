@@ -158,6 +158,8 @@ type Ctx struct {
 	// which would be allocated per command).
 	after    []func(store.Ticket)
 	panicked *commandPanic
+	// hooked is the wrapper of a write's transaction (Server.wrapIn).
+	hooked hookTx
 	// readFn and writeFn are read and write bound to this context once,
 	// on its first run (run), rather than a closure made per command;
 	// release keeps them for the context's next command.
@@ -174,7 +176,8 @@ var ctxPool = sync.Pool{New: func() any { return new(Ctx) }}
 // may go back: not one a blocking command's function still uses, nor one
 // whose command panicked.
 func (x *Ctx) release() {
-	*x = Ctx{readFn: x.readFn, writeFn: x.writeFn}
+	// The wrapper's list of hooks keeps its room (wrapIn).
+	*x = Ctx{readFn: x.readFn, writeFn: x.writeFn, hooked: hookTx{hooks: x.hooked.hooks[:0]}}
 	ctxPool.Put(x)
 }
 
@@ -434,7 +437,7 @@ func (x *Ctx) read(tx store.Tx) error {
 // it staged): the hooks are reset and their after-commit work runs; then
 // the panic goes on to Serve, which answers it.
 func (x *Ctx) write(tx store.Tx) error {
-	x.Tx = x.S.wrap(tx)
+	x.Tx = x.S.wrapIn(tx, &x.hooked)
 	defer func() {
 		if p := recover(); p != nil {
 			x.panicked = &commandPanic{value: p, stack: debug.Stack()}
@@ -481,19 +484,38 @@ func (s *Server) AddHook(h TxHook) { s.hooks = append(s.hooks, h) }
 
 // wrap returns tx, reporting its writes to the hooks that are active.
 func (s *Server) wrap(tx store.Tx) store.Tx {
-	if h, ok := tx.(hookTx); ok {
-		return h
+	return s.wrapIn(tx, nil)
+}
+
+// wrapIn is wrap, building the wrapper in buf when it is not nil: a
+// command's context keeps one, whose list of hooks keeps its room from
+// command to command (a wrapper and a list made per write command were
+// two allocations of every ONCE command).
+func (s *Server) wrapIn(tx store.Tx, buf *hookTx) store.Tx {
+	switch tx.(type) {
+	case hookTx, *hookTx:
+		return tx
 	}
 	var active []TxHook
+	if buf != nil {
+		active = buf.hooks[:0] // its own room, never s.hooks
+	}
 	for _, h := range s.hooks {
 		if h.Active() {
 			active = append(active, h)
 		}
 	}
 	if len(active) == 0 {
+		if buf != nil {
+			buf.hooks = active
+		}
 		return tx
 	}
-	return hookTx{Tx: tx, hooks: active}
+	if buf == nil {
+		return hookTx{Tx: tx, hooks: active}
+	}
+	*buf = hookTx{Tx: tx, hooks: active}
+	return buf
 }
 
 // commit gathers the hooks' after-commit work; call it inside the

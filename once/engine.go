@@ -27,10 +27,12 @@
 package once
 
 import (
+	"bytes"
 	"encoding/binary"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"go.uber.org/zap"
 
@@ -79,6 +81,10 @@ type Engine struct {
 	pending []delivery
 	self    bool // the engine itself is writing (ignore Touched)
 	closed  bool
+	// keyBuf and valBuf are where save builds the key and the record it
+	// stores: the store copies both (store.Tx.Set), so the buffers serve
+	// every save, where each was an allocation per ONCE command.
+	keyBuf, valBuf []byte
 
 	// keysPeak and runningPeak are the most entries each map held since
 	// it was last rebuilt, and rebuilds counts the rebuilds (maps.go).
@@ -89,6 +95,11 @@ type wkey struct {
 	db  int
 	key string
 }
+
+// bytes is k's key as a byte slice that shares the string's memory, for
+// a store read, which neither keeps nor changes the key it is given: a
+// copy was an allocation of every ONCE command.
+func (k wkey) bytes() []byte { return unsafe.Slice(unsafe.StringData(k.key), len(k.key)) }
 
 type keyState struct {
 	waiters []*Waiter
@@ -228,7 +239,7 @@ func (e *Engine) now(tx store.Tx) int64 { return tx.Now() }
 
 // load reads the record of a key; ok is false when the key is free.
 func (e *Engine) load(tx store.Tx, k wkey) (Record, bool, error) {
-	v, ok, err := tx.Get(k.db, []byte(k.key))
+	v, ok, err := tx.Get(k.db, k.bytes())
 	if err != nil || !ok {
 		return Record{}, false, err
 	}
@@ -248,8 +259,21 @@ func (e *Engine) save(tx store.Tx, k wkey, r Record) error {
 	} else {
 		e.forgetRunning(k)
 	}
-	return tx.Set(k.db, []byte(k.key), r.encode())
+	e.keyBuf = append(e.keyBuf[:0], k.key...)
+	v := r.appendTo(e.valBuf[:0])
+	e.valBuf = v.Data
+	if cap(e.keyBuf) > bufKeep {
+		defer func() { e.keyBuf = nil }()
+	}
+	if cap(e.valBuf) > bufKeep {
+		defer func() { e.valBuf = nil }()
+	}
+	return tx.Set(k.db, e.keyBuf, v)
 }
+
+// bufKeep is the largest key or record buffer the engine keeps for the
+// next save: a large answer's buffer is not worth holding on to.
+const bufKeep = 4 << 10
 
 func (e *Engine) remove(tx store.Tx, k wkey) error {
 	e.self = true
@@ -488,6 +512,11 @@ func (e *Engine) wakeAll(k wkey, r Result) {
 	if ks == nil {
 		return
 	}
+	if len(ks.waiters) > 0 && r.Answer != nil {
+		// The caller's answer may be a command's argument, which the
+		// connection reuses: the waiters get their own copy.
+		r.Answer = bytes.Clone(r.Answer)
+	}
 	for _, w := range ks.waiters {
 		e.deliver(w, r)
 	}
@@ -534,7 +563,6 @@ func (e *Engine) Complete(tx store.Tx, db int, key []byte, token uint64, answer 
 	if err != nil {
 		return err
 	}
-	answer = append([]byte(nil), answer...)
 	if keep == 0 {
 		err = e.remove(tx, k)
 	} else {
@@ -562,7 +590,7 @@ func (e *Engine) Abort(tx store.Tx, db int, key []byte, token uint64, msg []byte
 		return err
 	}
 	e.Stats.Aborts.Add(1)
-	e.wakeAll(k, Result{State: "failed", Answer: append([]byte(nil), msg...)})
+	e.wakeAll(k, Result{State: "failed", Answer: msg})
 	return nil
 }
 

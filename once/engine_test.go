@@ -860,3 +860,57 @@ func TestMapsShrinkAfterABurstOfClaims(t *testing.T) {
 		t.Fatalf("burst:7 after the rebuild: %+v", r)
 	}
 }
+
+// TestEngineKeepsNoCallerMemory: the engine builds the keys and records it
+// stores in buffers it reuses, and hands waiters the answer without
+// copying it at the call, so neither a later save in the same transaction
+// nor the caller's reuse of its argument buffers (a connection reads its
+// next command into them) may change what was stored or delivered (KV-8,
+// KV-12).
+func TestEngineKeepsNoCallerMemory(t *testing.T) {
+	v := openEnv(t, "", time.Minute)
+	toks := map[string]uint64{}
+	for _, k := range []string{"a", "bb", "ccc"} {
+		toks[k] = v.mustClaim(k, fp("fp-"+k))
+	}
+	w := v.waiter("bb", false, once.ClaimArgs{})
+	answers := map[string]string{"a": "answer-of-a", "bb": "the answer of bb, longer", "ccc": "c"}
+	// All three completions in one transaction, as EXEC runs them, each
+	// from a buffer scribbled over once the engine returns.
+	buf := make([]byte, 0, 64)
+	key := make([]byte, 0, 8)
+	v.update(func(tx store.Tx) {
+		for _, k := range []string{"a", "bb", "ccc"} {
+			key = append(key[:0], k...)
+			buf = append(buf[:0], answers[k]...)
+			if err := v.e.Complete(tx, 0, key, toks[k], buf, 60000); err != nil {
+				t.Fatalf("COMPLETE %s: %v", k, err)
+			}
+			for i := range buf {
+				buf[i] = 'X'
+			}
+			for i := range key {
+				key[i] = 'Y'
+			}
+		}
+	})
+	wantState(t, "waiter of bb", recv(t, w, 5*time.Second), "done", answers["bb"])
+	for k, want := range answers {
+		wantState(t, "WAIT "+k, v.wait(k), "done", want)
+		if s, ok := v.status(k); !ok || s.State != once.Done || string(s.Answer) != want || string(s.Fingerprint) != "fp-"+k {
+			t.Fatalf("STATUS %s: %+v %v, want done with %q and fingerprint fp-%s", k, s, ok, want, k)
+		}
+	}
+	for _, k := range []string{"Y", "YY", "YYY"} {
+		if s, ok := v.status(k); ok {
+			t.Fatalf("STATUS %s: %+v, want no record under the scribbled key", k, s)
+		}
+	}
+	// And after a restart, from the log and Badger.
+	dir := v.dir
+	v.close()
+	v = openEnv(t, dir, time.Minute)
+	for k, want := range answers {
+		wantState(t, "WAIT "+k+" after a restart", v.wait(k), "done", want)
+	}
+}

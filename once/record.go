@@ -44,7 +44,12 @@ var errCorrupt = errors.New("corrupt once record")
 // encode lays a record out as: state(1) token(8) hasFP(1) fpLen(uvarint)
 // fp answer.
 func (r Record) encode() store.Value {
-	b := make([]byte, 0, 11+len(r.Fingerprint)+len(r.Answer))
+	return r.appendTo(make([]byte, 0, 11+len(r.Fingerprint)+len(r.Answer)))
+}
+
+// appendTo is encode, appending the record's bytes to b. r's fingerprint
+// and answer must not share memory with b's spare room.
+func (r Record) appendTo(b []byte) store.Value {
 	b = append(b, byte(r.State))
 	b = binary.BigEndian.AppendUint64(b, r.Token)
 	if r.HasFP {

@@ -1099,7 +1099,7 @@ var txPool = sync.Pool{New: func() any { return new(tx) }}
 // newTx is a transaction of s, from txPool.
 func (s *DB) newTx(write bool) *tx {
 	t := txPool.Get().(*tx)
-	*t = tx{s: s, write: write, key: t.key[:0]}
+	*t = tx{s: s, write: write, key: t.key[:0], xkey: t.xkey[:0]}
 	return t
 }
 
@@ -1108,11 +1108,14 @@ func (s *DB) newTx(write bool) *tx {
 // holds the keyspace lock, and the pool hands it to the next command
 // (cleared, it fails on first use only until then).
 func freeTx(t *tx) {
-	key := t.key
+	key, xkey := t.key, t.xkey
 	if cap(key) > keyBufMax {
 		key = nil // a long key's buffer is not worth keeping
 	}
-	*t = tx{key: key}
+	if cap(xkey) > keyBufMax {
+		xkey = nil
+	}
+	*t = tx{key: key, xkey: xkey}
 	txPool.Put(t)
 }
 

@@ -1329,3 +1329,90 @@ func TestEntryHeadFollowsTheValue(t *testing.T) {
 	check(s2, "k", "", 0, false)
 	check(s2, "plain", "p", 0, true)
 }
+
+// TestSetKeepsNeitherKeyNorValue: Set copies the key and the value it
+// stores (store.Tx), and a transaction builds every expiry index entry it
+// stages in one buffer: several keys given new deadlines, old deadlines
+// replaced, from buffers the caller scribbles over between the calls,
+// must each keep their own value and deadline, in memory, after a
+// restart, and when the sweeper deletes them at their deadlines (KV-4,
+// KV-5).
+func TestSetKeepsNeitherKeyNorValue(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(1_000_000)
+	dir := t.TempDir()
+	s := open(t, dir, FsyncEverysec, &clock)
+	set(t, s, 0, "moved", str("old", 1_000_900)) // its deadline moves below
+	want := map[string]int64{"a": 1_000_100, "long-key-bb": 1_000_200, "moved": 1_000_300, "c": 0}
+	scribble := func(b []byte) {
+		for i := range b {
+			b[i] = '#'
+		}
+	}
+	key, val := make([]byte, 0, 32), make([]byte, 0, 32)
+	_, err := s.Update(func(tx store.Tx) error {
+		for _, k := range []string{"a", "long-key-bb", "moved", "c"} {
+			key, val = append(key[:0], k...), append(val[:0], "value of "+k...)
+			if err := tx.Set(0, key, store.Value{Kind: store.KindString, Data: val, ExpireAt: want[k]}); err != nil {
+				return err
+			}
+			scribble(key)
+			scribble(val)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(s *DB, when string) {
+		t.Helper()
+		_, err := s.View(func(tx store.Tx) error {
+			for k, at := range want {
+				v, ok, err := tx.Get(0, []byte(k))
+				if err != nil || !ok || string(v.Data) != "value of "+k || v.ExpireAt != at {
+					t.Errorf("%s: %s = %+v %v %v, want %q until %d", when, k, v, ok, err, "value of "+k, at)
+				}
+			}
+			if n := tx.Len(0); n != len(want) {
+				t.Errorf("%s: %d keys, want %d", when, n, len(want))
+			}
+			if n := tx.Expiring(0); n != 3 {
+				t.Errorf("%s: %d keys with a deadline, want 3", when, n)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(s, "before a restart")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir, FsyncEverysec, &clock)
+	check(s, "after a restart")
+	// The sweeper finds each key at its own deadline, and the old
+	// deadline of "moved" no longer.
+	for _, step := range []struct {
+		at   int64
+		gone []string
+	}{{1_000_100, []string{"a"}}, {1_000_200, []string{"long-key-bb"}}, {1_000_300, []string{"moved"}}, {1_000_900, nil}} {
+		clock.Store(step.at)
+		n := 0
+		for i := 0; i < 10; i++ {
+			n += s.Sweep(time.Second)
+		}
+		if n != len(step.gone) {
+			t.Fatalf("at %d the sweeper deleted %d keys, want %v", step.at, n, step.gone)
+		}
+		for _, k := range step.gone {
+			delete(want, k)
+		}
+		if got := keys(t, s, 0, ""); len(got) != len(want) {
+			t.Fatalf("at %d: keys %v, want %d", step.at, got, len(want))
+		}
+	}
+	if _, ok := get(t, s, 0, "c"); !ok {
+		t.Fatal("c, with no deadline, is gone")
+	}
+}

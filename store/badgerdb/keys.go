@@ -34,12 +34,16 @@ func dbPrefix(space byte, db int) []byte {
 }
 
 func expiryKey(db int, at int64, key []byte) []byte {
-	b := make([]byte, 11+len(key))
-	b[0] = spaceExpiry
-	binary.BigEndian.PutUint16(b[1:], uint16(db))
-	binary.BigEndian.PutUint64(b[3:], uint64(at))
-	copy(b[11:], key)
-	return b
+	return appendExpiryKey(make([]byte, 0, 11+len(key)), db, at, key)
+}
+
+// appendExpiryKey appends the expiry index entry of key in db at
+// deadline at to b.
+func appendExpiryKey(b []byte, db int, at int64, key []byte) []byte {
+	b = append(b, spaceExpiry)
+	b = binary.BigEndian.AppendUint16(b, uint16(db))
+	b = binary.BigEndian.AppendUint64(b, uint64(at))
+	return append(b, key...)
 }
 
 func metaKey(name string) []byte {

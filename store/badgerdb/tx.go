@@ -28,6 +28,20 @@ type tx struct {
 	// key is the buffer getAny builds Badger keys in: the key it returns
 	// is valid until the next getAny. It outlives the tx in txPool.
 	key []byte
+	// xkey is the buffer expiry index entries are built in (indexKey):
+	// stage copies the key it keeps (an entry holds its own), so one
+	// buffer serves every entry the tx stages. It outlives the tx too.
+	xkey []byte
+}
+
+// indexKey is key's expiry index entry in db at deadline at, in t's
+// buffer: valid until the next indexKey.
+func (t *tx) indexKey(db int, at int64, key []byte) []byte {
+	if cap(t.xkey) < 11+len(key) {
+		t.xkey = make([]byte, 0, max(64, 11+len(key)))
+	}
+	t.xkey = appendExpiryKey(t.xkey[:0], db, at, key)
+	return t.xkey
 }
 
 // keyBufMax is the largest key buffer a pooled tx keeps.
@@ -130,7 +144,7 @@ func (t *tx) Set(db int, key []byte, v store.Value) error {
 		return err
 	}
 	if existed && old.ExpireAt != 0 && old.ExpireAt != v.ExpireAt {
-		t.stage(expiryKey(db, old.ExpireAt, key), nil, true, false)
+		t.stage(t.indexKey(db, old.ExpireAt, key), nil, true, false)
 		t.s.expiring[db]--
 	}
 	if v.ExpireAt != 0 && (!existed || old.ExpireAt != v.ExpireAt) {
@@ -138,7 +152,7 @@ func (t *tx) Set(db int, key []byte, v store.Value) error {
 		// a completion replaces within one apply round never reaches
 		// Badger. (Were a stale entry there, the sweeper would still
 		// delete it when it finds it.)
-		t.stage(expiryKey(db, v.ExpireAt, key), []byte{}, false, true)
+		t.stage(t.indexKey(db, v.ExpireAt, key), []byte{}, false, true)
 		t.s.expiring[db]++
 		t.s.nextSweep[db] = min(t.s.nextSweep[db], v.ExpireAt)
 		t.s.setSince[db] = min(t.s.setSince[db], v.ExpireAt)
@@ -167,7 +181,7 @@ func (t *tx) Delete(db int, key []byte) (bool, error) {
 
 func (t *tx) remove(db int, key, raw []byte, old store.Value) {
 	if old.ExpireAt != 0 {
-		t.stage(expiryKey(db, old.ExpireAt, key), nil, true, false)
+		t.stage(t.indexKey(db, old.ExpireAt, key), nil, true, false)
 		t.s.expiring[db]--
 	}
 	t.stage(raw, nil, true, false)
