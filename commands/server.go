@@ -443,6 +443,7 @@ func (x *Ctx) write(tx store.Tx) error {
 			x.panicked = &commandPanic{value: p, stack: debug.Stack()}
 		}
 		x.after = x.S.commit()
+		x.hooked.Tx = nil // the transaction ends with this function
 	}()
 	x.Cmd.Run(x)
 	return nil
@@ -469,7 +470,9 @@ func (s *Server) checkPassword(p []byte) bool {
 type TxHook interface {
 	// Active reports whether the hook needs to see writes now.
 	Active() bool
-	// Touched follows a Set, or a Delete that removed a key.
+	// Touched follows a Set, or a Delete that removed a key. It must not
+	// keep key, which may be a buffer its writer reuses (the ONCE
+	// engine's).
 	Touched(tx store.Tx, db int, key []byte)
 	// Flushing precedes and Flushed follows the flush of db.
 	Flushing(tx store.Tx, db int)
@@ -507,7 +510,7 @@ func (s *Server) wrapIn(tx store.Tx, buf *hookTx) store.Tx {
 	}
 	if len(active) == 0 {
 		if buf != nil {
-			buf.hooks = active
+			buf.Tx, buf.hooks = nil, active
 		}
 		return tx
 	}

@@ -83,7 +83,9 @@ type Engine struct {
 	closed  bool
 	// keyBuf and valBuf are where save builds the key and the record it
 	// stores: the store copies both (store.Tx.Set), so the buffers serve
-	// every save, where each was an allocation per ONCE command.
+	// every save, where each was an allocation per ONCE command. save is
+	// not re-entrant: the hooks its Set calls reach the engine only
+	// through Touched, which returns at once while self is set.
 	keyBuf, valBuf []byte
 
 	// keysPeak and runningPeak are the most entries each map held since

@@ -48,7 +48,9 @@ func (r Record) encode() store.Value {
 }
 
 // appendTo is encode, appending the record's bytes to b. r's fingerprint
-// and answer must not share memory with b's spare room.
+// and answer must not share memory with b's spare room: they never do
+// with the engine's buffer, as a loaded record points into the store's
+// own copy of what was saved (store.Tx.Set copies).
 func (r Record) appendTo(b []byte) store.Value {
 	b = append(b, byte(r.State))
 	b = binary.BigEndian.AppendUint64(b, r.Token)

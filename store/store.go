@@ -63,10 +63,11 @@ type Tx interface {
 	// Now is the transaction's clock in Unix milliseconds, fixed for its
 	// whole run so that a MULTI block sees one instant.
 	Now() int64
-	// Get returns the live value of key in db.
+	// Get returns the live value of key in db. It neither keeps nor
+	// changes key (the ONCE engine passes a view of a string's bytes).
 	Get(db int, key []byte) (Value, bool, error)
 	// Set stores v under key, replacing any value. It keeps neither key
-	// nor v.Data: the caller may reuse them.
+	// nor v.Data, and changes neither: the caller may reuse them.
 	Set(db int, key []byte, v Value) error
 	// Delete removes key and reports whether a live value was there.
 	Delete(db int, key []byte) (bool, error)
