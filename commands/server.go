@@ -202,7 +202,7 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 	// next has none, whether this one runs or is refused.
 	start, marked := c.Mark, c.MarkOK
 	c.MarkOK = false
-	cmd, errText := s.resolve(args)
+	cmd, errText := s.resolve(localOf(c), args)
 	if cmd == nil {
 		s.reject(c, args, errText)
 		return
@@ -304,9 +304,10 @@ func (s *Server) reject(c *resp.Conn, args [][]byte, errText string) {
 	c.W.Error(errText)
 }
 
-// resolve finds the command (or subcommand) for args and checks its arity.
-func (s *Server) resolve(args [][]byte) (*Command, string) {
-	cmd := s.table.Lookup(args[0])
+// resolve finds the command (or subcommand) for args and checks its arity;
+// l, if not nil, remembers the connection's last command name.
+func (s *Server) resolve(l *local, args [][]byte) (*Command, string) {
+	cmd := l.lookup(s.table, args[0])
 	if cmd == nil {
 		return nil, unknownCommand(args)
 	}

@@ -76,7 +76,7 @@ func execCmd(x *Ctx) {
 		defer func() { after = s.commit() }()
 		x.W.Array(len(queue))
 		for _, args := range queue {
-			cmd, errText := s.resolve(args)
+			cmd, errText := s.resolve(nil, args)
 			if cmd == nil {
 				x.W.Error(errText)
 				continue
