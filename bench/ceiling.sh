@@ -23,6 +23,7 @@
 # GOMAXPROCS=1 variants on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 
 rounds=3
 gmp1=1
@@ -30,12 +31,11 @@ while getopts "r:Gh" opt; do
   case $opt in
     r) rounds=$OPTARG ;;
     G) gmp1=0 ;;
-    h) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    h) usage ;;
     *) exit 2 ;;
   esac
 done
-[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "-r wants a positive number" >&2; exit 2; }
-source bench/lib.sh
+positive -r "$rounds"
 need go redis-server redis-benchmark redis-cli
 go build -o "$work/ceiling" ./bench/ceiling
 

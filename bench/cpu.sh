@@ -28,6 +28,7 @@
 # Everything listens on 127.0.0.1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 
 rounds=3
 tests="set get incr"
@@ -41,18 +42,16 @@ while getopts "r:t:n:P:f:h" opt; do
     n) requests=$OPTARG ;;
     P) pipeline=$OPTARG ;;
     f) fsync=$OPTARG ;;
-    h) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    h) usage ;;
     *) exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
-for v in "$rounds" "$pipeline"; do
-  [[ $v =~ ^[1-9][0-9]*$ ]] || { echo "-r and -P want positive numbers" >&2; exit 2; }
-done
-[[ -z $requests || $requests =~ ^[1-9][0-9]*$ ]] || { echo "-n wants a positive number" >&2; exit 2; }
+positive -r "$rounds"
+positive -P "$pipeline"
+[[ -z $requests ]] || positive -n "$requests"
 [[ $fsync == everysec || $fsync == always ]] || { echo "-f wants everysec or always" >&2; exit 2; }
 [[ -n $requests ]] || { if ((pipeline > 1)); then requests=2000000; else requests=400000; fi; }
-source bench/lib.sh
 need redis-server redis-benchmark redis-cli
 
 servers=("$@")

@@ -20,6 +20,7 @@
 # Everything listens on 127.0.0.1 only. About a minute a round.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 
 keys=500000
 rounds=2
@@ -27,13 +28,12 @@ while getopts "n:r:h" opt; do
   case $opt in
     n) keys=$OPTARG ;;
     r) rounds=$OPTARG ;;
-    h) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    h) usage ;;
     *) exit 2 ;;
   esac
 done
-[[ $keys =~ ^[1-9][0-9]*$ ]] || { echo "-n wants a positive number" >&2; exit 2; }
-[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "-r wants a positive number" >&2; exit 2; }
-source bench/lib.sh
+positive -n "$keys"
+positive -r "$rounds"
 need go redis-server redis-benchmark redis-cli
 go build -o "$work/oncekv" .
 ticks=$(getconf CLK_TCK)

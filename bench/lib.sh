@@ -2,6 +2,18 @@
 # it after `set -euo pipefail`. It makes $work, a scratch directory, and
 # removes it, with the server in $pid if any, when the script exits.
 
+# usage prints the script's header comment (its usage) and exits.
+usage() {
+  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  exit 0
+}
+
+# positive FLAG VALUE exits the script unless VALUE is a positive whole
+# number.
+positive() {
+  [[ $2 =~ ^[1-9][0-9]*$ ]] || { echo "$1 wants a positive number" >&2; exit 2; }
+}
+
 need() {
   local b
   for b in "$@"; do
