@@ -84,6 +84,8 @@ type Conn struct {
 	idleWait atomic.Bool
 	// deadline is set while a read deadline may be armed on nc.
 	deadline atomic.Bool
+	// ho is the replies handed to the store to send (handoff.go).
+	ho handoff
 	// The memory the MULTI queue holds, counted incrementally.
 	queueSeen  int
 	queueBytes int64

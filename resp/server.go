@@ -327,6 +327,9 @@ func (s *Server) serveConn(nc net.Conn) {
 		return
 	}
 	err := s.serve(c)
+	// The replies handed to the store are sent (or dropped) before the
+	// connection closes, and the store is through with its buffer.
+	s.settleHandoff(c)
 	if errors.Is(err, ErrQueryBufferLimit) {
 		s.log.Warn("closing client that reached max query buffer length (client-query-buffer-limit)",
 			zap.Int64("id", c.ID), zap.String("addr", c.Addr), zap.Int64("limit", c.rd.Limits().QueryBufferLimit))
@@ -392,6 +395,7 @@ func (s *Server) admit(nc net.Conn) (*Conn, string) {
 		srv:       s,
 	}
 	c.rd.SetAuthed(c.Authed)
+	c.initHandoff()
 	c.W.OnError = s.onError
 	c.info = Info{LastActive: now, Proto: 2, LastCmd: "NULL"}
 	s.conns[c] = struct{}{}
@@ -486,7 +490,8 @@ func (s *Server) protocolError(c *Conn, err error) error {
 	}
 	s.log.Debug("protocol error; closing the client", zap.Int64("id", c.ID), zap.String("addr", c.Addr), zap.Error(err))
 	c.W.Error("ERR " + pe.Error())
-	ok := s.flush(c)
+	// Sent, not only handed to the store, before the half-close.
+	ok := s.flush(c) && s.settleHandoff(c)
 	if ok {
 		linger(c.nc)
 	}
@@ -617,6 +622,7 @@ func (s *Server) serveDetached(c *Conn) error {
 	}()
 	defer func() {
 		close(quit)
+		s.settleHandoff(c) // the replies handed over are sent first
 		c.nc.Close()
 		<-gone
 	}()
@@ -689,6 +695,13 @@ func (s *Server) serveDetached(c *Conn) error {
 func (s *Server) flush(c *Conn) bool {
 	if s.beforeReply != nil {
 		s.beforeReply(c)
+	}
+	if !s.settleHandoff(c) {
+		c.W.Reset()
+		return false
+	}
+	if s.handOff(c) {
+		return true
 	}
 	if err := c.Settle(context.Background()); err != nil {
 		s.log.Error("write not durable; closing the connection without acknowledging it",

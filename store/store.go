@@ -94,6 +94,19 @@ type Ticket interface {
 	Wait(ctx context.Context) error
 }
 
+// Notifier is implemented by a Ticket that can tell when its writes are
+// durable instead of being waited for: Notify arranges for fn to be
+// called once, on a goroutine of the store's, with nil when they are
+// durable or with the error Wait would return. It reports false, and
+// calls nothing, when the ticket is done already or the store cannot
+// promise the call (closing, failing): Wait then. fn must be quick and
+// must not call the store: it runs in the loop that makes writes durable.
+// A connection hands it the sending of its replies, so that its goroutine
+// need not park until the fsync and be woken to send them.
+type Notifier interface {
+	Notify(fn func(err error)) bool
+}
+
 // Store is a keyspace of numbered databases.
 type Store interface {
 	// View runs fn with shared, read-only access. The ticket is nil when

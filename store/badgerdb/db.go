@@ -532,6 +532,13 @@ type DB struct {
 	progMu    sync.Mutex
 	progLog   chan struct{}
 	progApply chan struct{}
+	// notices are the calls tickets promised (ticket.Notify), made by
+	// whichever loop raises their counter (notifyDue); noticesShut is
+	// set once Close made the last of them, and no more are taken.
+	nmu          sync.Mutex
+	notices      []notice
+	spareNotices []notice
+	noticesShut  bool
 	// held counts the writers waiting in backPressure.
 	held    atomic.Int64
 	failure atomic.Pointer[error]
@@ -878,6 +885,7 @@ func (s *DB) Close() error {
 	// failed).
 	s.loggableAll()
 	s.commitRound()
+	s.shutNotices()
 	if err := s.wal.sync(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: %w", err))
 	}
@@ -1418,6 +1426,84 @@ type ticket struct {
 
 func (t ticket) Wait(ctx context.Context) error {
 	return t.s.waitFor(ctx, t.n, t.c)
+}
+
+// notice is a promised call: fn once counter c reaches n.
+type notice struct {
+	n  uint64
+	c  *atomic.Uint64
+	fn func(error)
+}
+
+// Notify promises fn a call once the ticket is done (store.Notifier).
+// Only the log's counters are promised (the logger raises them); none
+// while the loops do not run or writes fail.
+func (t ticket) Notify(fn func(error)) bool {
+	s := t.s
+	if !s.started || (t.c != &s.logged && t.c != &s.synced) || s.failure.Load() != nil {
+		return false
+	}
+	s.nmu.Lock()
+	defer s.nmu.Unlock()
+	// Checked under nmu: a loop raises the counter before it takes nmu
+	// to make the calls due, so either it finds this notice, or this
+	// finds the counter raised.
+	if s.noticesShut || t.c.Load() >= t.n {
+		return false
+	}
+	s.notices = append(s.notices, notice{n: t.n, c: t.c, fn: fn})
+	return true
+}
+
+// notifyDue makes the promised calls whose counter is reached, and, when
+// err is not nil (writes fail), every other one with err, as Wait fails
+// while writes fail.
+func (s *DB) notifyDue(err error) {
+	s.nmu.Lock()
+	if len(s.notices) == 0 {
+		s.nmu.Unlock()
+		return
+	}
+	due := s.notices
+	s.notices = s.spareNotices[:0]
+	s.spareNotices = nil
+	if err == nil {
+		// Keep those not due yet, in order.
+		for _, nt := range due {
+			if nt.c.Load() < nt.n {
+				s.notices = append(s.notices, nt)
+			}
+		}
+	}
+	s.nmu.Unlock()
+	for _, nt := range due {
+		switch {
+		case nt.c.Load() >= nt.n:
+			nt.fn(nil)
+		case err != nil:
+			nt.fn(err)
+		}
+	}
+	clear(due)
+	s.nmu.Lock()
+	if s.spareNotices == nil && cap(due) <= spareLimit {
+		s.spareNotices = due[:0]
+	}
+	s.nmu.Unlock()
+}
+
+// shutNotices makes the last promised calls, when Close has made durable
+// all it could: nil for the writes it did, ErrClosed for the others.
+func (s *DB) shutNotices() {
+	s.notifyDue(nil)
+	s.nmu.Lock()
+	left := s.notices
+	s.notices = nil
+	s.noticesShut = true
+	s.nmu.Unlock()
+	for _, nt := range left {
+		nt.fn(store.ErrClosed)
+	}
 }
 
 // Covers reports whether t's wait implies prev's (resp.Conn.Await): prev
@@ -2077,6 +2163,7 @@ func (s *DB) retry(write func() error) bool {
 		}
 		s.failure.Store(&err)
 		s.announce(true, true)
+		s.notifyDue(fmt.Errorf("%w: %v", store.ErrWrite, err))
 		select {
 		case <-s.stop:
 			if attempt > 3 {
@@ -2176,6 +2263,7 @@ func (s *DB) logRound() {
 			kickChan(s.applyNow)
 		}
 		s.announce(true, false)
+		s.notifyDue(nil)
 		select {
 		case <-s.kick:
 		default:

@@ -1,0 +1,176 @@
+package resp
+
+import (
+	"errors"
+	"syscall"
+
+	"go.uber.org/zap"
+)
+
+// Handing the replies to the store.
+//
+// A pipeline's replies wait for the durability of the writes they
+// acknowledge (Conn.Await). Waiting parks the connection's goroutine
+// until the store's log round is written (and, under appendfsync always,
+// synced), and the round wakes it to send them; then it parks again,
+// reading the client's next request. When the replies wait for one store
+// ticket that can call back (a notifier), the connection hands them to the
+// ticket instead: the loop that makes the round durable sends them, with
+// one non-blocking write, the way Redis's event loop writes its clients'
+// replies after its AOF, and the connection's goroutine goes on reading.
+// It parks once per request instead of twice.
+//
+// The replies handed over are always sent before any later ones: each
+// send of the connection first settles the handoff (settleHandoff),
+// finishing with a blocking write what the non-blocking one left (a
+// client that does not read its replies holds back its own connection,
+// never the store's loop), and closing the connection if the writes were
+// not made durable.
+
+// notifier is a Waiter that can call back once done (store.Notifier).
+type notifier interface {
+	Notify(fn func(err error)) bool
+}
+
+// handoff is a connection's replies in the store's hands.
+type handoff struct {
+	c   *Conn
+	raw syscall.RawConn // nil: the connection cannot hand off (TLS)
+	// notify and write are the method values handed out, made once.
+	notify func(error)
+	write  func(fd uintptr) bool
+	// done receives when the store's loop is through with buf.
+	done    chan struct{}
+	pending bool
+	// buf holds the replies handed over; left what the non-blocking
+	// write did not send; err the store's error, werr the write's.
+	buf  []byte
+	left []byte
+	err  error
+	werr error
+}
+
+// initHandoff prepares c to hand its replies over, when its connection
+// gives access to its socket.
+func (c *Conn) initHandoff() {
+	sc, ok := c.nc.(syscall.Conn)
+	if !ok {
+		return
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	h := &c.ho
+	h.c, h.raw = c, raw
+	h.notify = h.durable
+	h.write = h.writeFd
+	h.done = make(chan struct{}, 1)
+}
+
+// handOff hands c's buffered replies to the one ticket they wait for, if
+// it can call back; it reports whether it did.
+func (s *Server) handOff(c *Conn) bool {
+	h := &c.ho
+	if h.raw == nil || c.closing || c.W.Len() == 0 || len(c.waits) != 1 {
+		return false
+	}
+	nt, ok := c.waits[0].(notifier)
+	if !ok {
+		return false
+	}
+	h.buf, c.W.buf = c.W.buf, h.buf[:0]
+	h.left, h.err, h.werr = nil, nil, nil
+	h.pending = true
+	if !nt.Notify(h.notify) {
+		h.pending = false
+		h.buf, c.W.buf = c.W.buf, h.buf
+		return false
+	}
+	c.waits[0] = nil
+	c.waits = c.waits[:0]
+	return true
+}
+
+// durable is the ticket's call: it sends the replies if their writes are
+// durable, then lets the connection go on. It runs on the store's loop,
+// so it never blocks.
+func (h *handoff) durable(err error) {
+	h.err = err
+	if err != nil {
+		// The connection's goroutine may be parked reading the
+		// client, which waits for these replies: wake it to close.
+		h.c.nc.Close()
+	}
+	if err == nil {
+		h.left = h.buf
+		if werr := h.raw.Write(h.write); werr != nil && h.werr == nil {
+			h.werr = werr
+		}
+		st := &h.c.srv.stats
+		st.Writes.Add(1)
+		st.NetOutput.Add(int64(len(h.buf) - len(h.left)))
+	}
+	h.done <- struct{}{}
+}
+
+// writeFd writes as much of h.left as the socket takes now; it never asks
+// to wait (RawConn.Write would then block the store's loop).
+func (h *handoff) writeFd(fd uintptr) bool {
+	for len(h.left) > 0 {
+		n, err := syscall.Write(int(fd), h.left)
+		if n > 0 {
+			h.left = h.left[n:]
+		}
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			if err != syscall.EAGAIN {
+				h.werr = err
+			}
+			break
+		}
+		if n <= 0 {
+			break
+		}
+	}
+	return true
+}
+
+// settleHandoff waits until the replies handed over are sent, sending
+// what the store's loop left. It reports false when the connection must
+// close: their writes are not durable, or the client is gone.
+func (s *Server) settleHandoff(c *Conn) bool {
+	h := &c.ho
+	if !h.pending {
+		return true
+	}
+	<-h.done
+	h.pending = false
+	if cap(h.buf) > 1<<20 {
+		defer func() { h.buf = nil }() // a huge reply's buffer is not kept
+	}
+	if h.err != nil {
+		s.log.Error("write not durable; closing the connection without acknowledging it",
+			zap.Int64("id", c.ID), zap.Error(h.err))
+		c.closing = true
+		c.nc.Close()
+		return false
+	}
+	if h.werr != nil && !errors.Is(h.werr, syscall.EAGAIN) {
+		c.closing = true
+		return false
+	}
+	if len(h.left) > 0 {
+		n, err := c.nc.Write(h.left)
+		s.stats.Writes.Add(1)
+		s.stats.NetOutput.Add(int64(n))
+		h.left = nil
+		if err != nil {
+			c.closing = true
+			return false
+		}
+	}
+	return true
+}
