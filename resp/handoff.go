@@ -1,7 +1,6 @@
 package resp
 
 import (
-	"errors"
 	"syscall"
 
 	"go.uber.org/zap"
@@ -22,10 +21,10 @@ import (
 //
 // The replies handed over are always sent before any later ones: each
 // send of the connection first settles the handoff (settleHandoff),
-// finishing with a blocking write what the non-blocking one left (a
-// client that does not read its replies holds back its own connection,
-// never the store's loop), and closing the connection if the writes were
-// not made durable.
+// closing the connection if the writes were not made durable. What the
+// non-blocking write leaves is sent at once by a goroutine of its own
+// with a blocking write: a client that does not read its replies holds
+// back its own connection, never the store's loop.
 
 // notifier is a Waiter that can call back once done (store.Notifier).
 type notifier interface {
@@ -110,7 +109,28 @@ func (h *handoff) durable(err error) {
 		st := &h.c.srv.stats
 		st.Writes.Add(1)
 		st.NetOutput.Add(int64(len(h.buf) - len(h.left)))
+		if len(h.left) > 0 && h.werr == nil {
+			// The socket is full. The rest is sent now, not at the
+			// connection's next send: the client may wait for all of
+			// it before it sends anything more, or be blocked in a
+			// command (BLPOP, ONCE.WAIT) while its earlier replies are
+			// owed. Not on the store's loop, which a client that does
+			// not read must never hold up.
+			go h.sendLeft()
+			return
+		}
 	}
+	h.done <- struct{}{}
+}
+
+// sendLeft sends what the non-blocking write left, waiting for the client
+// to read it, then lets the connection go on.
+func (h *handoff) sendLeft() {
+	n, err := h.c.nc.Write(h.left)
+	st := &h.c.srv.stats
+	st.Writes.Add(1)
+	st.NetOutput.Add(int64(n))
+	h.left, h.werr = nil, err
 	h.done <- struct{}{}
 }
 
@@ -138,18 +158,18 @@ func (h *handoff) writeFd(fd uintptr) bool {
 	return true
 }
 
-// settleHandoff waits until the replies handed over are sent, sending
-// what the store's loop left. It reports false when the connection must
-// close: their writes are not durable, or the client is gone.
+// settleHandoff waits until the replies handed over are sent. It reports
+// false when the connection must close: their writes are not durable, or
+// the client is gone.
 func (s *Server) settleHandoff(c *Conn) bool {
 	h := &c.ho
 	if !h.pending {
 		return true
 	}
 	<-h.done
-	h.pending = false
+	h.pending, h.left = false, nil
 	if cap(h.buf) > 1<<20 {
-		defer func() { h.buf = nil }() // a huge reply's buffer is not kept
+		h.buf = nil // a huge reply's buffer is not kept
 	}
 	if h.err != nil {
 		s.log.Error("write not durable; closing the connection without acknowledging it",
@@ -158,19 +178,22 @@ func (s *Server) settleHandoff(c *Conn) bool {
 		c.nc.Close()
 		return false
 	}
-	if h.werr != nil && !errors.Is(h.werr, syscall.EAGAIN) {
+	if h.werr != nil {
 		c.closing = true
 		return false
 	}
-	if len(h.left) > 0 {
-		n, err := c.nc.Write(h.left)
-		s.stats.Writes.Add(1)
-		s.stats.NetOutput.Add(int64(n))
-		h.left = nil
-		if err != nil {
-			c.closing = true
-			return false
-		}
-	}
 	return true
+}
+
+// finishHandoff settles the handoff of a connection that stops being
+// served: its store lock let go first (the wait may be long, for a client
+// that does not read).
+func (s *Server) finishHandoff(c *Conn) {
+	if !c.ho.pending {
+		return
+	}
+	if s.beforeReply != nil {
+		s.beforeReply(c)
+	}
+	s.settleHandoff(c)
 }

@@ -329,7 +329,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	err := s.serve(c)
 	// The replies handed to the store are sent (or dropped) before the
 	// connection closes, and the store is through with its buffer.
-	s.settleHandoff(c)
+	s.finishHandoff(c)
 	if errors.Is(err, ErrQueryBufferLimit) {
 		s.log.Warn("closing client that reached max query buffer length (client-query-buffer-limit)",
 			zap.Int64("id", c.ID), zap.String("addr", c.Addr), zap.Int64("limit", c.rd.Limits().QueryBufferLimit))
@@ -622,7 +622,7 @@ func (s *Server) serveDetached(c *Conn) error {
 	}()
 	defer func() {
 		close(quit)
-		s.settleHandoff(c) // the replies handed over are sent first
+		s.finishHandoff(c) // the replies handed over are sent first
 		c.nc.Close()
 		<-gone
 	}()

@@ -1464,30 +1464,31 @@ func (s *DB) notifyDue(err error) {
 		s.nmu.Unlock()
 		return
 	}
-	due := s.notices
+	// Split the list once, under nmu: a notice is either called now or
+	// kept, never both, however the counters move meanwhile.
+	list := s.notices
 	s.notices = s.spareNotices[:0]
 	s.spareNotices = nil
-	if err == nil {
-		// Keep those not due yet, in order.
-		for _, nt := range due {
-			if nt.c.Load() < nt.n {
-				s.notices = append(s.notices, nt)
-			}
+	due := list[:0]
+	for _, nt := range list {
+		if err != nil || nt.c.Load() >= nt.n {
+			due = append(due, nt) // in place: never past the one read
+		} else {
+			s.notices = append(s.notices, nt)
 		}
 	}
 	s.nmu.Unlock()
 	for _, nt := range due {
-		switch {
-		case nt.c.Load() >= nt.n:
+		if nt.c.Load() >= nt.n {
 			nt.fn(nil)
-		case err != nil:
+		} else {
 			nt.fn(err)
 		}
 	}
-	clear(due)
+	clear(list)
 	s.nmu.Lock()
-	if s.spareNotices == nil && cap(due) <= spareLimit {
-		s.spareNotices = due[:0]
+	if s.spareNotices == nil && cap(list) <= spareLimit {
+		s.spareNotices = list[:0]
 	}
 	s.nmu.Unlock()
 }
