@@ -59,6 +59,16 @@ func (l *fakeLoop) release(err error) {
 	}
 }
 
+// send writes req on nc and waits until the connection handed its
+// replies to one of l's tickets.
+func (l *fakeLoop) send(t testing.TB, nc net.Conn, req string) {
+	t.Helper()
+	if _, err := io.WriteString(nc, req); err != nil {
+		t.Fatal(err)
+	}
+	l.awaitRegistered(t)
+}
+
 func (l *fakeLoop) awaitRegistered(t testing.TB) {
 	t.Helper()
 	select {
@@ -110,10 +120,7 @@ func TestHandedRepliesAreSentWhenDurable(t *testing.T) {
 	l := newFakeLoop()
 	addr := startHandoff(t, l, nil)
 	nc, r := dialTest(t, addr)
-	if _, err := io.WriteString(nc, "w\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	l.awaitRegistered(t)
+	l.send(t, nc, "w\r\n")
 	expectNothing(t, nc, r, "handed over")
 	l.release(nil)
 	if line, err := r.ReadString('\n'); err != nil || line != "+w\r\n" {
@@ -121,10 +128,7 @@ func TestHandedRepliesAreSentWhenDurable(t *testing.T) {
 	}
 	// The connection goes on, handing over again.
 	expectLines(t, nc, r, "x\r\n", "+x\r\n")
-	if _, err := io.WriteString(nc, "w\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	l.awaitRegistered(t)
+	l.send(t, nc, "w\r\n")
 	l.release(nil)
 	if line, err := r.ReadString('\n'); err != nil || line != "+w\r\n" {
 		t.Fatalf("second handoff: %q %v, want +w", line, err)
@@ -138,10 +142,7 @@ func TestLaterRepliesFollowHandedOnes(t *testing.T) {
 	served := make(chan string, 4)
 	addr := startHandoff(t, l, served)
 	nc, r := dialTest(t, addr)
-	if _, err := io.WriteString(nc, "w\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	l.awaitRegistered(t)
+	l.send(t, nc, "w\r\n")
 	if _, err := io.WriteString(nc, "x\r\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -163,10 +164,7 @@ func TestHandedRepliesDroppedWhenNotDurable(t *testing.T) {
 	l := newFakeLoop()
 	addr := startHandoff(t, l, nil)
 	nc, r := dialTest(t, addr)
-	if _, err := io.WriteString(nc, "w\r\nx\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	l.awaitRegistered(t)
+	l.send(t, nc, "w\r\nx\r\n")
 	l.release(errors.New("disk gone"))
 	if line, err := r.ReadString('\n'); err == nil {
 		t.Fatalf("got %q after the writes failed; want the connection closed", line)
@@ -196,10 +194,7 @@ func TestHandoffNeverBlocksTheStore(t *testing.T) {
 	l := newFakeLoop()
 	addr := startHandoff(t, l, nil)
 	nc, r := dialTest(t, addr)
-	if _, err := io.WriteString(nc, "*2\r\n$1\r\nw\r\n$7\r\n"+strconv.Itoa(size)+"\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	l.awaitRegistered(t)
+	l.send(t, nc, "*2\r\n$1\r\nw\r\n$7\r\n"+strconv.Itoa(size)+"\r\n")
 	released := make(chan struct{})
 	go func() { l.release(nil); close(released) }()
 	select {
@@ -233,10 +228,7 @@ func TestCloseWithRepliesHandedOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	nc, _ := dialTest(t, s.Addrs()[0].String())
-	if _, err := io.WriteString(nc, "w\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	l.awaitRegistered(t)
+	l.send(t, nc, "w\r\n")
 	done := make(chan struct{})
 	go func() { s.Close(); close(done) }()
 	go func() {
@@ -256,10 +248,7 @@ func TestProtocolErrorAfterHandedReplies(t *testing.T) {
 	l := newFakeLoop()
 	addr := startHandoff(t, l, nil)
 	nc, r := dialTest(t, addr)
-	if _, err := io.WriteString(nc, "w\r\n*x\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	l.awaitRegistered(t)
+	l.send(t, nc, "w\r\n*x\r\n")
 	l.release(nil)
 	for _, want := range []string{"+w\r\n", "-ERR Protocol error: invalid multibulk length\r\n"} {
 		if line, err := r.ReadString('\n'); err != nil || line != want {
