@@ -1,10 +1,6 @@
 package resp
 
-import (
-	"syscall"
-
-	"go.uber.org/zap"
-)
+import "syscall"
 
 // Handing the replies to the store.
 //
@@ -100,8 +96,7 @@ func (h *handoff) durable(err error) {
 		// The connection's goroutine may be parked reading the
 		// client, which waits for these replies: wake it to close.
 		h.c.nc.Close()
-	}
-	if err == nil {
+	} else {
 		h.left = h.buf
 		if werr := h.raw.Write(h.write); werr != nil && h.werr == nil {
 			h.werr = werr
@@ -172,10 +167,7 @@ func (s *Server) settleHandoff(c *Conn) bool {
 		h.buf = nil // a huge reply's buffer is not kept
 	}
 	if h.err != nil {
-		s.log.Error("write not durable; closing the connection without acknowledging it",
-			zap.Int64("id", c.ID), zap.Error(h.err))
-		c.closing = true
-		c.nc.Close()
+		s.notDurable(c, h.err)
 		return false
 	}
 	if h.werr != nil {

@@ -704,11 +704,8 @@ func (s *Server) flush(c *Conn) bool {
 		return true
 	}
 	if err := c.Settle(context.Background()); err != nil {
-		s.log.Error("write not durable; closing the connection without acknowledging it",
-			zap.Int64("id", c.ID), zap.Error(err))
 		c.W.Reset()
-		c.closing = true
-		c.nc.Close()
+		s.notDurable(c, err)
 		return false
 	}
 	if c.W.Len() > 0 {
@@ -725,4 +722,14 @@ func (s *Server) flush(c *Conn) bool {
 		}
 	}
 	return true
+}
+
+// notDurable closes c without sending its replies: the writes they
+// acknowledge were not made durable (err says why), and a client is never
+// told a write succeeded that did not.
+func (s *Server) notDurable(c *Conn, err error) {
+	s.log.Error("write not durable; closing the connection without acknowledging it",
+		zap.Int64("id", c.ID), zap.Error(err))
+	c.closing = true
+	c.nc.Close()
 }
