@@ -700,7 +700,7 @@ func TestMapsShrinkAfterABurst(t *testing.T) {
 	sizes := func() (mem, memPeak, dirty, dirtyPeak, shrinks int) {
 		s.omu.RLock()
 		defer s.omu.RUnlock()
-		return len(s.mem), s.memPeak, len(s.dirty), s.dirtyPeak, s.shrinks
+		return s.mem.len(), s.memPeak, len(s.dirty), s.dirtyPeak, s.shrinks
 	}
 	drain := func() {
 		t.Helper()

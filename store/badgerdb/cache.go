@@ -95,13 +95,13 @@ func queuedLive(p queued) bool { return p.e.seq == p.seq && p.e.n == 0 }
 // eviction acts on must be of the very entry mem holds. Called with omu
 // held.
 func (s *DB) liveLocked(p queued) bool {
-	return queuedLive(p) && s.mem[p.e.key] == p.e
+	return queuedLive(p) && s.mem.getString(p.e.key) == p.e
 }
 
 // dropLocked deletes e, a clean entry, from mem, and makes its place in
 // the queue stale. Called with omu held.
 func (s *DB) dropLocked(e *entry) {
-	delete(s.mem, e.key)
+	s.mem.del(e.key)
 	e.seq = 0
 }
 
@@ -110,7 +110,7 @@ func (s *DB) dropLocked(e *entry) {
 // and again, or dropped by FLUSHDB). Called with omu held.
 func (s *DB) queueCleanLocked(e *entry) {
 	s.clean.push(e)
-	if s.clean.len() > 2*len(s.mem)+cleanQueueSlack {
+	if s.clean.len() > 2*s.mem.len()+cleanQueueSlack {
 		s.clean.compact(queuedLive)
 	}
 }

@@ -23,7 +23,7 @@ func checkCache(tb testing.TB, s *DB, step string) {
 	defer s.omu.RUnlock()
 	var cost int64
 	clean, dirty := 0, 0
-	for _, e := range s.mem {
+	for e := range s.mem.all() {
 		if e.n == 0 {
 			cost += e.cost()
 			clean++
@@ -52,8 +52,8 @@ func checkCache(tb testing.TB, s *DB, step string) {
 		tb.Fatalf("%s: mem has %d clean entries costing %d; cacheBytes %d, %d live places",
 			step, clean, cost, s.cacheBytes, len(live))
 	}
-	if n := s.clean.len(); n > 2*len(s.mem)+cleanQueueSlack+1 {
-		tb.Fatalf("%s: %d places in the clean queue for %d entries in mem", step, n, len(s.mem))
+	if n := s.clean.len(); n > 2*s.mem.len()+cleanQueueSlack+1 {
+		tb.Fatalf("%s: %d places in the clean queue for %d entries in mem", step, n, s.mem.len())
 	}
 }
 
@@ -75,7 +75,7 @@ func setEach(tb testing.TB, s *DB, from, to int, key func(int) string, val func(
 func cached(s *DB, db int, key string) bool {
 	s.omu.RLock()
 	defer s.omu.RUnlock()
-	e := s.mem[string(dataKey(db, []byte(key)))]
+	e := s.mem.get(dataKey(db, []byte(key)))
 	return e != nil && e.n == 0
 }
 
@@ -348,7 +348,7 @@ func TestDeletionsLeaveMemoryOnceApplied(t *testing.T) {
 		defer s.omu.RUnlock()
 		k := 0
 		for i := range n {
-			if _, ok := s.mem[string(dataKey(0, []byte(key(i))))]; ok {
+			if s.mem.get(dataKey(0, []byte(key(i)))) != nil {
 				k++
 			}
 		}

@@ -396,7 +396,7 @@ type DB struct {
 	// in key order (ordered.go): those of the keyspace in keyOrder while
 	// scans run, the others (the expiry index, which the sweeper scans)
 	// always, in auxOrder.
-	mem   map[string]*entry
+	mem   entryTable
 	dirty []*entry
 	// memPeak and dirtyPeak are the most entries mem and dirty held
 	// since they were last rebuilt (shrinkMapsLocked); shrinks counts
@@ -669,7 +669,7 @@ func Open(opts Options) (*DB, error) {
 		sweepFrom:   make([][]byte, opts.Databases),
 		setSince:    make([]int64, opts.Databases),
 		counted:     make(chan struct{}),
-		mem:         make(map[string]*entry),
+		mem:         newEntryTable(0),
 		release:     debug.FreeOSMemory,
 		heapSpare:   heapSpareBytes,
 		progLog:     make(chan struct{}),
@@ -1528,7 +1528,7 @@ func (s *DB) stage(key []byte, val []byte, del, absent bool) uint64 {
 	s.omu.Lock()
 	s.staged++
 	n := s.staged
-	e := s.mem[string(key)]
+	e := s.mem.get(key)
 	// A clean deletion is Badger's own absence; a dirty one is the
 	// key's absence once the ops before this one are applied.
 	absent = absent || (e != nil && e.del)
@@ -1538,8 +1538,8 @@ func (s *DB) stage(key []byte, val []byte, del, absent bool) uint64 {
 	switch {
 	case e == nil:
 		e = newEntry(key)
-		s.mem[e.key] = e
-		s.memPeak = max(s.memPeak, len(s.mem))
+		s.mem.put(e)
+		s.memPeak = max(s.memPeak, s.mem.len())
 		s.makeDirty(e)
 	case e.n == 0:
 		s.cacheBytes -= e.cost()
@@ -1565,7 +1565,7 @@ func (s *DB) stage(key []byte, val []byte, del, absent bool) uint64 {
 // value's header (entry.head).
 func (s *DB) getRaw(key []byte) (val []byte, ok bool, n uint64, h valHead, err error) {
 	s.omu.RLock()
-	e := s.mem[string(key)]
+	e := s.mem.get(key)
 	var del bool
 	if e != nil {
 		val, del, n, h = e.val, e.del, e.n, e.head
@@ -1593,7 +1593,7 @@ func (s *DB) getRaw(key []byte) (val []byte, ok bool, n uint64, h valHead, err e
 	s.omu.Lock()
 	// Nothing can have been staged for key meanwhile (readers hold mu);
 	// the committer may only have made a staged value clean.
-	if _, in := s.mem[string(key)]; !in {
+	if s.mem.get(key) == nil {
 		e := newEntry(key)
 		e.val, e.del, e.head = out, absent, h
 		s.cacheLocked(e)
@@ -1686,8 +1686,8 @@ func (s *DB) cacheLocked(e *entry) {
 	if !s.cacheable(e) {
 		return
 	}
-	s.mem[e.key] = e
-	s.memPeak = max(s.memPeak, len(s.mem))
+	s.mem.put(e)
+	s.memPeak = max(s.memPeak, s.mem.len())
 	s.cacheBytes += e.cost()
 	s.queueCleanLocked(e)
 	s.evictLocked()
@@ -1699,10 +1699,10 @@ func (s *DB) cacheLocked(e *entry) {
 const shrinkMin = 1 << 14
 
 // shrinkMapsLocked rebuilds mem and dirty when they hold half or less of
-// the most entries they held since their last rebuild. A Go map never
-// gives back the buckets of its largest size: after a bulk load, where
+// the most entries they held since their last rebuild. Neither gives
+// back the slots of its largest size by itself: after a bulk load, where
 // the pending bounds' worth of writes waited on top of the cache, the
-// two maps kept tens of MB of buckets for good (a heap profile 5 s after
+// two (mem a Go map then) kept tens of MB of buckets for good (a heap profile 5 s after
 // a 10M-key load: 34 MB of mem's buckets and 11 MB of dirty's, for a
 // 32 MiB cache). trim calls it only when no write came since the last
 // trim: under a steady load the maps would shrink after every apply
@@ -1711,13 +1711,9 @@ const shrinkMin = 1 << 14
 // omu held.
 func (s *DB) shrinkMapsLocked() bool {
 	rebuilt := false
-	if n := len(s.mem); s.memPeak >= shrinkMin && n <= s.memPeak/2 {
-		// Not maps.Clone, which copies the tables as they are.
-		fresh := make(map[string]*entry, n)
-		for k, e := range s.mem {
-			fresh[k] = e
-		}
-		s.mem, s.memPeak = fresh, n
+	if n := s.mem.len(); s.memPeak >= shrinkMin && n <= s.memPeak/2 {
+		s.mem.shrink()
+		s.memPeak = n
 		s.shrinks++
 		rebuilt = true
 	}

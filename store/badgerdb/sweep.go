@@ -242,7 +242,7 @@ func (t *tx) settle(db int, c sweepCand, raw []byte, v store.Value, ok bool) int
 // inMemory reports whether memory holds raw's entry, dirty or clean.
 func (s *DB) inMemory(raw []byte) bool {
 	s.omu.RLock()
-	_, ok := s.mem[string(raw)]
+	ok := s.mem.get(raw) != nil
 	s.omu.RUnlock()
 	return ok
 }

@@ -3,6 +3,7 @@ package badgerdb
 import (
 	"bytes"
 	"slices"
+	"strings"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -234,12 +235,16 @@ func (t *tx) Flush(db int) error {
 	t.s.refreshSnap()
 	prefix := string(dbPrefix(spaceKeys, db))
 	t.s.omu.Lock()
-	for k, e := range t.s.mem {
+	var drop []*entry // not dropped while ranging: that moves slots
+	for e := range t.s.mem.all() {
 		// drain left no dirty entry behind: these are clean copies.
-		if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
-			t.s.dropLocked(e)
-			t.s.cacheBytes -= e.cost()
+		if strings.HasPrefix(e.key, prefix) {
+			drop = append(drop, e)
 		}
+	}
+	for _, e := range drop {
+		t.s.dropLocked(e)
+		t.s.cacheBytes -= e.cost()
 	}
 	t.s.omu.Unlock()
 	t.s.awaitCount()
