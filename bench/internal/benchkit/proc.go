@@ -214,7 +214,7 @@ func (p *Proc) StopWithin(grace time.Duration) {
 // being measured then takes no CPU from the one that is.
 func (p *Proc) Pause() error {
 	if p.Exited() {
-		return fmt.Errorf("%s exited", p.Name)
+		return p.exitedError()
 	}
 	return p.cmd.Process.Signal(syscall.SIGSTOP)
 }
@@ -222,9 +222,14 @@ func (p *Proc) Pause() error {
 // Resume continues a paused process (SIGCONT).
 func (p *Proc) Resume() error {
 	if p.Exited() {
-		return fmt.Errorf("%s exited", p.Name)
+		return p.exitedError()
 	}
 	return p.cmd.Process.Signal(syscall.SIGCONT)
+}
+
+// exitedError says that p exited, how, and the end of its log.
+func (p *Proc) exitedError() error {
+	return fmt.Errorf("%s exited (%s)\n%s", p.Name, p.Ended(), p.LogTail())
 }
 
 // Kill sends SIGKILL and waits for the process to end.
