@@ -669,7 +669,7 @@ func Open(opts Options) (*DB, error) {
 		sweepFrom:   make([][]byte, opts.Databases),
 		setSince:    make([]int64, opts.Databases),
 		counted:     make(chan struct{}),
-		mem:         newEntryTable(0),
+		mem:         newEntryTable(),
 		release:     debug.FreeOSMemory,
 		heapSpare:   heapSpareBytes,
 		progLog:     make(chan struct{}),

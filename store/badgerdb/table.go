@@ -17,15 +17,31 @@ import (
 // key is in the entry's own allocation (newEntry): one line fewer than
 // the map, and no string header to follow.
 //
-// A slot with hash 0 is empty (hashOf never returns 0). Deletion shifts
-// the following slots of the run back, so there are no tombstones and a
+// It is cut into shards (tableShards) that grow one by one. A slot with
+// hash 0 is empty (hashOf never returns 0). Deletion shifts the
+// following slots of the run back, so there are no tombstones and a
 // lookup stops at the first empty slot. Not safe for concurrent use: the
 // store guards it with omu.
 type entryTable struct {
+	shards [tableShards]tableShard
+	n      int
+	seed   maphash.Seed
+}
+
+// tableShards is the number of shards a table is cut into, each an
+// open-addressing table of its own that grows by itself: growing one
+// table of 1.5M entries held omu for 250 ms (every reader and writer
+// waited), where a shard's growth moves 1/256 of that. The shard is
+// chosen by bits of the hash that the slot's index does not use.
+const (
+	tableShardBits = 8
+	tableShards    = 1 << tableShardBits
+)
+
+type tableShard struct {
 	slots []tableSlot
 	mask  uint64 // len(slots)-1; len(slots) is a power of two
 	n     int
-	seed  maphash.Seed
 }
 
 type tableSlot struct {
@@ -33,13 +49,15 @@ type tableSlot struct {
 	e *entry
 }
 
-// tableMinSlots is the fewest slots a table has.
+// tableMinSlots is the fewest slots a shard has.
 const tableMinSlots = 8
 
-// newEntryTable returns a table with room for n entries before it grows.
-func newEntryTable(n int) entryTable {
+// newEntryTable returns an empty table.
+func newEntryTable() entryTable {
 	t := entryTable{seed: maphash.MakeSeed()}
-	t.alloc(slotsFor(n))
+	for i := range t.shards {
+		t.shards[i].alloc(tableMinSlots)
+	}
 	return t
 }
 
@@ -52,9 +70,15 @@ func slotsFor(n int) int {
 	return size
 }
 
-func (t *entryTable) alloc(size int) {
-	t.slots = make([]tableSlot, size)
-	t.mask = uint64(size - 1)
+func (sh *tableShard) alloc(size int) {
+	sh.slots = make([]tableSlot, size)
+	sh.mask = uint64(size - 1)
+}
+
+// shardOf is the shard of hash h: bits below the top one, which every
+// hash has set, and above those that index a slot.
+func (t *entryTable) shardOf(h uint64) *tableShard {
+	return &t.shards[(h>>(63-tableShardBits))&(tableShards-1)]
 }
 
 // hashOf is key's hash, never 0: its top bit is set, as the slot's index
@@ -71,8 +95,9 @@ func (t *entryTable) len() int { return t.n }
 // get returns key's entry, or nil.
 func (t *entryTable) get(key []byte) *entry {
 	h := maphash.Bytes(t.seed, key) | hashSet
-	for i := h & t.mask; ; i = (i + 1) & t.mask {
-		s := &t.slots[i]
+	sh := t.shardOf(h)
+	for i := h & sh.mask; ; i = (i + 1) & sh.mask {
+		s := &sh.slots[i]
 		if s.h == h && s.e.key == string(key) {
 			return s.e
 		}
@@ -85,8 +110,9 @@ func (t *entryTable) get(key []byte) *entry {
 // getString is get for a key held as a string.
 func (t *entryTable) getString(key string) *entry {
 	h := t.hashOf(key)
-	for i := h & t.mask; ; i = (i + 1) & t.mask {
-		s := &t.slots[i]
+	sh := t.shardOf(h)
+	for i := h & sh.mask; ; i = (i + 1) & sh.mask {
+		s := &sh.slots[i]
 		if s.h == h && s.e.key == key {
 			return s.e
 		}
@@ -98,14 +124,16 @@ func (t *entryTable) getString(key string) *entry {
 
 // put makes e the entry of e.key, in place of any other.
 func (t *entryTable) put(e *entry) {
-	if (t.n+1)*4 > len(t.slots)*3 {
-		t.rehash(len(t.slots) * 2)
-	}
 	h := t.hashOf(e.key)
-	for i := h & t.mask; ; i = (i + 1) & t.mask {
-		s := &t.slots[i]
+	sh := t.shardOf(h)
+	if (sh.n+1)*4 > len(sh.slots)*3 {
+		sh.rehash(len(sh.slots) * 2)
+	}
+	for i := h & sh.mask; ; i = (i + 1) & sh.mask {
+		s := &sh.slots[i]
 		if s.h == 0 {
 			s.h, s.e = h, e
+			sh.n++
 			t.n++
 			return
 		}
@@ -119,27 +147,29 @@ func (t *entryTable) put(e *entry) {
 // del removes key's entry, if any.
 func (t *entryTable) del(key string) {
 	h := t.hashOf(key)
-	i := h & t.mask
+	sh := t.shardOf(h)
+	i := h & sh.mask
 	for {
-		s := &t.slots[i]
+		s := &sh.slots[i]
 		if s.h == 0 {
 			return
 		}
 		if s.h == h && s.e.key == key {
 			break
 		}
-		i = (i + 1) & t.mask
+		i = (i + 1) & sh.mask
 	}
+	sh.n--
 	t.n--
 	// Shift back every later slot of the run that may move to the hole
 	// (one whose home is not between the hole and itself), so that no
 	// lookup meets an empty slot before its key.
-	for j := (i + 1) & t.mask; ; j = (j + 1) & t.mask {
-		s := t.slots[j]
+	for j := (i + 1) & sh.mask; ; j = (j + 1) & sh.mask {
+		s := sh.slots[j]
 		if s.h == 0 {
 			break
 		}
-		home := s.h & t.mask
+		home := s.h & sh.mask
 		stays := home > i && home <= j
 		if i > j { // the run wrapped around the end
 			stays = home > i || home <= j
@@ -147,39 +177,48 @@ func (t *entryTable) del(key string) {
 		if stays {
 			continue
 		}
-		t.slots[i] = s
+		sh.slots[i] = s
 		i = j
 	}
-	t.slots[i] = tableSlot{}
+	sh.slots[i] = tableSlot{}
 }
 
-// rehash moves the entries into a table of size slots.
-func (t *entryTable) rehash(size int) {
-	old := t.slots
-	t.alloc(size)
+// rehash moves the shard's entries into size slots.
+func (sh *tableShard) rehash(size int) {
+	old := sh.slots
+	sh.alloc(size)
 	for _, s := range old {
 		if s.h == 0 {
 			continue
 		}
-		i := s.h & t.mask
-		for t.slots[i].h != 0 {
-			i = (i + 1) & t.mask
+		i := s.h & sh.mask
+		for sh.slots[i].h != 0 {
+			i = (i + 1) & sh.mask
 		}
-		t.slots[i] = s
+		sh.slots[i] = s
 	}
 }
 
-// shrink rebuilds the table at the size its entries need, giving back
+// shrink rebuilds each shard at the size its entries need, giving back
 // the slots of its largest size (see DB.shrinkMapsLocked).
-func (t *entryTable) shrink() { t.rehash(slotsFor(t.n)) }
+func (t *entryTable) shrink() {
+	for i := range t.shards {
+		sh := &t.shards[i]
+		if size := slotsFor(sh.n); size < len(sh.slots) {
+			sh.rehash(size)
+		}
+	}
+}
 
 // all yields every entry, in no order. The table must not change while
 // it is ranged over.
 func (t *entryTable) all() iter.Seq[*entry] {
 	return func(yield func(*entry) bool) {
-		for _, s := range t.slots {
-			if s.h != 0 && !yield(s.e) {
-				return
+		for i := range t.shards {
+			for _, s := range t.shards[i].slots {
+				if s.h != 0 && !yield(s.e) {
+					return
+				}
 			}
 		}
 	}

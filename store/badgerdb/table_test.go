@@ -24,22 +24,33 @@ func checkTable(tb testing.TB, t *entryTable, want map[string]*entry, step strin
 		}
 	}
 	seen := 0
-	for i, s := range t.slots {
-		if s.h == 0 {
-			if s.e != nil {
-				tb.Fatalf("%s: empty slot %d keeps entry %q", step, i, s.e.key)
-			}
-			continue
+	for si := range t.shards {
+		sh := &t.shards[si]
+		if len(sh.slots)*3/4 < sh.n || sh.n < 0 {
+			tb.Fatalf("%s: shard %d holds %d entries in %d slots", step, si, sh.n, len(sh.slots))
 		}
-		seen++
-		if want[s.e.key] != s.e || s.h != t.hashOf(s.e.key) {
-			tb.Fatalf("%s: slot %d holds %q, which the table should not hold there", step, i, s.e.key)
-		}
-		for j := s.h & t.mask; j != uint64(i); j = (j + 1) & t.mask {
-			if t.slots[j].h == 0 {
-				tb.Fatalf("%s: %q at slot %d, unreachable from its home %d past empty slot %d",
-					step, s.e.key, i, s.h&t.mask, j)
+		used := 0
+		for i, s := range sh.slots {
+			if s.h == 0 {
+				if s.e != nil {
+					tb.Fatalf("%s: empty slot %d of shard %d keeps entry %q", step, i, si, s.e.key)
+				}
+				continue
 			}
+			seen++
+			used++
+			if want[s.e.key] != s.e || s.h != t.hashOf(s.e.key) || t.shardOf(s.h) != sh {
+				tb.Fatalf("%s: slot %d of shard %d holds %q, which the table should not hold there", step, i, si, s.e.key)
+			}
+			for j := s.h & sh.mask; j != uint64(i); j = (j + 1) & sh.mask {
+				if sh.slots[j].h == 0 {
+					tb.Fatalf("%s: %q at slot %d, unreachable from its home %d past empty slot %d",
+						step, s.e.key, i, s.h&sh.mask, j)
+				}
+			}
+		}
+		if used != sh.n {
+			tb.Fatalf("%s: shard %d counts %d entries, holds %d", step, si, sh.n, used)
 		}
 	}
 	if seen != len(want) {
@@ -58,18 +69,27 @@ func checkTable(tb testing.TB, t *entryTable, want map[string]*entry, step strin
 }
 
 // runTableOps applies ops to a table and a Go map side by side, checking
-// them against each other as it goes: each op is a byte, its low bits
-// choosing one of a few keys (so that runs collide and deletions shift
-// them) and its top bits put, replace, delete, look up a missing key, or
-// shrink.
-func runTableOps(tb testing.TB, ops []byte, keys int) {
+// them against each other as it goes. Each op is three bytes: the first
+// chooses put (half of its values), delete, or a lookup of a missing key
+// (and, now and then, a shrink); the other two choose one of n keys.
+// With oneShard, the keys are all of the table's first shard, so that
+// their runs collide, wrap around and shift back on deletion.
+func runTableOps(tb testing.TB, ops []byte, n int, oneShard bool) {
 	tb.Helper()
-	t := newEntryTable(0)
+	t := newEntryTable()
+	keys := make([]string, 0, n)
+	for i := 0; len(keys) < n; i++ {
+		k := fmt.Sprintf("key:%d", i)
+		if !oneShard || t.shardOf(t.hashOf(k)) == &t.shards[0] {
+			keys = append(keys, k)
+		}
+	}
+	every := max(3, len(ops)/100/3*3) // about a hundred checks
 	want := map[string]*entry{}
-	for i, op := range ops {
-		k := fmt.Sprintf("key:%d", int(op)%keys)
-		step := fmt.Sprintf("op %d (%d on %s)", i, op>>6, k)
-		switch op >> 6 {
+	for i := 0; i+3 <= len(ops); i += 3 {
+		k := keys[(int(ops[i+1])<<8|int(ops[i+2]))%n]
+		step := fmt.Sprintf("op %d (%d on %s)", i/3, ops[i]>>6, k)
+		switch ops[i] >> 6 {
 		case 0, 1:
 			e := newEntry([]byte(k))
 			t.put(e)
@@ -82,58 +102,97 @@ func runTableOps(tb testing.TB, ops []byte, keys int) {
 			if t.get([]byte("missing:"+k)) != nil {
 				tb.Fatalf("%s: found a key never put", step)
 			}
-			if i%7 == 0 {
+			if ops[i]&7 == 0 {
 				t.shrink()
 			}
 		}
-		if i%16 == 0 || i == len(ops)-1 {
+		if i%every == 0 || i+6 > len(ops) {
 			checkTable(tb, &t, want, step)
 		}
 	}
 }
 
 // TestEntryTable puts, replaces and deletes keys in random orders against
-// a Go map, checking after each step that every key is found, no slot is
-// stranded and the runs stay whole; with few keys in a small table (so
-// that runs collide and wrap around the end) and with many (so that it
-// grows and shrinks).
+// a Go map, checking as it goes that every key is found, no slot is
+// stranded and the runs stay whole: with few keys in one shard (so that
+// runs collide and wrap around its end), with enough to make that shard
+// grow and shrink, and with many over all the shards.
 func TestEntryTable(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		keys, ops int
+		oneShard  bool
 	}{
-		{"few keys", 12, 4000},
-		{"grows and shrinks", 5000, 40000},
+		{"few keys in one shard", 12, 4000, true},
+		{"a shard grows and shrinks", 200, 20000, true},
+		{"many keys", 20000, 60000, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, uint64(c.keys)))
-			ops := make([]byte, c.ops)
+			ops := make([]byte, 3*c.ops)
 			for i := range ops {
 				ops[i] = byte(r.Uint32())
 			}
-			runTableOps(t, ops, c.keys)
+			runTableOps(t, ops, c.keys, c.oneShard)
 		})
 	}
+	t.Run("grows, deletes, shrinks", func(t *testing.T) {
+		// Many keys put, most deleted, then shrink: every shard grows
+		// well past its first size and must come back down.
+		tab := newEntryTable()
+		want := map[string]*entry{}
+		for i := range 50000 {
+			k := fmt.Sprintf("key:%d", i)
+			e := newEntry([]byte(k))
+			tab.put(e)
+			want[k] = e
+		}
+		checkTable(t, &tab, want, "after 50000 puts")
+		grown := len(tab.shards[0].slots)
+		for i := range 49000 {
+			k := fmt.Sprintf("key:%d", i)
+			tab.del(k)
+			delete(want, k)
+		}
+		checkTable(t, &tab, want, "after 49000 deletions")
+		tab.shrink()
+		checkTable(t, &tab, want, "after shrink")
+		if got := len(tab.shards[0].slots); got >= grown || got > slotsFor(tab.shards[0].n) {
+			t.Fatalf("shard 0 has %d slots after shrink for %d entries (had %d)", got, tab.shards[0].n, grown)
+		}
+	})
 	t.Run("wraps around", func(t *testing.T) {
-		// Runs that wrap from the table's last slots to its first: five
-		// keys whose homes are the two last slots and the two first, put
-		// and then deleted in random orders; each deletion must move
-		// back exactly the keys whose homes allow it.
-		probe := newEntryTable(0)
+		// Runs that wrap from a shard's last slots to its first: five
+		// keys of shard 0 whose homes are its two last slots and its two
+		// first, put and then deleted in random orders; each deletion
+		// must move back exactly the keys whose homes allow it.
+		probe := newEntryTable()
+		sh0 := &probe.shards[0]
+		mask := sh0.mask
+		homes := []uint64{mask - 1, mask, 0, 1}
 		byHome := map[uint64][]string{}
-		for i := 0; len(byHome) < 4 || len(byHome[probe.mask]) < 5 || len(byHome[0]) < 5 ||
-			len(byHome[1]) < 5 || len(byHome[probe.mask-1]) < 5; i++ {
+		enough := func() bool {
+			for _, h := range homes {
+				if len(byHome[h]) < 5 {
+					return false
+				}
+			}
+			return true
+		}
+		for i := 0; !enough(); i++ {
 			k := fmt.Sprintf("k%d", i)
-			if h := probe.hashOf(k) & probe.mask; h <= 1 || h >= probe.mask-1 {
-				byHome[h] = append(byHome[h], k)
+			if h := probe.hashOf(k); probe.shardOf(h) == sh0 {
+				byHome[h&mask] = append(byHome[h&mask], k)
 			}
 		}
-		homes := []uint64{probe.mask - 1, probe.mask, 0, 1}
 		r := rand.New(rand.NewPCG(2, 3))
 		for trial := range 200 {
-			tab := probe // same seed, so the same homes
-			tab.alloc(tableMinSlots)
+			tab := probe // same seed, so the same shards and homes
 			tab.n = 0
+			for i := range tab.shards {
+				tab.shards[i] = tableShard{}
+				tab.shards[i].alloc(tableMinSlots)
+			}
 			want := map[string]*entry{}
 			var order []string
 			for len(want) < 5 {
@@ -148,6 +207,9 @@ func TestEntryTable(t *testing.T) {
 			}
 			step := fmt.Sprintf("trial %d", trial)
 			checkTable(t, &tab, want, step+" after puts")
+			if len(tab.shards[0].slots) != tableMinSlots {
+				t.Fatalf("%s: shard 0 grew to %d slots", step, len(tab.shards[0].slots))
+			}
 			r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 			for _, k := range order {
 				tab.del(k)
@@ -160,11 +222,11 @@ func TestEntryTable(t *testing.T) {
 
 // FuzzEntryTable runs any sequence of operations against a Go map.
 func FuzzEntryTable(f *testing.F) {
-	f.Add([]byte{0, 1, 2, 128, 129, 0, 192, 130})
+	f.Add([]byte{0, 0, 1, 0, 0, 2, 128, 0, 1, 129, 0, 2, 192, 0, 1})
 	seed := make([]byte, 8)
 	binary.LittleEndian.PutUint64(seed, 0x8081c2c3_40418283)
 	f.Add(seed)
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		runTableOps(t, ops, 10)
+		runTableOps(t, ops, 10, true)
 	})
 }
