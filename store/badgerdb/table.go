@@ -3,6 +3,7 @@ package badgerdb
 import (
 	"hash/maphash"
 	"iter"
+	"unsafe"
 )
 
 // entryTable is memory's index of its entries by raw key (DB.mem): an
@@ -107,19 +108,10 @@ func (t *entryTable) get(key []byte) *entry {
 	}
 }
 
-// getString is get for a key held as a string.
+// getString is get for a key held as a string, read in place (get keeps
+// nothing of its key, and hashes and compares bytes and strings alike).
 func (t *entryTable) getString(key string) *entry {
-	h := t.hashOf(key)
-	sh := t.shardOf(h)
-	for i := h & sh.mask; ; i = (i + 1) & sh.mask {
-		s := &sh.slots[i]
-		if s.h == h && s.e.key == key {
-			return s.e
-		}
-		if s.h == 0 {
-			return nil
-		}
-	}
+	return t.get(unsafe.Slice(unsafe.StringData(key), len(key)))
 }
 
 // put makes e the entry of e.key, in place of any other.
