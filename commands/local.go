@@ -27,6 +27,9 @@ type local struct {
 	named    [16]byte
 	namedLen int
 	namedCmd *Command
+	// sink keeps what Ahead's prefetches read, so that they are not
+	// left out as unused.
+	sink uintptr
 }
 
 // lookup is t.Lookup(name), remembered for the next command.
@@ -71,6 +74,36 @@ func (s *Server) BeforeReply(c *resp.Conn) {
 	s.settleActive(c, l)
 	if l.hold != nil {
 		l.hold.Release()
+	}
+}
+
+// AheadWanted reports whether a pipeline led by a command named name is
+// worth reading ahead: whether that command has the Prefetch flag. It
+// implements resp.Aheader.
+func (s *Server) AheadWanted(c *resp.Conn, name []byte) bool {
+	if s.prefetcher == nil {
+		return false
+	}
+	cmd := localOf(c).lookup(s.table, name)
+	return cmd != nil && cmd.Flags&Prefetch != 0
+}
+
+// Ahead has the store bring the keys of a pipeline's commands with the
+// Prefetch flag into the processor's cache before the commands run one
+// by one (store.Prefetcher). It implements resp.Aheader.
+func (s *Server) Ahead(c *resp.Conn, namesKeys [][]byte) {
+	if s.prefetcher == nil {
+		return
+	}
+	l := localOf(c)
+	keys := namesKeys[:0] // the keys overwrite the list as it is read
+	for i := 0; i+1 < len(namesKeys); i += 2 {
+		if cmd := l.lookup(s.table, namesKeys[i]); cmd != nil && cmd.Flags&Prefetch != 0 {
+			keys = append(keys, namesKeys[i+1])
+		}
+	}
+	if len(keys) >= 2 {
+		l.sink += s.prefetcher.Prefetch(c.DB, keys)
 	}
 }
 

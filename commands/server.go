@@ -66,9 +66,11 @@ type Server struct {
 	// holder is store as a store.Holder, nil if it cannot hold its lock
 	// across a pipeline (local.go).
 	holder store.Holder
-	table  *Table
-	log    *zap.Logger
-	wire   *resp.Server
+	// prefetcher is store as a store.Prefetcher, or nil (local.go).
+	prefetcher store.Prefetcher
+	table      *Table
+	log        *zap.Logger
+	wire       *resp.Server
 
 	watch   watchRegistry
 	cursors scanCursors
@@ -111,6 +113,7 @@ func New(cfg Config, st store.Store) *Server {
 	}
 	s := &Server{cfg: cfg, store: st, table: NewTable(), log: cfg.Logger, started: cfg.Clock()}
 	s.holder, _ = st.(store.Holder)
+	s.prefetcher, _ = st.(store.Prefetcher)
 	s.SetRequirePass(cfg.RequirePass)
 	s.SetProtoMaxBulkLen(cfg.ProtoMaxBulkLen)
 	s.watch.keys = make(map[watchKey]map[*resp.Conn]struct{})

@@ -68,6 +68,7 @@ type Conn struct {
 	block   BlockFunc
 	nc      net.Conn
 	rd      *Reader
+	ahead   [][]byte // lookAhead's list of names and keys
 	srv     *Server
 	// detached is set, for good, when the connection's requests start to
 	// be parsed by a goroutine of their own (serveDetached); the serving

@@ -171,3 +171,68 @@ func appendRepr(b, w []byte) []byte {
 	}
 	return append(b, '"')
 }
+
+// FuzzAheadKeys checks the reader's look ahead at a pipeline's names and
+// keys (aheadKeys) against what Parse then returns, from every point
+// between requests and for any split of the bytes into reads: it never
+// panics, and what it finds is, in order, the first two arguments of
+// the next requests Parse returns that have two or more (up to an error,
+// where Parse may refuse what the look ahead passed over).
+func FuzzAheadKeys(f *testing.F) {
+	for _, s := range []string{
+		"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*3\r\n$3\r\nSET\r\n$2\r\nk2\r\n$1\r\nv\r\n*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n",
+		"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n*2\r\n$3\r\nGET\r\n$1\r\nj\r\n",
+		"*0\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n",
+		"*2\r\n$3\r\nGET\r\n$9223372036854775807\r\nk\r\n",
+		"*2\r\n$3\r\nGET\r\n$-1\r\n*2\r\n$3\r\nGET\r\n$1\r\nk",
+		"*2\r\n$3\r\nGET\r\n$2\r\nk\r\n",
+	} {
+		f.Add([]byte(s), uint8(0), true)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, split uint8, authed bool) {
+		var sizes []int
+		if split > 0 {
+			sizes = []int{int(split)}
+		}
+		r := NewReader(&chunkReader{data: data, sizes: sizes}, Limits{})
+		r.SetAuthed(authed)
+		var ahead []string // keys found ahead, not yet matched
+		for {
+			var found []string
+			n := r.aheadKeys(8, func(name, k []byte) { found = append(found, string(name)+" "+string(k)) })
+			if n != len(found) || n > 8 {
+				t.Fatalf("aheadKeys reported %d keys, passed %d (at most 8)", n, len(found))
+			}
+			// What a look ahead from here finds must agree with what
+			// an earlier one found and Parse has not reached yet.
+			for i := 0; i < min(len(found), len(ahead)); i++ {
+				if found[i] != ahead[i] {
+					t.Fatalf("look aheads disagree: %q then %q", ahead, found)
+				}
+			}
+			if len(found) > len(ahead) {
+				ahead = found
+			}
+			args, err := r.Parse()
+			if err != nil {
+				return
+			}
+			if args == nil {
+				if len(ahead) > 0 {
+					t.Fatalf("keys %q found ahead of requests Parse does not have", ahead)
+				}
+				if err := r.Fill(); err != nil {
+					return
+				}
+				continue
+			}
+			if len(args) < 2 || len(ahead) == 0 {
+				continue
+			}
+			if string(args[0])+" "+string(args[1]) != ahead[0] {
+				t.Fatalf("found %q ahead, Parse returned %q", ahead[0], args)
+			}
+			ahead = ahead[1:]
+		}
+	})
+}

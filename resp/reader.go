@@ -742,3 +742,60 @@ func hexVal(c byte) byte {
 	}
 	return c - 'A' + 10
 }
+
+// aheadKeys calls fn with the first two arguments (a command's name and,
+// for most commands, its key) of each complete multibulk request that was read and not
+// parsed yet, up to max of them, and returns how many it found. It parses
+// nothing: Parse still does, and decides what is valid. It stops at
+// anything it does not expect (an inline request, a request in progress,
+// one not complete yet), so what it finds is advice, for a caller that
+// wants to start fetching what the next requests will need (a pipeline's
+// keys from memory) before it runs them. The keys are views of the read
+// buffer, valid until the next Parse or Fill.
+func (r *Reader) aheadKeys(max int, fn func(name, key []byte)) int {
+	if r.left != 0 {
+		return 0
+	}
+	b := r.buf[r.pos:r.end]
+	found := 0
+	for found < max && len(b) > 0 && b[0] == '*' {
+		argc, rest, ok := lengthOf(b)
+		if !ok || argc <= 0 || argc > 64 {
+			break
+		}
+		b = rest
+		var name, key []byte
+		for i := int64(0); i < argc; i++ {
+			if len(b) == 0 || b[0] != '$' {
+				return found
+			}
+			l, rest, ok := lengthOf(b)
+			if !ok || l < 0 || l > int64(len(rest))-2 {
+				return found
+			}
+			switch i {
+			case 0:
+				name = rest[:l]
+			case 1:
+				key = rest[:l]
+			}
+			b = rest[l+2:]
+		}
+		if key != nil {
+			found++
+			fn(name, key)
+		}
+	}
+	return found
+}
+
+// lengthOf reads the "<c><digits>\r\n" line at the start of b: the number,
+// and what follows the line.
+func lengthOf(b []byte) (n int64, rest []byte, ok bool) {
+	cr := bytes.IndexByte(b, '\r')
+	if cr < 1 || cr+1 >= len(b) || cr > 21 {
+		return 0, nil, false
+	}
+	n, ok = ParseInt(b[1:cr])
+	return n, b[cr+2:], ok
+}

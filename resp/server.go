@@ -115,6 +115,8 @@ type Server struct {
 	onError func(msg string)
 	// beforeReply is the handler's Replier hook, if it has one.
 	beforeReply func(c *Conn)
+	// ahead is the handler's Aheader, if it is one.
+	ahead Aheader
 	// The settings CONFIG SET changes while the server runs (settings.go).
 	maxClients atomic.Int64
 	protected  atomic.Bool
@@ -136,6 +138,7 @@ func NewServer(cfg Config, h Handler) *Server {
 	if r, ok := h.(Replier); ok {
 		s.beforeReply = r.BeforeReply
 	}
+	s.ahead, _ = h.(Aheader)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.protected.Store(cfg.ProtectedMode)
 	s.idle.Store(int64(cfg.IdleTimeout))
@@ -448,6 +451,9 @@ func (s *Server) serve(c *Conn) error {
 			if err != nil {
 				return err
 			}
+			if s.ahead != nil {
+				s.lookAhead(c)
+			}
 			continue
 		}
 		s.call(c, args)
@@ -479,6 +485,32 @@ func (s *Server) serve(c *Conn) error {
 		rd.SetAuthed(c.Authed || !s.requirePass.Load())
 		rd.SetHeld(c.queued())
 	}
+}
+
+// aheadMax is the most requests whose names and keys lookAhead passes
+// on at once.
+const aheadMax = 32
+
+// lookAhead shows the handler the names and keys of the requests a read
+// brought, when there are two or more and it wants them.
+func (s *Server) lookAhead(c *Conn) {
+	var first []byte
+	n := c.rd.aheadKeys(2, func(name, _ []byte) {
+		if first == nil {
+			first = name
+		}
+	})
+	if n < 2 || !s.ahead.AheadWanted(c, first) {
+		return
+	}
+	if c.ahead == nil {
+		// The list is made for a connection that pipelines, once.
+		c.ahead = make([][]byte, 0, 2*aheadMax)
+	}
+	nk := c.ahead[:0]
+	c.rd.aheadKeys(aheadMax, func(name, key []byte) { nk = append(nk, name, key) })
+	s.ahead.Ahead(c, nk)
+	clear(nk) // no view of the buffer kept
 }
 
 // protocolError answers a malformed request after the replies of the

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -323,5 +325,47 @@ func TestCloseWithAClientThatDoesNotRead(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close hung on a client that does not read")
+	}
+}
+
+// aheadRecorder is a handler that records what Ahead shows it.
+type aheadRecorder struct {
+	mu   sync.Mutex
+	seen [][]string
+}
+
+func (a *aheadRecorder) Serve(c *Conn, args [][]byte) { echoHandler(c, args) }
+
+func (a *aheadRecorder) AheadWanted(c *Conn, name []byte) bool { return string(name) != "ping" }
+
+func (a *aheadRecorder) Ahead(c *Conn, namesKeys [][]byte) {
+	var ks []string
+	for _, k := range namesKeys {
+		ks = append(ks, string(k))
+	}
+	a.mu.Lock()
+	a.seen = append(a.seen, ks)
+	a.mu.Unlock()
+}
+
+// A handler that is an Aheader sees the names and keys of a pipeline's requests
+// before they run, once per read that brings two or more and only if it
+// wants them, and not for a lone request; the replies are as without it.
+func TestAheadSeesAPipelinesKeys(t *testing.T) {
+	h := &aheadRecorder{}
+	nc, r := dialTest(t, startTest(t, Config{}, h))
+	expectLines(t, nc, r, "*2\r\n$3\r\nget\r\n$1\r\na\r\n", "+get\r\n")
+	expectLines(t, nc, r,
+		"*2\r\n$3\r\nget\r\n$1\r\nb\r\n*1\r\n$4\r\nping\r\n*3\r\n$3\r\nset\r\n$1\r\nc\r\n$1\r\nv\r\n",
+		"+get\r\n", "+ping\r\n", "+set\r\n")
+	// Not wanted when the first is a ping.
+	expectLines(t, nc, r,
+		"*2\r\n$4\r\nping\r\n$1\r\nd\r\n*2\r\n$3\r\nget\r\n$1\r\ne\r\n",
+		"+ping\r\n", "+get\r\n")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	want := [][]string{{"get", "b", "set", "c"}}
+	if fmt.Sprint(h.seen) != fmt.Sprint(want) {
+		t.Fatalf("Ahead saw %q, want %q", h.seen, want)
 	}
 }

@@ -45,6 +45,18 @@ type Replier interface {
 	BeforeReply(c *Conn)
 }
 
+// Aheader is implemented by a handler that wants to see the keys of a
+// pipeline's requests before it runs them. When a read brings two or more
+// complete requests, AheadWanted is asked about the first one's name (a
+// pipeline is often of one command: a handler that wants nothing from
+// this one is spared the reading ahead); if it says yes, Ahead gets the
+// first two arguments of each (names and keys, in turn, in one list).
+// Both see views of the read buffer, valid only during the call.
+type Aheader interface {
+	AheadWanted(c *Conn, name []byte) bool
+	Ahead(c *Conn, namesKeys [][]byte)
+}
+
 // countingConn counts what is read from a client's socket.
 type countingConn struct {
 	net.Conn

@@ -131,6 +131,16 @@ type Holder interface {
 	Hold() Hold
 }
 
+// Prefetcher is implemented by a Store that can bring what reading some
+// keys will touch into the processor's cache ahead of the reads: a
+// connection with a pipeline of commands calls it with their keys before
+// it runs them one by one, so that their cache misses overlap. It is
+// advice: it changes nothing, and a key it does not know costs a lookup.
+// The result is a sum of what was read, for the caller to keep.
+type Prefetcher interface {
+	Prefetch(db int, keys [][]byte) uintptr
+}
+
 // A Hold runs transactions under one taking of the store's lock: shared
 // from a View, exclusive from an Update (a View then runs under it too),
 // kept until Release, or until the store lets it go after a bounded

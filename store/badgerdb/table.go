@@ -215,3 +215,52 @@ func (t *entryTable) all() iter.Seq[*entry] {
 		}
 	}
 }
+
+// aheadMax is the most keys touch takes at once.
+const aheadMax = 32
+
+// hashBytes is get's hash of key.
+func (t *entryTable) hashBytes(key []byte) uint64 { return maphash.Bytes(t.seed, key) | hashSet }
+
+// touch reads, for each hash in hs, what get would read to find its
+// entry and the entry's key and value, one step at a time over all the
+// hashes: their home slots, then the entries, then the keys' and values'
+// bytes. The reads of one step do not depend on each other, so the
+// processor has their cache misses outstanding together, where get,
+// called for one key after another, waits for each miss in turn (a
+// slot, an entry, a value: three a key). It returns a sum of what it
+// read, for the caller to keep, so that no read is left out as unused.
+func (t *entryTable) touch(hs []uint64) uintptr {
+	var sink uintptr
+	for _, h := range hs {
+		sh := t.shardOf(h)
+		sink += uintptr(sh.slots[h&sh.mask].h)
+	}
+	var es [aheadMax]*entry
+	for i, h := range hs[:min(len(hs), aheadMax)] {
+		sh := t.shardOf(h)
+		for j := h & sh.mask; ; j = (j + 1) & sh.mask {
+			s := &sh.slots[j]
+			if s.h == h {
+				es[i] = s.e
+				sink += uintptr(len(s.e.val))
+				break
+			}
+			if s.h == 0 {
+				break
+			}
+		}
+	}
+	for _, e := range es[:min(len(hs), aheadMax)] {
+		if e == nil {
+			continue
+		}
+		if len(e.key) > 0 {
+			sink += uintptr(e.key[0])
+		}
+		if len(e.val) > 0 {
+			sink += uintptr(e.val[0])
+		}
+	}
+	return sink
+}

@@ -1,0 +1,84 @@
+package commands
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/oncekv/oncekv/resp"
+	"github.com/oncekv/oncekv/store/badgerdb"
+)
+
+// prefetchRecorder is the store, recording what it is asked to prefetch.
+type prefetchRecorder struct {
+	*badgerdb.DB
+	mu    sync.Mutex
+	calls []string
+}
+
+func (p *prefetchRecorder) Prefetch(db int, keys [][]byte) uintptr {
+	p.mu.Lock()
+	p.calls = append(p.calls, fmt.Sprintf("%d%q", db, keys))
+	p.mu.Unlock()
+	return p.DB.Prefetch(db, keys)
+}
+
+// A pipeline led by a command with the Prefetch flag has the keys of its
+// commands with the flag fetched ahead, in the connection's database, once
+// per read; one led by another command (SET), and a lone command, not at
+// all. The replies are as without it (issue 6).
+func TestPipelinePrefetchesTheKeysItReads(t *testing.T) {
+	st := &prefetchRecorder{DB: openTestStore(t)}
+	s := New(Config{Logger: zap.NewNop()}, st)
+	w := resp.NewServer(resp.Config{Addrs: []string{"127.0.0.1:0"}, Logger: zap.NewNop()}, s)
+	s.Attach(w)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	conn, err := net.DialTimeout("tcp", w.Addrs()[0].String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(conn)
+	for _, c := range []struct {
+		send  string
+		lines int
+		calls []string
+	}{
+		{multibulk("SET", "a", "1") + multibulk("SET", "b", "x") + multibulk("SET", "c", "3"), 3, nil},
+		{multibulk("GET", "a"), 2, nil},
+		{multibulk("GET", "a") + multibulk("SET", "d", "4") + multibulk("INCR", "c") + multibulk("PING") + multibulk("get", "b"),
+			2 + 1 + 1 + 1 + 2, []string{`0["a" "c" "b"]`}},
+		{multibulk("SELECT", "3") + multibulk("GET", "a") + multibulk("GET", "b"), 3, nil}, // db 3 is empty: $-1 each
+		{multibulk("GET", "a") + multibulk("GET", "b"), 2, []string{`3["a" "b"]`}},
+	} {
+		st.mu.Lock()
+		st.calls = nil
+		st.mu.Unlock()
+		if _, err := conn.Write([]byte(c.send)); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for range c.lines {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("%q: after %q: %v", c.send, got, err)
+			}
+			got = append(got, line)
+		}
+		st.mu.Lock()
+		calls := st.calls
+		st.mu.Unlock()
+		if fmt.Sprint(calls) != fmt.Sprint(c.calls) {
+			t.Errorf("%q (replies %q): prefetched %q, want %q", c.send, got, calls, c.calls)
+		}
+	}
+}
