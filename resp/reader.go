@@ -790,12 +790,19 @@ func (r *Reader) aheadKeys(max int, fn func(name, key []byte)) int {
 }
 
 // lengthOf reads the "<c><digits>\r\n" line at the start of b: the number,
-// and what follows the line.
+// and what follows the line. Only plain decimal digits, at most 18 of
+// them, are taken: anything else is for Parse to judge.
 func lengthOf(b []byte) (n int64, rest []byte, ok bool) {
-	cr := bytes.IndexByte(b, '\r')
-	if cr < 1 || cr+1 >= len(b) || cr > 21 {
+	i := 1
+	for ; i < len(b) && i <= 18; i++ {
+		c := b[i]
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if i == 1 || i+1 >= len(b) || b[i] != '\r' || b[i+1] != '\n' {
 		return 0, nil, false
 	}
-	n, ok = ParseInt(b[1:cr])
-	return n, b[cr+2:], ok
+	return n, b[i+2:], true
 }
