@@ -167,6 +167,9 @@ type Ctx struct {
 	// on its first run (run), rather than a closure made per command;
 	// release keeps them for the context's next command.
 	readFn, writeFn func(store.Tx) error
+	// readAheadFn and writeAheadFn are readAhead and writeAhead, bound
+	// the same way.
+	readAheadFn, writeAheadFn func(store.Tx) error
 	// digits is room for a number a command stores (INCR), which would
 	// otherwise be allocated: Set copies what it stores.
 	digits [20]byte
@@ -180,7 +183,8 @@ var ctxPool = sync.Pool{New: func() any { return new(Ctx) }}
 // whose command panicked.
 func (x *Ctx) release() {
 	// The wrapper's list of hooks keeps its room (wrapIn).
-	*x = Ctx{readFn: x.readFn, writeFn: x.writeFn, hooked: hookTx{hooks: x.hooked.hooks[:0]}}
+	*x = Ctx{readFn: x.readFn, writeFn: x.writeFn, readAheadFn: x.readAheadFn, writeAheadFn: x.writeAheadFn,
+		hooked: hookTx{hooks: x.hooked.hooks[:0]}}
 	ctxPool.Put(x)
 }
 
@@ -394,6 +398,7 @@ func (s *Server) run(x *Ctx) {
 	defer s.account(x, x.W.Errors())
 	if x.readFn == nil {
 		x.readFn, x.writeFn = x.read, x.write
+		x.readAheadFn, x.writeAheadFn = x.readAhead, x.writeAhead
 	}
 	switch {
 	case x.Cmd.Flags&Write != 0:
