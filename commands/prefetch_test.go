@@ -31,7 +31,8 @@ func (p *prefetchRecorder) Prefetch(db int, keys [][]byte) uintptr {
 // A pipeline led by a command with the Prefetch flag has the keys of its
 // commands with the flag fetched ahead, in the connection's database, once
 // per read; one led by another command (SET), and a lone command, not at
-// all. The replies are as without it (issue 6).
+// all, except MGET, which prefetches its own keys in runs. The replies are
+// as without it (issue 6).
 func TestPipelinePrefetchesTheKeysItReads(t *testing.T) {
 	st := &prefetchRecorder{DB: openTestStore(t)}
 	s := New(Config{Logger: zap.NewNop()}, st)
@@ -59,6 +60,11 @@ func TestPipelinePrefetchesTheKeysItReads(t *testing.T) {
 			2 + 1 + 1 + 1 + 2, []string{`0["a" "c" "b"]`}},
 		{multibulk("SELECT", "3") + multibulk("GET", "a") + multibulk("GET", "b"), 3, nil}, // db 3 is empty: $-1 each
 		{multibulk("GET", "a") + multibulk("GET", "b"), 2, []string{`3["a" "b"]`}},
+		// MGET prefetches its own keys, mgetRun at a time.
+		{multibulk("MGET", "a", "b", "c"), 4, []string{`3["a" "b" "c"]`}},
+		{multibulk("MGET", "k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9", "k10", "k11", "k12", "k13", "k14", "k15", "k16", "k17"), 19,
+			[]string{`3["k0" "k1" "k2" "k3" "k4" "k5" "k6" "k7" "k8" "k9" "k10" "k11" "k12" "k13" "k14" "k15"]`, `3["k16" "k17"]`}},
+		{multibulk("MGET", "a"), 2, nil},
 	} {
 		st.mu.Lock()
 		st.calls = nil

@@ -324,15 +324,27 @@ func getexCmd(x *Ctx) {
 func mgetCmd(x *Ctx) {
 	keys := x.Args[1:]
 	x.W.Array(len(keys))
-	for _, k := range keys {
-		v, ok, err := x.lookup(k)
-		if err != nil || !ok || v.Kind != store.KindString {
-			x.W.Null()
-			continue
+	for len(keys) > 0 {
+		// Each run of keys is prefetched before it is read, as a
+		// pipeline's are (Server.Ahead).
+		run := keys[:min(len(keys), mgetRun)]
+		keys = keys[len(run):]
+		if p := x.S.prefetcher; p != nil && len(run) > 1 {
+			p.Prefetch(x.DB, run)
 		}
-		x.W.Bulk(v.Data)
+		for _, k := range run {
+			v, ok, err := x.lookup(k)
+			if err != nil || !ok || v.Kind != store.KindString {
+				x.W.Null()
+				continue
+			}
+			x.W.Bulk(v.Data)
+		}
 	}
 }
+
+// mgetRun is how many of its keys MGET prefetches at once.
+const mgetRun = 16
 
 func msetCmd(x *Ctx) {
 	if len(x.Args)%2 != 1 {
