@@ -30,8 +30,8 @@ func (p *prefetchRecorder) Prefetch(db int, keys [][]byte) uintptr {
 
 // A pipeline led by a command with the Prefetch flag has the keys of its
 // commands with the flag fetched ahead, in the connection's database, once
-// per read; one led by another command (SET), and a lone command, not at
-// all, except MGET, which prefetches its own keys in runs. The replies are
+// per read; one led by another command (SELECT, DEL), and a lone command,
+// not at all, except MGET, which prefetches its own keys in runs. The replies are
 // as without it (issue 6).
 func TestPipelinePrefetchesTheKeysItReads(t *testing.T) {
 	st := &prefetchRecorder{DB: openTestStore(t)}
@@ -54,12 +54,13 @@ func TestPipelinePrefetchesTheKeysItReads(t *testing.T) {
 		lines int
 		calls []string
 	}{
-		{multibulk("SET", "a", "1") + multibulk("SET", "b", "x") + multibulk("SET", "c", "3"), 3, nil},
+		{multibulk("SET", "a", "1") + multibulk("SET", "b", "x") + multibulk("SET", "c", "3"), 3, []string{`0["a" "b" "c"]`}},
 		{multibulk("GET", "a"), 2, nil},
 		{multibulk("GET", "a") + multibulk("SET", "d", "4") + multibulk("INCR", "c") + multibulk("PING") + multibulk("get", "b"),
-			2 + 1 + 1 + 1 + 2, []string{`0["a" "c" "b"]`}},
+			2 + 1 + 1 + 1 + 2, []string{`0["a" "d" "c" "b"]`}},
 		{multibulk("SELECT", "3") + multibulk("GET", "a") + multibulk("GET", "b"), 3, nil}, // db 3 is empty: $-1 each
 		{multibulk("GET", "a") + multibulk("GET", "b"), 2, []string{`3["a" "b"]`}},
+		{multibulk("DEL", "x") + multibulk("GET", "a") + multibulk("GET", "b"), 3, nil}, // led by DEL
 		// MGET prefetches its own keys, mgetRun at a time.
 		{multibulk("MGET", "a", "b", "c"), 4, []string{`3["a" "b" "c"]`}},
 		{multibulk("MGET", "k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9", "k10", "k11", "k12", "k13", "k14", "k15", "k16", "k17"), 19,

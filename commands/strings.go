@@ -18,10 +18,10 @@ func stringCommands() []*Command {
 	rcat := func(c ...string) []string { return append([]string{"read", "string"}, c...) }
 	return []*Command{
 		{Name: "get", Arity: 2, Flags: r | Fast | Prefetch, FirstKey: 1, LastKey: 1, Categories: rcat("fast"), Run: getCmd},
-		{Name: "set", Arity: -3, Flags: w, FirstKey: 1, LastKey: 1, Categories: cat("slow"), Run: setCmd},
-		{Name: "setnx", Arity: 3, Flags: w | Fast, FirstKey: 1, LastKey: 1, Categories: cat("fast"), Run: setnxCmd},
-		{Name: "setex", Arity: 4, Flags: w, FirstKey: 1, LastKey: 1, Categories: cat("slow"), Run: setexCmd(1000)},
-		{Name: "psetex", Arity: 4, Flags: w, FirstKey: 1, LastKey: 1, Categories: cat("slow"), Run: setexCmd(1)},
+		{Name: "set", Arity: -3, Flags: w | Prefetch, FirstKey: 1, LastKey: 1, Categories: cat("slow"), Run: setCmd},
+		{Name: "setnx", Arity: 3, Flags: w | Fast | Prefetch, FirstKey: 1, LastKey: 1, Categories: cat("fast"), Run: setnxCmd},
+		{Name: "setex", Arity: 4, Flags: w | Prefetch, FirstKey: 1, LastKey: 1, Categories: cat("slow"), Run: setexCmd(1000)},
+		{Name: "psetex", Arity: 4, Flags: w | Prefetch, FirstKey: 1, LastKey: 1, Categories: cat("slow"), Run: setexCmd(1)},
 		{Name: "getset", Arity: 3, Flags: w | Fast | Prefetch, FirstKey: 1, LastKey: 1, Categories: cat("fast"), Run: getsetCmd},
 		{Name: "getdel", Arity: 2, Flags: Write | Fast | Borrows | Prefetch, FirstKey: 1, LastKey: 1, Categories: cat("fast"), Run: getdelCmd},
 		{Name: "getex", Arity: -2, Flags: Write | Fast | Borrows | Prefetch, FirstKey: 1, LastKey: 1, Categories: cat("fast"), Run: getexCmd},

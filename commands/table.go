@@ -41,13 +41,13 @@ const (
 	// command but runs it at once (MULTI, EXEC, DISCARD, WATCH, QUIT,
 	// RESET), as Redis's processCommand does by name.
 	AtOnce
-	// Prefetch is not one of Redis's flags: the command reads the value
-	// of its first key, its second argument. When a read brings a
-	// pipeline of requests, the keys of those with the flag are fetched
-	// from the store's memory into the processor's cache before the
-	// first runs (store.Prefetcher), their cache misses together rather
-	// than one after another. A command that replaces a value unread
-	// (SET) gains less from it than the store's lock costs.
+	// Prefetch is not one of Redis's flags: the command looks up its
+	// first key, its second argument, in the store's memory (the string
+	// commands). When a read brings a pipeline led by such a command,
+	// the keys of those with the flag are fetched into the processor's
+	// cache once the pipeline's first command has the store's lock
+	// (store.Prefetcher; Server.Ahead), their cache misses together
+	// rather than one after another.
 	Prefetch
 )
 
