@@ -108,8 +108,18 @@ func (s *Server) Ahead(c *resp.Conn, namesKeys [][]byte) {
 	l := localOf(c)
 	l.ahead = l.ahead[:0]
 	for i := 0; i+1 < len(namesKeys); i += 2 {
-		if cmd := l.lookup(s.table, namesKeys[i]); cmd != nil && cmd.Flags&Prefetch != 0 {
+		cmd := l.lookup(s.table, namesKeys[i])
+		if cmd == nil {
+			continue
+		}
+		if cmd.Flags&Prefetch != 0 && namesKeys[i+1] != nil {
 			l.ahead = append(l.ahead, namesKeys[i+1])
+			continue
+		}
+		if cmd.Flags&AtOnce != 0 || cmd.Name == "select" || cmd.Name == "swapdb" {
+			// The keys after it are in another database, or in a
+			// transaction that does not use the hold (MULTI).
+			break
 		}
 	}
 	if len(l.ahead) < 2 {

@@ -30,9 +30,9 @@ func (p *prefetchRecorder) Prefetch(db int, keys [][]byte) uintptr {
 
 // A pipeline led by a command with the Prefetch flag has the keys of its
 // commands with the flag fetched ahead, in the connection's database, once
-// per read; one led by another command (SELECT, DEL), and a lone command,
-// not at all, except MGET, which prefetches its own keys in runs. The replies are
-// as without it (issue 6).
+// per read, up to a SELECT or a MULTI; one led by another command (SELECT,
+// DEL, MULTI), and a lone command, not at all, except MGET, which
+// prefetches its own keys in runs. The replies are as without it (issue 6).
 func TestPipelinePrefetchesTheKeysItReads(t *testing.T) {
 	st := &prefetchRecorder{DB: openTestStore(t)}
 	s := New(Config{Logger: zap.NewNop()}, st)
@@ -66,6 +66,12 @@ func TestPipelinePrefetchesTheKeysItReads(t *testing.T) {
 		{multibulk("MGET", "k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9", "k10", "k11", "k12", "k13", "k14", "k15", "k16", "k17"), 19,
 			[]string{`3["k0" "k1" "k2" "k3" "k4" "k5" "k6" "k7" "k8" "k9" "k10" "k11" "k12" "k13" "k14" "k15"]`, `3["k16" "k17"]`}},
 		{multibulk("MGET", "a"), 2, nil},
+		// The keys after a SELECT or a MULTI are not prefetched.
+		{multibulk("GET", "a") + multibulk("GET", "c") + multibulk("SELECT", "0") + multibulk("GET", "b"),
+			1 + 1 + 1 + 2, []string{`3["a" "c"]`}},
+		{multibulk("MULTI") + multibulk("GET", "a") + multibulk("GET", "b") + multibulk("EXEC"), 6, nil},
+		{multibulk("GET", "a") + multibulk("GET", "b") + multibulk("MULTI") + multibulk("GET", "c") + multibulk("EXEC"),
+			2 + 2 + 1 + 1 + 3, []string{`0["a" "b"]`}},
 	} {
 		st.mu.Lock()
 		st.calls = nil

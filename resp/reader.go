@@ -744,21 +744,24 @@ func hexVal(c byte) byte {
 }
 
 // aheadKeys calls fn with the first two arguments (a command's name and,
-// for most commands, its key) of each complete multibulk request that was read and not
-// parsed yet, up to max of them, and returns how many it found. It parses
-// nothing: Parse still does, and decides what is valid. It stops at
-// anything it does not expect (an inline request, a request in progress,
-// one not complete yet), so what it finds is advice, for a caller that
-// wants to start fetching what the next requests will need (a pipeline's
-// keys from memory) before it runs them. The keys are views of the read
-// buffer, valid until the next Parse or Fill.
+// for most commands, its key; nil for a request of one argument) of each
+// complete multibulk request that was read and not parsed yet, until max
+// of them had a key or it walked 2*max requests, and returns how many had
+// a key. It parses nothing: Parse still does, and decides what is valid.
+// It stops at anything it does not expect (an inline request, a request
+// in progress, one not complete yet), so what it finds is advice, for a
+// caller that wants to start fetching what the next requests will need
+// (a pipeline's keys from memory) before it runs them. The names and keys
+// are views of the read buffer, with no room to append over what follows:
+// Parse copies arguments out and never writes the buffer, so they keep
+// their bytes until the next Fill.
 func (r *Reader) aheadKeys(max int, fn func(name, key []byte)) int {
 	if r.left != 0 {
 		return 0
 	}
 	b := r.buf[r.pos:r.end]
 	found := 0
-	for found < max && len(b) > 0 && b[0] == '*' {
+	for walked := 0; found < max && walked < 2*max && len(b) > 0 && b[0] == '*'; walked++ {
 		argc, rest, ok := lengthOf(b)
 		if !ok || argc <= 0 || argc > 64 {
 			break
@@ -775,16 +778,16 @@ func (r *Reader) aheadKeys(max int, fn func(name, key []byte)) int {
 			}
 			switch i {
 			case 0:
-				name = rest[:l]
+				name = rest[:l:l]
 			case 1:
-				key = rest[:l]
+				key = rest[:l:l]
 			}
 			b = rest[l+2:]
 		}
 		if key != nil {
 			found++
-			fn(name, key)
 		}
+		fn(name, key)
 	}
 	return found
 }

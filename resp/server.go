@@ -487,12 +487,12 @@ func (s *Server) serve(c *Conn) error {
 	}
 }
 
-// aheadMax is the most requests whose names and keys lookAhead passes
-// on at once.
+// aheadMax is the most requests with a key whose names and keys
+// lookAhead passes on at once.
 const aheadMax = 32
 
 // lookAhead shows the handler the names and keys of the requests a read
-// brought, when there are two or more and it wants them.
+// brought, when two or more have a key and it wants them (Aheader).
 func (s *Server) lookAhead(c *Conn) {
 	var first []byte
 	n := c.rd.aheadKeys(2, func(name, _ []byte) {
@@ -505,7 +505,7 @@ func (s *Server) lookAhead(c *Conn) {
 	}
 	if c.ahead == nil {
 		// The list is made for a connection that pipelines, once.
-		c.ahead = make([][]byte, 0, 2*aheadMax)
+		c.ahead = make([][]byte, 0, 4*aheadMax)
 	}
 	nk := c.ahead[:0]
 	c.rd.aheadKeys(aheadMax, func(name, key []byte) { nk = append(nk, name, key) })

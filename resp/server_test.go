@@ -364,7 +364,7 @@ func TestAheadSeesAPipelinesKeys(t *testing.T) {
 		"+ping\r\n", "+get\r\n")
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	want := [][]string{{"get", "b", "set", "c"}}
+	want := [][]string{{"get", "b", "ping", "", "set", "c"}}
 	if fmt.Sprint(h.seen) != fmt.Sprint(want) {
 		t.Fatalf("Ahead saw %q, want %q", h.seen, want)
 	}

@@ -46,12 +46,17 @@ type Replier interface {
 }
 
 // Aheader is implemented by a handler that wants to see the keys of a
-// pipeline's requests before it runs them. When a read brings two or more
-// complete requests, AheadWanted is asked about the first one's name (a
-// pipeline is often of one command: a handler that wants nothing from
-// this one is spared the reading ahead); if it says yes, Ahead gets the
-// first two arguments of each (names and keys, in turn, in one list).
-// Both see views of the read buffer, valid only during the call.
+// pipeline's requests before it runs them. When a read brings complete
+// requests of which two or more have a key (a second argument),
+// AheadWanted is asked about the first request's name (a pipeline is
+// often of one command: a handler that wants nothing from this one is
+// spared the reading ahead); if it says yes, Ahead gets the first two
+// arguments of each request (names and keys, in turn, in one list; nil
+// for a request without a key). Both get views of the connection's read
+// buffer: the names and keys keep their bytes until the connection next
+// reads, which comes only after the handler's BeforeReply (when it is a
+// Replier) or after the connection is done with its requests; the list
+// itself is the server's again once Ahead returns.
 type Aheader interface {
 	AheadWanted(c *Conn, name []byte) bool
 	Ahead(c *Conn, namesKeys [][]byte)

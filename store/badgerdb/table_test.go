@@ -317,9 +317,10 @@ func BenchmarkEntryTableTouch(b *testing.B) {
 	}
 }
 
-// Prefetch reads memory's index while writers grow, shrink and shift it:
-// under -race, this shows it reads only under the lock that guards it,
-// and afterwards every key reads as last written (it changes nothing).
+// Prefetch reads memory's index while writers add to it (its shards grow
+// from their smallest size) and delete from it: under -race, this shows it
+// reads only under the lock that guards it (without the lock, it fails
+// here), and afterwards every key reads as last written.
 func TestPrefetchWhileWriting(t *testing.T) {
 	s := open(t, t.TempDir(), FsyncEverysec, nil)
 	const nkeys, rounds = 4000, 6
