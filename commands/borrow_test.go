@@ -21,6 +21,25 @@ func multibulk(args ...string) string {
 	return out
 }
 
+// serveOne serves s on a loopback port and returns one client connection
+// to it, with a deadline of 10 s, and its reader; both close at cleanup.
+func serveOne(tb testing.TB, s *Server) (net.Conn, *bufio.Reader) {
+	tb.Helper()
+	w := resp.NewServer(resp.Config{Addrs: []string{"127.0.0.1:0"}, Logger: zap.NewNop()}, s)
+	s.Attach(w)
+	if err := w.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { w.Close() })
+	conn, err := net.DialTimeout("tcp", w.Addrs()[0].String(), 5*time.Second)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	return conn, bufio.NewReader(conn)
+}
+
 // A command with the Borrows flag gives its arguments back to the
 // connection's reader when it returns: an argument it kept does not read
 // as it did once the next request is parsed (poisoned, or reused). One
@@ -48,19 +67,7 @@ func TestBorrowingCommandsGiveTheirArgumentsBack(t *testing.T) {
 			x.W.Bulk(keptOwn[1])
 		}},
 	)
-	w := resp.NewServer(resp.Config{Addrs: []string{"127.0.0.1:0"}, Logger: zap.NewNop()}, s)
-	s.Attach(w)
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
-	conn, err := net.DialTimeout("tcp", w.Addrs()[0].String(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	r := bufio.NewReader(conn)
+	conn, r := serveOne(t, s)
 	// exchange sends a pipeline and reads n reply lines.
 	exchange := func(send string, n int) []string {
 		t.Helper()

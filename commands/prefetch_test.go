@@ -1,16 +1,12 @@
 package commands
 
 import (
-	"bufio"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
-	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/oncekv/oncekv/resp"
 	"github.com/oncekv/oncekv/store/badgerdb"
 )
 
@@ -36,19 +32,7 @@ func (p *prefetchRecorder) Prefetch(db int, keys [][]byte) uintptr {
 func TestPipelinePrefetchesTheKeysItReads(t *testing.T) {
 	st := &prefetchRecorder{DB: openTestStore(t)}
 	s := New(Config{Logger: zap.NewNop()}, st)
-	w := resp.NewServer(resp.Config{Addrs: []string{"127.0.0.1:0"}, Logger: zap.NewNop()}, s)
-	s.Attach(w)
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
-	conn, err := net.DialTimeout("tcp", w.Addrs()[0].String(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	r := bufio.NewReader(conn)
+	conn, r := serveOne(t, s)
 	for _, c := range []struct {
 		send  string
 		lines int
