@@ -34,9 +34,6 @@ type local struct {
 	// refilled meanwhile, they would read as other bytes, which a
 	// prefetch takes as keys like any, harmlessly.
 	ahead [][]byte
-	// sink keeps what the prefetches read, so that they are not left
-	// out as unused.
-	sink uintptr
 }
 
 // lookup is t.Lookup(name), remembered for the next command.
@@ -137,7 +134,7 @@ func (l *local) dropAhead() {
 // connection's database, and forgets them.
 func (s *Server) prefetchAhead(c *resp.Conn) {
 	l := localOf(c)
-	l.sink += s.prefetcher.Prefetch(c.DB, l.ahead)
+	s.prefetcher.Prefetch(c.DB, l.ahead)
 	l.dropAhead()
 }
 

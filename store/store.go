@@ -136,7 +136,8 @@ type Holder interface {
 // connection with a pipeline of commands calls it with their keys before
 // it runs them one by one, so that their cache misses overlap. It is
 // advice: it changes nothing, and a key it does not know costs a lookup.
-// The result is a sum of what was read, for the caller to keep.
+// It returns a sum of what it read, so that no read of it is left out as
+// unused; a caller has no use for the sum.
 type Prefetcher interface {
 	Prefetch(db int, keys [][]byte) uintptr
 }
