@@ -1561,7 +1561,7 @@ func (s *DB) stage(key []byte, val []byte, del, absent bool) uint64 {
 // memory will touch (store.Prefetcher), for a pipeline of commands about
 // to run one by one: their cache misses then come together, not one
 // after another. Keys longer than a short buffer are left out. It
-// returns a sum of what it read, for the caller to keep.
+// returns a sum of what it read, so that no read is left out as unused.
 func (s *DB) Prefetch(db int, keys [][]byte) uintptr {
 	var hs [aheadMax]uint64
 	var kb [64]byte
