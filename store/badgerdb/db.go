@@ -362,7 +362,8 @@ type DB struct {
 	// sweepFrom is, per database and under mu, the expiry index entry
 	// where the last sweep round stopped while more expired keys waited
 	// (nil: start at nextSweep); setSince is the earliest deadline set
-	// since the rounds that follow that cursor began (MaxInt64: none).
+	// since the round that started at nextSweep began its scan
+	// (MaxInt64: none).
 	sweepFrom [][]byte
 	setSince  []int64
 	// sweepSteps counts the overlay entries the sweeper's scans stepped
@@ -468,8 +469,13 @@ type DB struct {
 	// presHook, if set, runs while a rebuild holds its snapshot (tests).
 	presHook func()
 	// sweepHook, if set, runs between a sweep's reads outside the
-	// keyspace lock and its deletions under it (tests).
+	// keyspace lock and its deletions under it (tests); scanHook, if set,
+	// between a round's scan of the expiry index and its settling.
 	sweepHook func()
+	scanHook  func()
+	// sweeping serializes sweep rounds, whose scans run without mu and
+	// whose cursor (nextSweep, sweepFrom, setSince) assumes one at a time.
+	sweeping sync.Mutex
 	// cleanMu is held shared by scans, which read the overlay as they go,
 	// and exclusively by the applier while it makes entries clean: an
 	// entry in the overlay when a scan starts stays there until it ends.

@@ -57,6 +57,8 @@ type sweepCand struct {
 // expired en masse; those are read from the read snapshot after the lock
 // is released, then checked under it again (sweepLater).
 func (s *DB) sweepRound(db int) (deleted int, more bool) {
+	s.sweeping.Lock()
+	defer s.sweeping.Unlock()
 	later, now, gen, deleted, more := s.sweepDue(db)
 	if len(later) > 0 {
 		deleted += s.sweepLater(db, now, gen, later)
@@ -65,52 +67,37 @@ func (s *DB) sweepRound(db int) (deleted int, more bool) {
 	return deleted, more
 }
 
-// sweepDue scans db's expiry index for due entries under the keyspace
-// lock, settles those whose key memory holds, and returns the others,
-// with the generation of the read snapshot at the scan.
+// sweepDue scans db's expiry index for due entries, settles those whose
+// key memory holds, and returns the others, with the generation of the
+// read snapshot the scan read.
+//
+// The scan runs without the keyspace lock: under mass expiry, opening
+// Badger's iterator and reading the index's blocks took up to 25 ms a
+// round, and every write waited for them (measured with a million keys
+// expiring, while ONCE waiters were woken). Writes go on meanwhile, so what the scan found is only a candidate: each key
+// is checked under the lock before it is deleted (settle, sweepLater),
+// and a deadline set during the scan that it did not see is in setSince
+// (sweepStart), which the round that ends a backlog lowers nextSweep to.
 func (s *DB) sweepDue(db int) (later []sweepCand, now int64, gen uint64, deleted int, more bool) {
-	lockFresh(&s.mu)
-	defer s.mu.Unlock()
-	if !s.mayHaveKeys(db) || s.writeError() != nil {
-		// Nothing to sweep, or writes are refused (a full disk): the
-		// expired keys stay invisible until they can be deleted.
+	start, now, ok := s.sweepStart(db)
+	if !ok {
 		return nil, 0, 0, 0, false
 	}
-	t := &tx{s: s, now: s.now(), nowSet: true, write: true}
-	if t.Now() < s.nextSweep[db] {
-		return nil, 0, 0, 0, false // no deadline has passed yet
+	cands, next, gen, steps, err := s.scanDue(db, start, now)
+	if s.scanHook != nil {
+		s.scanHook()
 	}
-	gen = s.snapGen.Load()
-	s.sweepScans++
-	prefix := dbPrefix(spaceExpiry, db)
-	start := prefix
-	fromLow := s.sweepFrom[db] == nil
-	switch {
-	case !fromLow:
-		start = s.sweepFrom[db]
-	case s.nextSweep[db] > 0:
-		start = expiryKey(db, s.nextSweep[db], nil)
-	}
-	var cands []sweepCand
-	next := int64(math.MaxInt64) // the first deadline still ahead
-	err := s.scanAux(prefix, start, func(uint64) { s.sweepSteps++ }, func(raw, _ []byte) (bool, error) {
-		if len(raw) < 11 {
-			return true, nil
-		}
-		at := int64(binary.BigEndian.Uint64(raw[3:11]))
-		if at > t.Now() {
-			next = at
-			return false, nil
-		}
-		c := sweepCand{idx: append([]byte(nil), raw...), at: at}
-		c.key = c.idx[11:]
-		cands = append(cands, c)
-		return len(cands) < s.opts.SweepKeys, nil
-	})
+	lockFresh(&s.mu)
+	defer s.mu.Unlock()
+	s.sweepSteps += steps
 	if err != nil {
 		s.log.Warn("sweep: scan expiry index", zap.Error(err))
 		return nil, 0, 0, 0, false
 	}
+	if s.writeError() != nil {
+		return nil, 0, 0, 0, false // writes are refused since the scan
+	}
+	t := &tx{s: s, now: now, nowSet: true, write: true}
 	for _, c := range cands {
 		if !s.inMemory(dataKey(db, c.key)) {
 			later = append(later, c)
@@ -120,37 +107,81 @@ func (s *DB) sweepDue(db int) (later []sweepCand, now int64, gen uint64, deleted
 		if err != nil {
 			s.log.Warn("sweep: read key", zap.Error(err))
 			s.endTx(t)
-			return nil, t.Now(), 0, deleted, false
+			return nil, now, 0, deleted, false
 		}
 		deleted += t.settle(db, c, raw, v, ok)
 	}
 	s.endTx(t)
 	full := len(cands) == s.opts.SweepKeys
-	switch {
-	case full:
+	if full {
 		// The next round starts where this one stopped, rather than
 		// stepping again over the index entries this round and the
 		// ones before it deleted (which linger in the overlay, then as
 		// Badger tombstones). A deadline set meanwhile may sort before
-		// the cursor (a wall clock stepped back, or a transaction that
-		// read the clock before this round took the lock): setSince
-		// keeps the earliest, for the end of the backlog.
-		if fromLow {
-			s.setSince[db] = math.MaxInt64
-		}
+		// the cursor (a wall clock stepped back, a transaction that
+		// read the clock before this round, or a write during a scan):
+		// setSince keeps the earliest, for the end of the backlog.
 		s.sweepFrom[db] = cands[len(cands)-1].idx
-	case fromLow:
-		// Every entry before next was due and is settled (sweepLater
-		// lowers nextSweep again for one it cannot settle).
-		s.nextSweep[db] = next
-	default:
-		// The backlog is swept: the rounds since the last scan from
-		// nextSweep settled every entry from there to next, except
+	} else {
+		// Every entry from where the rounds since the last scan from
+		// nextSweep began, to next, was due and is settled (sweepLater
+		// lowers nextSweep again for one it cannot settle), except
 		// those put meanwhile, the earliest of which is setSince.
 		s.nextSweep[db] = min(next, s.setSince[db])
 		s.sweepFrom[db] = nil
 	}
-	return later, t.Now(), gen, deleted, full
+	return later, now, gen, deleted, full
+}
+
+// sweepStart decides under the keyspace lock whether db has an expiry
+// index entry that may be due at now, and where a scan for them starts:
+// at the cursor of a backlog, or where nextSweep sorts in the index, in
+// which case setSince starts again from the scan.
+func (s *DB) sweepStart(db int) (start []byte, now int64, ok bool) {
+	lockFresh(&s.mu)
+	defer s.mu.Unlock()
+	if !s.mayHaveKeys(db) || s.writeError() != nil {
+		// Nothing to sweep, or writes are refused (a full disk): the
+		// expired keys stay invisible until they can be deleted.
+		return nil, 0, false
+	}
+	now = s.now()
+	if now < s.nextSweep[db] {
+		return nil, 0, false // no deadline has passed yet
+	}
+	s.sweepScans++
+	if s.sweepFrom[db] != nil {
+		return s.sweepFrom[db], now, true
+	}
+	s.setSince[db] = math.MaxInt64
+	if s.nextSweep[db] > 0 {
+		return expiryKey(db, s.nextSweep[db], nil), now, true
+	}
+	return dbPrefix(spaceExpiry, db), now, true
+}
+
+// scanDue reads db's expiry index from start for up to SweepKeys entries
+// due at now, without the keyspace lock: the overlay a chunk at a time
+// under omu, Badger in the read snapshot, whose generation it returns. It
+// returns the first deadline after them (next; MaxInt64: none), and the
+// overlay entries it stepped over (steps).
+func (s *DB) scanDue(db int, start []byte, now int64) (cands []sweepCand, next int64, gen uint64, steps int, err error) {
+	next = math.MaxInt64
+	gen, err = s.scanAux(dbPrefix(spaceExpiry, db), start, func(uint64) { steps++ }, func(raw, _ []byte) (bool, error) {
+		if len(raw) < 11 {
+			return true, nil
+		}
+		at := int64(binary.BigEndian.Uint64(raw[3:11]))
+		if at > now {
+			next = at
+			return false, nil
+		}
+		c := sweepCand{idx: append([]byte(nil), raw...), at: at}
+		c.key = c.idx[11:]
+		cands = append(cands, c)
+		return len(cands) < s.opts.SweepKeys, nil
+	})
+	return cands, next, gen, steps, err
 }
 
 // sweepLater settles due entries whose key memory did not hold at the

@@ -290,23 +290,32 @@ func (s *DB) scanRaw(prefix, start []byte, staged func(n uint64), fn func(raw, v
 }
 
 // scanAux is scanRaw for the spaces whose ordered index always exists
-// (auxOrder: the expiry index), in the shared read snapshot: it waits
-// neither for Badger's commits in flight, as a new read transaction does,
-// nor for the applier's cleaning (cleanMu), which can take tens of
-// milliseconds after a large round; the sweeper calls it holding the
-// keyspace lock (measured: ONCE.COMPLETE waiting 50 ms for it while keys
-// expired en masse).
+// (auxOrder: the expiry index), in the shared read snapshot, whose
+// generation it returns: it waits neither for Badger's commits in flight,
+// as a new read transaction does, nor for the applier's cleaning
+// (cleanMu), which can take tens of milliseconds after a large round.
 //
 // The snapshot is as complete without cleanMu: readBadger holds snapMu
 // shared for the whole scan, and the applier takes a new snapshot (which
 // needs snapMu) before it makes a round's entries clean, so an entry that
 // leaves the overlay during the scan is one the snapshot holds. It holds
 // up the applier's next round while it runs, so it suits short scans.
-func (s *DB) scanAux(prefix, start []byte, staged func(n uint64), fn func(raw, val []byte) (bool, error)) error {
+//
+// The sweeper calls it without the keyspace lock, so entries staged
+// meanwhile may or may not be seen: what it finds is checked again under
+// the lock.
+func (s *DB) scanAux(prefix, start []byte, staged func(n uint64), fn func(raw, val []byte) (bool, error)) (gen uint64, err error) {
 	if len(prefix) > 0 && prefix[0] == spaceKeys {
 		panic("badgerdb: scanAux of the keyspace, whose ordered index comes and goes")
 	}
-	return s.scanIn(s.readBadger, prefix, start, staged, fn)
+	view := func(fn func(*badger.Txn) error) error {
+		return s.readBadger(func(txn *badger.Txn) error {
+			gen = s.snapGen.Load() // steady while readBadger holds snapMu
+			return fn(txn)
+		})
+	}
+	err = s.scanIn(view, prefix, start, staged, fn)
+	return gen, err
 }
 
 // scanIn merges the overlay with Badger's keys from view: a new read

@@ -1,0 +1,220 @@
+package badgerdb
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/oncekv/oncekv/store"
+)
+
+// A sweep round scans the expiry index without the keyspace lock, so a
+// deadline can be set during its scan and not be seen by it. The key is
+// still swept once due, whether the round ends a backlog (it lowers the
+// next scan's start to the deadline) or leaves one (the cursor moves on,
+// and the round that ends the backlog goes back for it); and set before
+// the scan's first entry or after it.
+func TestSweepFindsDeadlinesSetDuringItsScan(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		due     int   // keys due before the round (64 a round)
+		setAt   int64 // the deadline set during the first round's scan
+		wantNow int   // keys the first Sweep deletes
+	}{
+		{"last round, before the scan's entries", 10, 1_000_500, 10},
+		{"last round, among them", 10, 1_001_005, 10},
+		{"backlog, before the cursor", 3 * 64, 1_000_500, 3 * 64},
+		{"backlog, among the first round's entries", 3 * 64, 1_001_010, 3 * 64},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var clock atomic.Int64
+			clock.Store(1_000_000)
+			s := open(t, t.TempDir(), FsyncEverysec, &clock)
+			for i := range c.due {
+				set(t, s, 0, fmt.Sprintf("k%05d", i), str("v", 1_001_000+int64(i)))
+			}
+			set(t, s, 0, "far", str("v", 2_000_000))
+			clock.Store(1_001_000 + int64(c.due))
+			hooked := 0
+			s.scanHook = func() {
+				if hooked++; hooked == 1 {
+					set(t, s, 0, "during", str("v", c.setAt))
+				}
+			}
+			if got := s.Sweep(time.Hour); got != c.wantNow {
+				t.Fatalf("swept %d keys, want %d", got, c.wantNow)
+			}
+			// "during" was due at once: this Sweep or the next finds it.
+			s.Sweep(time.Hour)
+			if _, ok := get(t, s, 0, "during"); ok {
+				t.Fatal("during is visible after its deadline")
+			}
+			if n := lenOf(t, s, 0); n != 1 {
+				t.Fatalf("%d keys left after sweeping, want 1 (far): the sweeper lost a deadline set during its scan", n)
+			}
+		})
+	}
+}
+
+// A key that a round's scan found due, then rewritten before the round
+// takes the lock, is not deleted for the deadline the scan read: whether
+// the rewrite is still in memory, or has been applied and left memory, in
+// which case only the snapshot's generation, the one the scan read, tells
+// the sweeper that the key may have changed.
+func TestSweepRechecksKeysRewrittenDuringItsScan(t *testing.T) {
+	for _, applied := range []bool{false, true} {
+		t.Run(fmt.Sprintf("applied=%v", applied), func(t *testing.T) {
+			var clock atomic.Int64
+			opts := uncachedOpts(t, &clock)
+			opts.ApplyDelay = 0
+			s := openOpts(t, opts)
+			set(t, s, 0, "kept", str("v", 1_000_010))
+			set(t, s, 0, "expired", str("v", 1_000_010))
+			if err := s.drainForTest(); err != nil {
+				t.Fatal(err)
+			}
+			waitGone(t, s, "kept")
+			waitGone(t, s, "expired")
+			clock.Store(1_000_100)
+			hooked := 0
+			s.scanHook = func() {
+				hooked++
+				set(t, s, 0, "kept", str("w", 0))
+				if applied {
+					if err := s.drainForTest(); err != nil {
+						t.Error(err)
+					}
+					waitGone(t, s, "kept")
+				}
+			}
+			if n := s.Sweep(time.Second); n != 1 {
+				t.Errorf("swept %d keys, want 1 (expired)", n)
+			}
+			if hooked == 0 {
+				t.Fatal("the scan hook never ran")
+			}
+			if v, ok := get(t, s, 0, "kept"); !ok || v != "w" {
+				t.Fatalf("kept = %q, %v after the sweep; want w, without a deadline", v, ok)
+			}
+			if n := lenOf(t, s, 0); n != 1 {
+				t.Fatalf("%d keys counted, want 1", n)
+			}
+		})
+	}
+}
+
+// waitGone waits until memory does not hold key (the applier wrote it to
+// Badger and dropped it).
+func waitGone(tb testing.TB, s *DB, key string) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.inMemory(dataKey(0, []byte(key))) {
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s never left memory", key)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// While writers set, rewrite and delete keys with deadlines near the
+// clock, a sweeper sweeps as the clock moves on. No key is deleted
+// before its deadline, and once the clock passes every deadline, the
+// sweeps leave exactly the keys without one: none is lost to the scans
+// that run without the keyspace lock.
+func TestSweepUnderConcurrentWrites(t *testing.T) {
+	for _, cached := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cached=%v", cached), func(t *testing.T) {
+			var clock atomic.Int64
+			opts := uncachedOpts(t, &clock)
+			if cached {
+				opts.CacheSize = DefaultOptions("").CacheSize
+			}
+			opts.SweepKeys = 8 // many rounds, backlogs and cursors
+			s := openOpts(t, opts)
+			const writers, keys, ops = 4, 64, 1500
+			type state struct {
+				val string
+				at  int64 // 0: no deadline
+				ok  bool
+			}
+			model := make([][keys]state, writers)
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			var sweeps sync.WaitGroup
+			sweeps.Add(1)
+			go func() {
+				defer sweeps.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					clock.Add(rand.Int64N(3))
+					s.Sweep(time.Second)
+				}
+			}()
+			for w := range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := rand.New(rand.NewPCG(uint64(w), 1))
+					for i := range ops {
+						k := r.IntN(keys)
+						key := fmt.Sprintf("w%d:k%02d", w, k)
+						var st state
+						if _, err := s.Update(func(tx store.Tx) error {
+							switch op := r.IntN(10); {
+							case op == 0:
+								_, err := tx.Delete(0, []byte(key))
+								return err
+							case op < 3:
+								st = state{val: fmt.Sprint(i), ok: true}
+							default:
+								// Near the clock: some already due.
+								st = state{val: fmt.Sprint(i), at: tx.Now() + r.Int64N(20) - 5, ok: true}
+							}
+							return tx.Set(0, []byte(key), str(st.val, st.at))
+						}); err != nil {
+							t.Error(err)
+							return
+						}
+						model[w][k] = st
+						// Every key is read back as the model says, or
+						// expired: a sweep that deleted it early shows.
+						v, ok := get(t, s, 0, key)
+						if st.ok && (st.at == 0 || st.at > clock.Load()) && (!ok || v != st.val) {
+							t.Errorf("%s = %q, %v; want %q (deadline %d, now %d)", key, v, ok, st.val, st.at, clock.Load())
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(stop)
+			sweeps.Wait()
+			clock.Add(100)
+			for s.Sweep(time.Second) > 0 {
+			}
+			want := 0
+			for w := range model {
+				for k, st := range model[w] {
+					key := fmt.Sprintf("w%d:k%02d", w, k)
+					v, ok := get(t, s, 0, key)
+					if keep := st.ok && st.at == 0; ok != keep || v != map[bool]string{true: st.val}[keep] {
+						t.Errorf("%s = %q, %v at the end; want %+v", key, v, ok, st)
+					}
+					if st.ok && st.at == 0 {
+						want++
+					}
+				}
+			}
+			if n := lenOf(t, s, 0); n != want {
+				t.Fatalf("%d keys counted after sweeping every deadline, want %d (the ones without)", n, want)
+			}
+		})
+	}
+}
