@@ -476,6 +476,7 @@ type DB struct {
 	// sweeping serializes sweep rounds, whose scans run without mu and
 	// whose cursor (nextSweep, sweepFrom, setSince) assumes one at a time.
 	sweeping sync.Mutex
+	scratch  sweepScratch // under sweeping
 	// cleanMu is held shared by scans, which read the overlay as they go,
 	// and exclusively by the applier while it makes entries clean: an
 	// entry in the overlay when a scan starts stays there until it ends.

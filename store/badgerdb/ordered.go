@@ -3,6 +3,7 @@ package badgerdb
 import (
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/btree"
@@ -111,6 +112,7 @@ type overlay struct {
 	from   string // the next chunk starts at from (inclusive)...
 	after  bool   // ...or just after it
 	buf    []entry
+	pooled *[]entry // where buf came from (overlayBufs)
 	i      int
 	done   bool
 }
@@ -128,7 +130,26 @@ func (o *overlay) peek() (entry, bool) {
 
 func (o *overlay) next() { o.i++ }
 
+// overlayBufs keeps the overlays' chunk buffers: a sweep round's scan,
+// ten a second and hundreds while keys expire en masse, allocated one.
+var overlayBufs = sync.Pool{New: func() any { b := make([]entry, 0, overlayChunk); return &b }}
+
+// release returns the overlay's buffer, emptied (its entries hold keys and
+// values), for another scan.
+func (o *overlay) release() {
+	if o.pooled != nil {
+		clear(o.buf[:cap(o.buf)])
+		*o.pooled = o.buf[:0]
+		overlayBufs.Put(o.pooled)
+		o.pooled, o.buf = nil, nil
+	}
+}
+
 func (o *overlay) fill() {
+	if o.pooled == nil {
+		o.pooled = overlayBufs.Get().(*[]entry)
+		o.buf = *o.pooled
+	}
 	o.buf, o.i = o.buf[:0], 0
 	o.s.omu.RLock()
 	o.s.orderOf(o.prefix).Ascend(o.from, func(k string, e *entry) bool {

@@ -323,6 +323,7 @@ func (s *DB) scanAux(prefix, start []byte, staged func(n uint64), fn func(raw, v
 func (s *DB) scanIn(view func(func(*badger.Txn) error) error, prefix, start []byte, staged func(n uint64), fn func(raw, val []byte) (bool, error)) error {
 	s.ordered(prefix)
 	ov := overlay{s: s, prefix: string(prefix), from: string(start)}
+	defer ov.release()
 	return view(func(txn *badger.Txn) error {
 		it := s.newIterator(txn, badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
 		defer it.Close()
