@@ -155,6 +155,7 @@ func (s *DB) sweepDue(db int) (later []sweepCand, now int64, gen uint64, deleted
 		// the cursor (a wall clock stepped back, a transaction that
 		// read the clock before this round, or a write during a scan):
 		// setSince keeps the earliest, for the end of the backlog.
+		// (A copy: the next round reuses the candidates' buffer.)
 		s.sweepFrom[db] = bytes.Clone(cands[len(cands)-1].idx)
 	} else {
 		// Every entry from where the rounds since the last scan from
