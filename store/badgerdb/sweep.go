@@ -55,7 +55,9 @@ type sweepScratch struct {
 	idx          []byte // the candidates' index entries
 	keys         []byte // the Badger keys of later's
 	raws         [][]byte
+	dels         [][]byte // index entries and keys deleted unread
 	check, found []bool
+	held         []bool
 	vals         [][]byte
 	gens         []uint64
 }
@@ -259,18 +261,35 @@ func (s *DB) sweepLater(db int, now int64, gen uint64, later []sweepCand) (delet
 	defer s.mu.Unlock()
 	t := &tx{s: s, now: now, nowSet: true, write: true}
 	defer s.endTx(t)
+	// Memory is asked about every key under one taking of omu, then the
+	// snapshot's generation: a key written since the scan (which needs
+	// mu, held here) is in memory until the applier has written it and
+	// replaced the snapshot, so what memory said still holds when the
+	// generation read after it is the scan's.
+	held := resized(b.held, len(later))
+	b.held = held
+	s.omu.RLock()
+	for i := range later {
+		held[i] = s.mem.get(raws[i]) != nil
+	}
+	s.omu.RUnlock()
+	snapGen := s.snapGen.Load()
+	// The keys deleted unread, and their entries, are staged together at
+	// the end (stageDeletes).
+	dels := b.dels[:0]
+	defer func() { b.dels = dels }()
 	for i, c := range later {
 		if s.writeError() != nil {
-			s.sweepAgain(db, c.at)
+			// The deletions collected are not staged: the next scans
+			// start before them again.
+			s.sweepAgain(db, later[0].at)
 			return deleted
 		}
-		unchanged := !s.inMemory(raws[i])
-		if !check[i] && unchanged && s.snapGen.Load() == gen {
-			s.sweptUnread++
-			deleted += t.settle(db, c, raws[i], store.Value{ExpireAt: c.at}, true)
+		if !check[i] && !held[i] && snapGen == gen {
+			dels = append(dels, c.idx, raws[i])
 			continue
 		}
-		if check[i] && gens[i] != 0 && unchanged && s.snapGen.Load() == gens[i] {
+		if check[i] && gens[i] != 0 && !held[i] && snapGen == gens[i] {
 			var v store.Value
 			ok := found[i]
 			if ok {
@@ -282,10 +301,19 @@ func (s *DB) sweepLater(db int, now int64, gen uint64, later []sweepCand) (delet
 		v, raw, ok, err := t.getAny(db, c.key)
 		if err != nil {
 			s.log.Warn("sweep: read key", zap.Error(err))
-			s.sweepAgain(db, c.at)
+			s.sweepAgain(db, later[0].at)
 			return deleted
 		}
 		deleted += t.settle(db, c, raw, v, ok)
+	}
+	if n := len(dels) / 2; n > 0 {
+		// Each has its entry's deadline (exactIndex), as remove needs.
+		t.memo.ok = false
+		t.last = s.stageDeletes(dels)
+		s.counts[db] -= n
+		s.expiring[db] -= n
+		s.sweptUnread += n
+		deleted += n
 	}
 	return deleted
 }
