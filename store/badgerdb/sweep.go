@@ -130,8 +130,10 @@ func (s *DB) sweepDue(db int) (later []sweepCand, now int64, gen uint64, deleted
 		return nil, 0, 0, 0, false // writes are refused since the scan
 	}
 	t := &tx{s: s, now: now, nowSet: true, write: true}
-	later = s.scratch.later
-	defer func() { s.scratch.later = later }()
+	b := &s.scratch
+	later, dels := b.later, b.dels[:0]
+	defer func() { b.later, b.dels = later, dels }()
+	removed := 0
 	var kb []byte
 	for _, c := range cands {
 		kb = appendDataKey(kb[:0], db, c.key)
@@ -141,12 +143,25 @@ func (s *DB) sweepDue(db int) (later []sweepCand, now int64, gen uint64, deleted
 		}
 		v, raw, ok, err := t.getAny(db, c.key)
 		if err != nil {
+			// Nothing collected is staged, and the cursor stays: the
+			// next round finds the same entries.
 			s.log.Warn("sweep: read key", zap.Error(err))
-			s.endTx(t)
-			return nil, now, 0, deleted, false
+			return nil, now, 0, 0, false
 		}
-		deleted += t.settle(db, c, raw, v, ok)
+		// As settle, with the deletions staged together at the end
+		// (stageDeletes). A key's deletion does not change what a later
+		// candidate of the same key reads, which only the key whose
+		// deadline is the candidate's deletes.
+		dels = append(dels, c.idx)
+		if ok && v.ExpireAt == c.at {
+			i := len(b.keys)
+			b.keys = append(b.keys, raw...)
+			dels = append(dels, b.keys[i:len(b.keys):len(b.keys)])
+			removed++
+		}
 	}
+	t.stageRemovals(db, dels, removed)
+	deleted += removed
 	s.endTx(t)
 	full := len(cands) == s.opts.SweepKeys
 	if full {
@@ -306,16 +321,24 @@ func (s *DB) sweepLater(db int, now int64, gen uint64, later []sweepCand) (delet
 		}
 		deleted += t.settle(db, c, raw, v, ok)
 	}
-	if n := len(dels) / 2; n > 0 {
-		// Each has its entry's deadline (exactIndex), as remove needs.
-		t.memo.ok = false
-		t.last = s.stageDeletes(dels)
-		s.counts[db] -= n
-		s.expiring[db] -= n
-		s.sweptUnread += n
-		deleted += n
+	// Each key has its entry's deadline (exactIndex).
+	n := len(dels) / 2
+	t.stageRemovals(db, dels, n)
+	s.sweptUnread += n
+	return deleted + n
+}
+
+// stageRemovals stages dels, index entries and keys to delete, together
+// (stageDeletes), as removed keys each with a deadline (remove) and their
+// entries, and the stale entries left.
+func (t *tx) stageRemovals(db int, dels [][]byte, removed int) {
+	if len(dels) == 0 {
+		return
 	}
-	return deleted
+	t.memo.ok = false
+	t.last = t.s.stageDeletes(dels)
+	t.s.counts[db] -= removed
+	t.s.expiring[db] -= removed
 }
 
 // sweepAgain makes the next round of db scan from the start of the index
