@@ -887,30 +887,13 @@ func TestSweepReadsOutsideTheLockThenRechecks(t *testing.T) {
 			if !c.exact {
 				s.checkUpTo = math.MaxInt64 // as an old store's entries are
 			}
-			gone := func(key string) {
-				t.Helper()
-				deadline := time.Now().Add(10 * time.Second)
-				for s.inMemory(dataKey(0, []byte(key))) {
-					if time.Now().After(deadline) {
-						t.Fatalf("%s never left memory", key)
-					}
-					time.Sleep(time.Millisecond)
-				}
-			}
-			set(t, s, 0, "kept", str("v", 1_000_010))
-			set(t, s, 0, "expired", str("v", 1_000_010))
-			if err := s.drainForTest(); err != nil {
-				t.Fatal(err)
-			}
-			gone("kept")
-			gone("expired")
-			clock.Store(1_000_100)
+			setDueUnheld(t, s, &clock, "kept", "expired")
 			hooked := 0
 			s.sweepHook = func() {
 				hooked++
 				set(t, s, 0, "kept", str("w", 2_000_000))
 				if applied {
-					gone("kept")
+					waitGone(t, s, "kept")
 				} else if !s.inMemory(dataKey(0, []byte("kept"))) {
 					t.Error("the rewrite left memory at once")
 				}

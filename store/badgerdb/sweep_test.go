@@ -70,14 +70,7 @@ func TestSweepRechecksKeysRewrittenDuringItsScan(t *testing.T) {
 			opts.ApplyDelay = time.Hour // applied only when drained
 			opts.CalmApply = 0
 			s := openOpts(t, opts)
-			set(t, s, 0, "kept", str("v", 1_000_010))
-			set(t, s, 0, "expired", str("v", 1_000_010))
-			if err := s.drainForTest(); err != nil {
-				t.Fatal(err)
-			}
-			waitGone(t, s, "kept")
-			waitGone(t, s, "expired")
-			clock.Store(1_000_100)
+			setDueUnheld(t, s, &clock, "kept", "expired")
 			hooked := 0
 			s.scanHook = func() {
 				hooked++
@@ -105,6 +98,23 @@ func TestSweepRechecksKeysRewrittenDuringItsScan(t *testing.T) {
 			}
 		})
 	}
+}
+
+// setDueUnheld sets keys with a deadline of 1,000,010 ms, has them
+// applied and out of memory (a store without a cache), and moves the
+// clock past it.
+func setDueUnheld(tb testing.TB, s *DB, clock *atomic.Int64, keys ...string) {
+	tb.Helper()
+	for _, k := range keys {
+		set(tb, s, 0, k, str("v", 1_000_010))
+	}
+	if err := s.drainForTest(); err != nil {
+		tb.Fatal(err)
+	}
+	for _, k := range keys {
+		waitGone(tb, s, k)
+	}
+	clock.Store(1_000_100)
 }
 
 // waitGone waits until memory does not hold key (the applier wrote it to
