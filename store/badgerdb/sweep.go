@@ -106,10 +106,11 @@ func (s *DB) sweepRound(db int) (deleted int, more bool) {
 // The scan runs without the keyspace lock: under mass expiry, opening
 // Badger's iterator and reading the index's blocks took up to 25 ms a
 // round, and every write waited for them (measured with a million keys
-// expiring, while ONCE waiters were woken). Writes go on meanwhile, so what the scan found is only a candidate: each key
-// is checked under the lock before it is deleted (settle, sweepLater),
-// and a deadline set during the scan that it did not see is in setSince
-// (sweepStart), which the round that ends a backlog lowers nextSweep to.
+// expiring, while ONCE waiters were woken). Writes go on meanwhile, so
+// what the scan found is only a candidate: each key is checked under the
+// lock before it is deleted (here, and in sweepLater), and a deadline set
+// during the scan that it did not see is in setSince (sweepStart), which
+// the round that ends a backlog lowers nextSweep to.
 func (s *DB) sweepDue(db int) (later []sweepCand, now int64, gen uint64, deleted int, more bool) {
 	start, now, ok := s.sweepStart(db)
 	if !ok {
