@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Measures the ceiling of a Go server on this machine (issue 6): the
 # deliberately minimal RESP server bench/ceiling (in-memory map, append-only
-# log written once per batch, fsync every second) against redis-server with
-# appendonly yes, appendfsync everysec, on the redis-benchmark cells
-# -c 50 -n 200000 -r 100000, SET/GET/INCR, -P 1 and -P 16.
+# log written once per batch, fsynced every second or, with -a always, before
+# each batch's replies) against redis-server with appendonly yes and the same
+# appendfsync, on the redis-benchmark cells -c 50 -n 200000 -r 100000,
+# SET/GET/INCR, -P 1 and -P 16.
 #
 # bench/redis-benchmark.sh also runs bench/ceiling (goroutine mode), next to
 # oncekv in every everysec cell of BENCHMARKS.md; this script runs it alone,
@@ -14,9 +15,10 @@
 # gives the median requests/s over the rounds (the mean of the middle two
 # for an even count) and, in parentheses, the ratio to redis-server's median.
 #
-# Usage: bench/ceiling.sh [-r rounds] [-G]
+# Usage: bench/ceiling.sh [-r rounds] [-G] [-a everysec|always]
 #   -r N  rounds (default 3)
 #   -G    leave out the GOMAXPROCS=1 variants of the ceiling server
+#   -a P  appendfsync policy of every server (default everysec)
 #
 # Needs go, redis-server, redis-benchmark and redis-cli. Everything listens
 # on 127.0.0.1 only. Run it on a quiet machine: about 45 s a round with the
@@ -27,15 +29,18 @@ source bench/lib.sh
 
 rounds=3
 gmp1=1
-while getopts "r:Gh" opt; do
+policy=everysec
+while getopts "r:Ga:h" opt; do
   case $opt in
     r) rounds=$OPTARG ;;
     G) gmp1=0 ;;
+    a) policy=$OPTARG ;;
     h) usage ;;
     *) exit 2 ;;
   esac
 done
 positive -r "$rounds"
+[[ $policy == everysec || $policy == always ]] || { echo "-a: everysec or always, not $policy" >&2; exit 2; }
 need go redis-server redis-benchmark redis-cli
 go build -o "$work/ceiling" ./bench/ceiling
 
@@ -50,13 +55,13 @@ bench_cmd="redis-benchmark -h 127.0.0.1 -p PORT -q -n 200000 -c 50 -r 100000 -P 
 server_cmd() {
   local v=$1 port=$2 dir=$3
   case $v in
-    redis) cmd=(redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly yes --appendfsync everysec --dir "$dir" --daemonize no) ;;
-    *-gmp1) cmd=(env GOMAXPROCS=1 "$work/ceiling" -addr "127.0.0.1:$port" -mode "${v%-gmp1}" -aof "$dir/ceiling.aof") ;;
-    *) cmd=("$work/ceiling" -addr "127.0.0.1:$port" -mode "$v" -aof "$dir/ceiling.aof") ;;
+    redis) cmd=(redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly yes --appendfsync "$policy" --dir "$dir" --daemonize no) ;;
+    *-gmp1) cmd=(env GOMAXPROCS=1 "$work/ceiling" -addr "127.0.0.1:$port" -mode "${v%-gmp1}" -aof "$dir/ceiling.aof" -appendfsync "$policy") ;;
+    *) cmd=("$work/ceiling" -addr "127.0.0.1:$port" -mode "$v" -aof "$dir/ceiling.aof" -appendfsync "$policy") ;;
   esac
 }
 
-echo "# bench/ceiling.sh -r $rounds$( ((gmp1)) || echo ' -G')"
+echo "# bench/ceiling.sh -r $rounds$( ((gmp1)) || echo ' -G') -a $policy"
 echo
 echo "$(nproc) CPUs, $(go version | cut -d' ' -f3-), $(redis-server --version | cut -d' ' -f1-3)"
 echo

@@ -6,9 +6,9 @@
 #   throughput  redis-benchmark -c 50 -n 200000 -r 100000: SET, GET, INCR and
 #               SET -d 256, each with and without -P 16, alternated between
 #               oncekv and redis-server started with the same appendfsync
-#               (everysec, then always; redis: appendonly yes); under
-#               everysec bench/ceiling too, a minimal Go server (-- -ceiling=false:
-#               not)
+#               (everysec, then always; redis: appendonly yes); and
+#               bench/ceiling, a minimal Go server with the same appendfsync
+#               (-- -ceiling=false: not)
 #   once        bench/oncebench: ONCE claim+complete against go-redis + Lua
 #               baselines, waiter wake-up latency up to 1000 waiters, and
 #               the floors of both (PING + PING; a wake-up with no server)

@@ -98,6 +98,12 @@ func (s *server) serveEpoll(ln *net.TCPListener) error {
 			}
 		}
 		s.flushLog() // one write(2) for every connection's writes
+		if s.always && s.durable < s.written {
+			if err := fdatasync(s.aof); err != nil { // one fsync for them too
+				fatal(err)
+			}
+			s.durable = s.written
+		}
 		s.mu.Unlock()
 
 		for _, c := range ready {
@@ -133,3 +139,6 @@ func (s *server) serveEpoll(ln *net.TCPListener) error {
 		ready, done = ready[:0], done[:0]
 	}
 }
+
+// fdatasync is what Redis calls to sync its AOF on Linux.
+func fdatasync(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }

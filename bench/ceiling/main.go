@@ -1,10 +1,17 @@
 // Command ceiling is a deliberately minimal RESP server, the upper bound of
 // what a Go server can do on this machine on redis-benchmark's SET, GET and
 // INCR: an in-memory map and an append-only log written with one write(2)
-// per batch of requests and fsynced every second, like Redis's AOF under
-// appendfsync everysec; no storage engine, no other commands. -mode
-// goroutine serves each connection on its own goroutine under one global
-// mutex; -mode epoll (Linux) serves all of them from one event loop.
+// per batch of requests, like Redis's AOF; no storage engine, no other
+// commands. -mode goroutine serves each connection on its own goroutine
+// under one global mutex; -mode epoll (Linux) serves all of them from one
+// event loop.
+//
+// -appendfsync everysec fsyncs the log every second. -appendfsync always
+// makes every write durable before its reply goes out, with group commit:
+// in goroutine mode, a connection whose writes are not yet synced either
+// runs the next fdatasync for everyone written so far or waits for the one
+// running; in epoll mode, the loop syncs once per pass, after its one
+// write(2) and before any reply, as Redis's event loop does.
 //
 // It is used by bench/ceiling.sh and is not part of the product.
 package main
@@ -30,6 +37,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	mode := flag.String("mode", "goroutine", "goroutine or epoll (Linux)")
 	aofPath := flag.String("aof", "", "append-only log (default: a temporary file, removed on exit)")
+	policy := flag.String("appendfsync", "everysec", "everysec or always")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("ceiling: ")
@@ -47,20 +55,28 @@ func main() {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() { <-sig; os.Remove(tempAOF); os.Exit(0) }()
-	go func() { // appendfsync everysec
-		for range time.Tick(time.Second) {
-			if err := f.Sync(); err != nil {
-				fatal(err)
+	s := &server{data: make(map[string][]byte), aof: f}
+	switch *policy {
+	case "everysec":
+		go func() {
+			for range time.Tick(time.Second) {
+				if err := fdatasync(f); err != nil {
+					fatal(err)
+				}
 			}
-		}
-	}()
+		}()
+	case "always":
+		s.always = true
+		s.synced = sync.NewCond(&s.smu)
+	default:
+		fatal(fmt.Errorf("unknown -appendfsync %q", *policy))
+	}
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fatal(err)
 	}
-	fmt.Println("listening on", ln.Addr(), "mode", *mode)
-	s := &server{data: make(map[string][]byte), aof: f}
+	fmt.Println("listening on", ln.Addr(), "mode", *mode, "appendfsync", *policy)
 	switch *mode {
 	case "goroutine":
 		err = s.serveGoroutines(ln)
@@ -85,10 +101,21 @@ func fatal(err error) {
 // server is the whole database. mu guards data and log: the epoll loop is
 // the only user in that mode, but takes it too.
 type server struct {
-	mu   sync.Mutex
-	data map[string][]byte
-	log  []byte // requests to append to aof
-	aof  *os.File
+	mu      sync.Mutex
+	data    map[string][]byte
+	log     []byte // requests to append to aof
+	aof     *os.File
+	written int64 // bytes written to aof; under mu, read under smu too
+	always  bool  // appendfsync always
+
+	// Group commit (appendfsync always, goroutine mode): durable is how
+	// many of aof's bytes are synced, syncing whether a connection is
+	// running the next fdatasync. Under smu; synced is signalled when
+	// durable moves.
+	smu     sync.Mutex
+	synced  *sync.Cond
+	durable int64
+	syncing bool
 }
 
 // conn is one client's buffers.
@@ -136,7 +163,35 @@ func (s *server) flushLog() {
 	if _, err := s.aof.Write(s.log); err != nil {
 		fatal(err)
 	}
+	s.written += int64(len(s.log))
 	s.log = s.log[:0]
+}
+
+// waitDurable returns once the log's first upto bytes are synced. The
+// first connection to find no fdatasync running runs one for every byte
+// written by then, its own and those of the connections that wrote while
+// the last one ran; the others wait for it. The caller does not hold s.mu.
+func (s *server) waitDurable(upto int64) {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	for s.durable < upto {
+		if s.syncing {
+			s.synced.Wait()
+			continue
+		}
+		s.syncing = true
+		s.smu.Unlock()
+		s.mu.Lock()
+		target := s.written
+		s.mu.Unlock()
+		err := fdatasync(s.aof)
+		s.smu.Lock()
+		if err != nil {
+			fatal(err)
+		}
+		s.durable, s.syncing = target, false
+		s.synced.Broadcast()
+	}
 }
 
 // exec runs one request whose bytes are raw and appends its reply to out.
@@ -274,7 +329,11 @@ func (s *server) serveConn(nc net.Conn) {
 		s.mu.Lock()
 		perr := s.process(c)
 		s.flushLog() // the log is written before the replies go out
+		upto := s.written
 		s.mu.Unlock()
+		if s.always {
+			s.waitDurable(upto) // and synced, under appendfsync always
+		}
 		if len(c.out) > 0 {
 			if _, err := nc.Write(c.out); err != nil {
 				return

@@ -300,9 +300,11 @@ func TestFormats(t *testing.T) {
 }
 
 // TestThroughputMarkdownCeiling checks that the throughput section shows
-// bench/ceiling's column where it ran (everysec) and not where it did not
-// (always), and that the everysec target names its cells, while the
-// target itself still counts oncekv's cells only.
+// bench/ceiling's column and command for each policy it ran under, and not
+// for one it did not run under (here always, as in a run of an older
+// harness or with -ceiling=false), and that a target names its cells
+// only where it ran, while the target itself still counts oncekv's cells
+// only.
 func TestThroughputMarkdownCeiling(t *testing.T) {
 	h := &harness{rounds: 2, clients: 50, requests: 1000, keyspace: 10, pauseIdle: true}
 	set := cell{Label: "SET", Test: "set", Pipeline: 1}
@@ -339,6 +341,24 @@ func TestThroughputMarkdownCeiling(t *testing.T) {
 	}
 	if strings.Contains(md, "0 of 1 cells ≥ 1.0×; lowest 0.50× (SET). A minimal") {
 		t.Errorf("the always target names bench/ceiling, which did not run there:\n%s", md)
+	}
+
+	// Under both policies: both commands, once each, and both columns.
+	pols[1].CeilingCmd = "ceiling -addr 127.0.0.1:<port> -aof <dir>/ceiling/ceiling.aof -appendfsync always"
+	pols[1].Cells[0].Ceiling = rps(70, 80)
+	md = h.throughputMarkdown(sectionHead{title: "Throughput", runLine: "run", command: "bench"}, pols, "")
+	for _, want := range []string{
+		"    ceiling -addr 127.0.0.1:<port> -aof <dir>/ceiling/ceiling.aof\n    ceiling -addr 127.0.0.1:<port> -aof <dir>/ceiling/ceiling.aof -appendfsync always\n\n",
+		"### appendfsync always\n\n| test | -P | oncekv req/s | redis req/s | oncekv/redis | oncekv p50 / p99 ms | redis p50 / p99 ms | ratio per round | Go ceiling req/s | ceiling/redis |\n",
+		"| SET | 1 | 50 | 100 | **0.50×** | 1.000 / 2.000 | 1.000 / 2.000 | 0.50, 0.50 | 75 | 0.75× |\n",
+		"0 of 1 cells ≥ 1.0×; lowest 0.50× (SET). A minimal Go server with no storage engine (bench/ceiling), same run: 0 of 1 cells ≥ 1.0×, lowest 0.75× (SET)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("section with the ceiling under both policies lacks %q:\n%s", want, md)
+		}
+	}
+	if n := strings.Count(md, "a deliberately minimal Go server"); n != 1 {
+		t.Errorf("bench/ceiling is described %d times, want once:\n%s", n, md)
 	}
 }
 

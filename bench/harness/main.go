@@ -5,8 +5,9 @@
 //     and SET -d 256, each with and without -P 16, alternated between the
 //     two servers started with the same appendfsync (everysec, then
 //     always); requests/s, the ratio oncekv/redis and p50/p99 latency;
-//     under everysec, bench/ceiling (a minimal Go server, no storage
-//     engine) takes its turn too, as the ceiling of any Go server here;
+//     bench/ceiling (a minimal Go server, no storage engine, with the
+//     same appendfsync) takes its turn too, as the ceiling of any Go
+//     server here;
 //   - once: bench/oncebench (ONCE claim+complete against the go-redis +
 //     Lua baselines; waiter wake-up latency with up to 1000 waiters; the
 //     floors of both: PING + PING cycles, and a wake-up with no server);
@@ -113,7 +114,7 @@ func main() {
 	flag.DurationVar(&h.settle, "settle", 5*time.Second, "idle time before reading RSS")
 	flag.BoolVar(&h.restart, "restart", true, "measure the restart with the largest key count")
 	flag.StringVar(&h.restartSignal, "restart-signal", "term", "how the servers are stopped before the restart: term or kill")
-	flag.BoolVar(&h.ceiling, "ceiling", true, "also run bench/ceiling, a minimal Go server (a map and a log written once per batch, no storage engine), in the throughput cells of appendfsync everysec: what any Go server reaches on this machine")
+	flag.BoolVar(&h.ceiling, "ceiling", true, "also run bench/ceiling, a minimal Go server (a map and a log written once per batch, no storage engine, the same appendfsync), in the throughput cells: what any Go server reaches on this machine")
 	flag.BoolVar(&h.pauseIdle, "pause-idle", true, "pause (SIGSTOP) the server not being measured, so that its background work takes no CPU from the other")
 	flag.BoolVar(&aofRewrite, "redis-aof-rewrite", true, "let redis-server rewrite its AOF automatically (its default); false adds --auto-aof-rewrite-percentage 0, so a restart replays commands only")
 	flag.StringVar(&h.out, "out", "", "markdown file to write (default BENCHMARKS.md in the repository; with -smoke, in a temporary directory)")
@@ -286,7 +287,7 @@ func (h *harness) main(work string, keep bool) error {
 			return err
 		}
 	}
-	if h.ceiling && slices.Contains(h.sections, "throughput") && slices.Contains(h.fsyncs, "everysec") {
+	if h.ceiling && slices.Contains(h.sections, "throughput") {
 		if h.ceilingBin, err = benchkit.Build(h.repo, "./bench/ceiling", filepath.Join(h.work, "bin", "ceiling")); err != nil {
 			return err
 		}

@@ -165,11 +165,10 @@ func (h *harness) runThroughput(fsync string) (policyResult, error) {
 	res.OursCmd, res.RedisCmd = genericCmd(ours, dir), genericCmd(redis, dir)
 	procs := []*benchkit.Proc{ours, redis}
 	var ceiling *benchkit.Proc
-	if h.ceilingBin != "" && fsync == "everysec" {
-		// bench/ceiling fsyncs its log every second; it has no other policy.
+	if h.ceilingBin != "" {
 		cdir := filepath.Join(dir, "ceiling")
 		ceiling, err = benchkit.Start("ceiling", h.ceilingBin, cdir, func(port int) []string {
-			return []string{"-addr", "127.0.0.1:" + strconv.Itoa(port), "-aof", filepath.Join(cdir, "ceiling.aof")}
+			return []string{"-addr", "127.0.0.1:" + strconv.Itoa(port), "-aof", filepath.Join(cdir, "ceiling.aof"), "-appendfsync", fsync}
 		})
 		if err != nil {
 			return res, err
