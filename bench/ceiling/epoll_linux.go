@@ -99,7 +99,7 @@ func (s *server) serveEpoll(ln *net.TCPListener) error {
 		}
 		s.flushLog() // one write(2) for every connection's writes
 		if s.always && s.durable < s.written {
-			if err := fdatasync(s.aof); err != nil { // one fsync for them too
+			if err := s.sync(); err != nil { // one fsync for them too
 				fatal(err)
 			}
 			s.durable = s.written

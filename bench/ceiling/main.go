@@ -55,21 +55,18 @@ func main() {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() { <-sig; os.Remove(tempAOF); os.Exit(0) }()
-	s := &server{data: make(map[string][]byte), aof: f}
-	switch *policy {
-	case "everysec":
+	if *policy != "everysec" && *policy != "always" {
+		fatal(fmt.Errorf("unknown -appendfsync %q", *policy))
+	}
+	s := newServer(f, *policy == "always", func() error { return fdatasync(f) })
+	if !s.always {
 		go func() {
 			for range time.Tick(time.Second) {
-				if err := fdatasync(f); err != nil {
+				if err := s.sync(); err != nil {
 					fatal(err)
 				}
 			}
 		}()
-	case "always":
-		s.always = true
-		s.synced = sync.NewCond(&s.smu)
-	default:
-		fatal(fmt.Errorf("unknown -appendfsync %q", *policy))
 	}
 
 	ln, err := net.Listen("tcp", *addr)
@@ -105,8 +102,9 @@ type server struct {
 	data    map[string][]byte
 	log     []byte // requests to append to aof
 	aof     *os.File
-	written int64 // bytes written to aof; under mu, read under smu too
-	always  bool  // appendfsync always
+	written int64        // bytes written to aof; under mu
+	always  bool         // appendfsync always
+	sync    func() error // syncs aof
 
 	// Group commit (appendfsync always, goroutine mode): durable is how
 	// many of aof's bytes are synced, syncing whether a connection is
@@ -116,6 +114,15 @@ type server struct {
 	synced  *sync.Cond
 	durable int64
 	syncing bool
+}
+
+// newServer is a server with an empty map that logs to aof and syncs it
+// with syncLog: before each batch's replies if always, else every second (the
+// caller's ticker).
+func newServer(aof *os.File, always bool, syncLog func() error) *server {
+	s := &server{data: make(map[string][]byte), aof: aof, always: always, sync: syncLog}
+	s.synced = sync.NewCond(&s.smu)
+	return s
 }
 
 // conn is one client's buffers.
@@ -184,7 +191,7 @@ func (s *server) waitDurable(upto int64) {
 		s.mu.Lock()
 		target := s.written
 		s.mu.Unlock()
-		err := fdatasync(s.aof)
+		err := s.sync()
 		s.smu.Lock()
 		if err != nil {
 			fatal(err)
