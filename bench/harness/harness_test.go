@@ -13,6 +13,7 @@ import (
 	"math"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -296,6 +297,42 @@ func TestFormats(t *testing.T) {
 	}
 	if s := niceStep(0.23); s != 0.25 {
 		t.Errorf("niceStep(0.23) = %v", s)
+	}
+}
+
+// TestThroughputChartCeiling checks that the chart has a group of
+// bench/ceiling's ratios for each policy it ran under, after oncekv's.
+func TestThroughputChartCeiling(t *testing.T) {
+	set := cell{Label: "SET", Test: "set", Pipeline: 1}
+	get := cell{Label: "GET", Test: "get", Pipeline: 16}
+	h := &harness{rounds: 2, clients: 50, requests: 1000, keyspace: 10, cells: []cell{set, get}}
+	rps := func(vs ...float64) []sample {
+		var s []sample
+		for _, v := range vs {
+			s = append(s, sample{RPS: v})
+		}
+		return s
+	}
+	pols := []policyResult{
+		{Fsync: "everysec", CeilingCmd: "ceiling …", Cells: []cellResult{
+			{Cell: set, Ours: rps(50, 60), Redis: rps(100, 100), Ceiling: rps(90, 80)},
+			{Cell: get, Ours: rps(120, 110), Redis: rps(100, 100), Ceiling: rps(150, 130)},
+		}},
+		{Fsync: "always", Cells: []cellResult{
+			{Cell: set, Ours: rps(50, 50), Redis: rps(100, 100)},
+			{Cell: get, Ours: rps(100, 100), Redis: rps(100, 100)},
+		}},
+	}
+	c := h.throughputChart(pols)
+	if want := []string{"appendfsync everysec", "appendfsync always", "Go ceiling, everysec"}; !slices.Equal(c.Groups, want) {
+		t.Fatalf("groups %q, want %q", c.Groups, want)
+	}
+	for g, want := range [][]float64{{0.55, 1.15}, {0.5, 1}, {0.85, 1.4}} {
+		for i, w := range want {
+			if got := c.Values[g][i]; math.Abs(got-w) > 1e-9 {
+				t.Errorf("%s, %s: %v, want %v", c.Groups[g], c.Series[i], got, w)
+			}
+		}
 	}
 }
 

@@ -177,11 +177,13 @@ func (h *harness) pauseNote() string {
 }
 
 // throughputChart is the chart of the ratios: a group per policy, a bar
-// per cell, a line at 1.0×.
+// per cell, a line at 1.0×; then, for each policy bench/ceiling ran
+// under, a group of its ratios.
 func (h *harness) throughputChart(pols []policyResult) barChart {
 	c := barChart{
 		Title: "oncekv / redis-server requests per second",
-		Subtitle: fmt.Sprintf("redis-benchmark -c %d -n %d -r %d, median of %d round(s); above the line oncekv is faster",
+		Subtitle: fmt.Sprintf("redis-benchmark -c %d -n %d -r %d, median of %d round(s); above the line oncekv is faster; "+
+			"\"Go ceiling\": bench/ceiling, a minimal Go server, in oncekv's place",
 			h.clients, h.requests, h.keyspace, h.rounds),
 		YLabel: "oncekv req/s ÷ redis req/s", Format: ratio, RefLine: 1, RefLabel: "1.0× = redis-server",
 	}
@@ -198,16 +200,24 @@ func (h *harness) throughputChart(pols []policyResult) barChart {
 		// A hue per test, a lighter shade for the pipelined run.
 		c.Colors = append(c.Colors, palette[(2*tests[cl.Label]+min(depths[cl.Pipeline], 1))%len(palette)])
 	}
-	for _, p := range pols {
-		c.Groups = append(c.Groups, "appendfsync "+p.Fsync)
+	group := func(name string, p policyResult, ratio func(cellResult) float64) {
+		c.Groups = append(c.Groups, name)
 		vals := make([]float64, len(c.Series))
 		for i := range vals {
 			vals[i] = math.NaN()
 			if i < len(p.Cells) {
-				vals[i] = p.Cells[i].ratio()
+				vals[i] = ratio(p.Cells[i])
 			}
 		}
 		c.Values = append(c.Values, vals)
+	}
+	for _, p := range pols {
+		group("appendfsync "+p.Fsync, p, cellResult.ratio)
+	}
+	for _, p := range pols {
+		if p.CeilingCmd != "" {
+			group("Go ceiling, "+p.Fsync, p, cellResult.ceilingRatio)
+		}
 	}
 	return c
 }
