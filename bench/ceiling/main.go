@@ -7,9 +7,10 @@
 // event loop.
 //
 // -appendfsync everysec fsyncs the log every second. -appendfsync always
-// makes every write durable before its reply goes out, with group commit:
-// in goroutine mode, a connection whose writes are not yet synced either
-// runs the next fdatasync for everyone written so far or waits for the one
+// sends no reply before every byte written until then is synced (so no
+// reply, a GET's included, shows a write that is not durable), with group
+// commit: in goroutine mode, a connection with replies to send either runs
+// the next fdatasync for everything written so far or waits for the one
 // running; in epoll mode, the loop syncs once per pass, after its one
 // write(2) and before any reply, as Redis's event loop does.
 //
@@ -106,10 +107,11 @@ type server struct {
 	always  bool         // appendfsync always
 	sync    func() error // syncs aof
 
-	// Group commit (appendfsync always, goroutine mode): durable is how
-	// many of aof's bytes are synced, syncing whether a connection is
-	// running the next fdatasync. Under smu; synced is signalled when
-	// durable moves.
+	// Group commit (appendfsync always): durable is how many of aof's
+	// bytes are synced, syncing whether a connection is running the next
+	// fdatasync. In goroutine mode both are under smu, and synced is
+	// signalled when durable moves; the epoll loop, the only user of
+	// durable in its mode, keeps it under mu.
 	smu     sync.Mutex
 	synced  *sync.Cond
 	durable int64

@@ -64,7 +64,13 @@ func TestGroupCommit(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	waited := make(chan struct{})
+	go func() { wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(time.Minute):
+		t.Fatal("writers still waiting for their syncs after a minute: a lost wake-up")
+	}
 	close(errs)
 	for err := range errs {
 		t.Error(err)
@@ -76,7 +82,8 @@ func TestGroupCommit(t *testing.T) {
 
 // TestAlwaysRepliesAfterSync checks the goroutine server end to end under
 // appendfsync always: a SET's reply waits for the sync of its write, and
-// a GET, which writes nothing, syncs nothing.
+// so does the reply to a GET from another connection that reads it; a GET
+// once everything is synced syncs nothing.
 func TestAlwaysRepliesAfterSync(t *testing.T) {
 	release := make(chan struct{})
 	began := make(chan struct{}, 16) // one send per sync begun
@@ -91,57 +98,100 @@ func TestAlwaysRepliesAfterSync(t *testing.T) {
 	}
 	t.Cleanup(func() { ln.Close() })
 	go s.serveGoroutines(ln)
-	nc, err := net.Dial("tcp", ln.Addr().String())
+	checkRepliesAfterSync(t, ln.Addr().String(), began, release)
+}
+
+// client is a test's connection to a server, reading its replies line by
+// line.
+type client struct {
+	t  testing.TB
+	nc net.Conn
+	rd *bufio.Reader
+}
+
+// line is a reply line, or why there is none.
+type line struct {
+	s   string
+	err error
+}
+
+func dial(t testing.TB, addr string) *client {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { nc.Close() })
-	rd := bufio.NewReader(nc)
 	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-	send := func(req string) {
-		t.Helper()
-		if _, err := nc.Write([]byte(req)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	type line struct {
-		s   string
-		err error
-	}
-	next := func() <-chan line { // the next reply line, read meanwhile
-		ch := make(chan line, 1)
-		go func() {
-			s, err := rd.ReadString('\n')
-			ch <- line{s, err}
-		}()
-		return ch
-	}
-	expect := func(got <-chan line, want string) {
-		t.Helper()
-		if l := <-got; l.err != nil || l.s != want {
-			t.Fatalf("reply %q, %v; want %q", l.s, l.err, want)
-		}
-	}
+	return &client{t: t, nc: nc, rd: bufio.NewReader(nc)}
+}
 
-	send("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n")
-	reply := next()
-	select {
-	case <-began: // the SET's sync has begun, and is held
-	case l := <-reply:
-		t.Fatalf("reply %q, %v before the write's sync began", l.s, l.err)
+func (c *client) send(req string) {
+	c.t.Helper()
+	if _, err := c.nc.Write([]byte(req)); err != nil {
+		c.t.Fatal(err)
 	}
+}
+
+// next reads the next reply line meanwhile.
+func (c *client) next() <-chan line {
+	ch := make(chan line, 1)
+	go func() {
+		s, err := c.rd.ReadString('\n')
+		ch <- line{s, err}
+	}()
+	return ch
+}
+
+func expect(t testing.TB, got <-chan line, want string) {
+	t.Helper()
+	if l := <-got; l.err != nil || l.s != want {
+		t.Fatalf("reply %q, %v; want %q", l.s, l.err, want)
+	}
+}
+
+// notYet fails t if a reply comes on got within 50 ms.
+func notYet(t testing.TB, got <-chan line, what string) {
+	t.Helper()
 	select {
-	case l := <-reply:
-		t.Fatalf("reply %q, %v before the write's sync ended", l.s, l.err)
+	case l := <-got:
+		t.Fatalf("reply %q, %v %s", l.s, l.err, what)
 	case <-time.After(50 * time.Millisecond):
 	}
-	close(release)
-	expect(reply, "+OK\r\n")
+}
 
-	send("*2\r\n$3\r\nGET\r\n$1\r\nk\r\n")
-	expect(next(), "$1\r\n")
-	expect(next(), "v\r\n")
+const (
+	setKV = "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n"
+	getK  = "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"
+)
+
+// checkRepliesAfterSync runs the end-to-end check against the server at
+// addr, whose sync sends on began and waits for release.
+func checkRepliesAfterSync(t *testing.T, addr string, began chan struct{}, release chan struct{}) {
+	a, b := dial(t, addr), dial(t, addr)
+	a.send(setKV)
+	aReply := a.next()
+	select {
+	case <-began: // the SET's sync has begun, and is held
+	case l := <-aReply:
+		t.Fatalf("reply %q, %v before the write's sync began", l.s, l.err)
+	}
+	notYet(t, aReply, "to the SET before its sync ended")
+	b.send(getK)
+	bReply := b.next()
+	notYet(t, bReply, "to a GET of the SET's key before the SET's sync ended")
+	close(release)
+	expect(t, aReply, "+OK\r\n")
+	expect(t, bReply, "$1\r\n")
+	expect(t, b.next(), "v\r\n")
+
+	for len(began) > 0 { // syncs the GET ran or waited for
+		<-began
+	}
+	b.send(getK)
+	expect(t, b.next(), "$1\r\n")
+	expect(t, b.next(), "v\r\n")
 	if n := len(began); n != 0 {
-		t.Errorf("%d more syncs after the SET's, for a GET; want none", n)
+		t.Errorf("%d syncs for a GET with nothing unsynced; want none", n)
 	}
 }

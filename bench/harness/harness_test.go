@@ -324,6 +324,9 @@ func TestThroughputChartCeiling(t *testing.T) {
 		}},
 	}
 	c := h.throughputChart(pols)
+	if !strings.Contains(c.Subtitle, "Go ceiling") {
+		t.Errorf("subtitle %q does not say what the ceiling's groups are", c.Subtitle)
+	}
 	if want := []string{"appendfsync everysec", "appendfsync always", "Go ceiling, everysec"}; !slices.Equal(c.Groups, want) {
 		t.Fatalf("groups %q, want %q", c.Groups, want)
 	}
@@ -333,6 +336,10 @@ func TestThroughputChartCeiling(t *testing.T) {
 				t.Errorf("%s, %s: %v, want %v", c.Groups[g], c.Series[i], got, w)
 			}
 		}
+	}
+	pols[0].CeilingCmd = "" // a run with -ceiling=false
+	if c := h.throughputChart(pols); len(c.Groups) != 2 || strings.Contains(c.Subtitle, "ceiling") {
+		t.Errorf("without bench/ceiling: groups %q, subtitle %q", c.Groups, c.Subtitle)
 	}
 }
 
@@ -354,7 +361,7 @@ func TestThroughputMarkdownCeiling(t *testing.T) {
 		return s
 	}
 	pols := []policyResult{
-		{Fsync: "everysec", OursCmd: "oncekv …", RedisCmd: "redis-server …", CeilingCmd: "ceiling -addr 127.0.0.1:<port> -aof <dir>/ceiling/ceiling.aof", Cells: []cellResult{
+		{Fsync: "everysec", OursCmd: "oncekv …", RedisCmd: "redis-server …", CeilingCmd: "ceiling -addr 127.0.0.1:<port> -aof <dir>/ceiling/ceiling.aof -appendfsync everysec", Cells: []cellResult{
 			{Cell: set, Ours: rps(50, 60), Redis: rps(100, 100), Ceiling: rps(90, 80)},
 			{Cell: get, Ours: rps(120, 110), Redis: rps(100, 100), Ceiling: rps(150, 130)},
 		}},
@@ -364,16 +371,19 @@ func TestThroughputMarkdownCeiling(t *testing.T) {
 	}
 	md := h.throughputMarkdown(sectionHead{title: "Throughput", runLine: "run", command: "bench"}, pols, "")
 	checkText(t, "section", md, []string{
-		"`bench/ceiling`, a deliberately minimal Go server",
-		"    ceiling -addr 127.0.0.1:<port> -aof <dir>/ceiling/ceiling.aof\n",
+		"Under appendfsync everysec a third server takes its turn in every cell: `bench/ceiling`, a deliberately minimal Go server",
+		"under everysec it fdatasyncs the log every second.",
+		"    ceiling -addr 127.0.0.1:<port> -aof <dir>/ceiling/ceiling.aof -appendfsync everysec\n",
 		"| ratio per round | Go ceiling req/s | ceiling/redis |\n|---|--:|--:|--:|--:|--:|--:|---|--:|--:|\n",
 		"| SET | 1 | 55 | 100 | **0.55×** | 1.000 / 2.000 | 1.000 / 2.000 | 0.50, 0.60 | 85 | 0.85× |\n",
 		"| GET | 16 | 115 | 100 | **1.15×** | 1.000 / 2.000 | 1.000 / 2.000 | 1.20, 1.10 | 140 | 1.40× |\n",
 		"1 of 2 cells ≥ 1.0×; lowest 0.55× (SET). A minimal Go server with no storage engine (bench/ceiling), same run: 1 of 2 cells ≥ 1.0×, lowest 0.85× (SET)",
 		"### appendfsync always\n\n| test | -P | oncekv req/s | redis req/s | oncekv/redis | oncekv p50 / p99 ms | redis p50 / p99 ms | ratio per round |\n|---|--:|--:|--:|--:|--:|--:|---|\n| SET |",
 	}, []string{
-		// The always target naming bench/ceiling, which did not run there.
+		// The always target naming bench/ceiling, which did not run there,
+		// or the text describing it there.
 		"0 of 1 cells ≥ 1.0×; lowest 0.50× (SET). A minimal",
+		"under always a connection",
 	})
 
 	// Under both policies: both commands, once each, and both columns.
@@ -381,7 +391,9 @@ func TestThroughputMarkdownCeiling(t *testing.T) {
 	pols[1].Cells[0].Ceiling = rps(70, 80)
 	md = h.throughputMarkdown(sectionHead{title: "Throughput", runLine: "run", command: "bench"}, pols, "")
 	checkText(t, "section with the ceiling under both policies", md, []string{
-		"    ceiling -addr 127.0.0.1:<port> -aof <dir>/ceiling/ceiling.aof\n    ceiling -addr 127.0.0.1:<port> -aof <dir>/ceiling/ceiling.aof -appendfsync always\n\n",
+		"Under appendfsync everysec and always a third server",
+		"under everysec it fdatasyncs the log every second; under always a connection runs the next fdatasync",
+		"    ceiling -addr 127.0.0.1:<port> -aof <dir>/ceiling/ceiling.aof -appendfsync everysec\n    ceiling -addr 127.0.0.1:<port> -aof <dir>/ceiling/ceiling.aof -appendfsync always\n\n",
 		"### appendfsync always\n\n| test | -P | oncekv req/s | redis req/s | oncekv/redis | oncekv p50 / p99 ms | redis p50 / p99 ms | ratio per round | Go ceiling req/s | ceiling/redis |\n",
 		"| SET | 1 | 50 | 100 | **0.50×** | 1.000 / 2.000 | 1.000 / 2.000 | 0.50, 0.50 | 75 | 0.75× |\n",
 		"0 of 1 cells ≥ 1.0×; lowest 0.50× (SET). A minimal Go server with no storage engine (bench/ceiling), same run: 0 of 1 cells ≥ 1.0×, lowest 0.75× (SET)",
