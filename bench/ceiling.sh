@@ -7,8 +7,8 @@
 # SET/GET/INCR, -P 1 and -P 16.
 #
 # bench/redis-benchmark.sh also runs bench/ceiling (goroutine mode), next to
-# oncekv in every everysec cell of BENCHMARKS.md; this script runs it alone,
-# in more variants (one epoll loop, GOMAXPROCS=1).
+# oncekv in every cell of BENCHMARKS.md, under both policies; this script
+# runs it alone, in more variants (one epoll loop, GOMAXPROCS=1).
 #
 # Each round runs every server variant in turn (the order rotates from round
 # to round), each on a fresh port and a fresh data directory. The table
