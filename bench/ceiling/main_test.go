@@ -85,20 +85,29 @@ func TestGroupCommit(t *testing.T) {
 // so does the reply to a GET from another connection that reads it; a GET
 // once everything is synced syncs nothing.
 func TestAlwaysRepliesAfterSync(t *testing.T) {
-	release := make(chan struct{})
-	began := make(chan struct{}, 16) // one send per sync begun
-	s := newServer(testAOF(t), true, func() error {
+	s, ln, began, release := heldSyncServer(t)
+	t.Cleanup(func() { ln.Close() })
+	go s.serveGoroutines(ln)
+	checkRepliesAfterSync(t, ln.Addr().String(), began, release)
+}
+
+// heldSyncServer is a server under appendfsync always whose every sync
+// sends on began and then waits for release to be closed, and a listener
+// on 127.0.0.1 for it to serve.
+func heldSyncServer(t testing.TB) (s *server, ln *net.TCPListener, began, release chan struct{}) {
+	t.Helper()
+	release = make(chan struct{})
+	began = make(chan struct{}, 16)
+	s = newServer(testAOF(t), true, func() error {
 		began <- struct{}{}
 		<-release
 		return nil
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go s.serveGoroutines(ln)
-	checkRepliesAfterSync(t, ln.Addr().String(), began, release)
+	return s, l.(*net.TCPListener), began, release
 }
 
 // client is a test's connection to a server, reading its replies line by
