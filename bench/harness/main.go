@@ -437,6 +437,10 @@ type onceSummary struct {
 		// the floor: no server, one write to each connection (0: not measured)
 		LoopbackP50us float64 `json:"loopback_p50_us"`
 		LoopbackP99us float64 `json:"loopback_p99_us"`
+		// the floor with no network: goroutines woken in one process
+		// (0: not measured)
+		GoroutinesP50us float64 `json:"goroutines_p50_us"`
+		GoroutinesP99us float64 `json:"goroutines_p99_us"`
 		// keys oncekv expired during these rounds (0: none, or unknown)
 		OnceExpiredKeys int64 `json:"oncekv_expired_keys"`
 	} `json:"wakeups"`

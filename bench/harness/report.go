@@ -285,6 +285,9 @@ func onceMarkdown(head sectionHead, report string, sum onceSummary) string {
 			if w.LoopbackP99us > 0 {
 				measured += fmt.Sprintf("; floor with no server, one write to each of %d loopback connections: p99 %s, p50 %s", w.Waiters, usStr(w.LoopbackP99us), usStr(w.LoopbackP50us))
 			}
+			if w.GoroutinesP99us > 0 {
+				measured += fmt.Sprintf("; floor with no network, %d goroutines woken by closing one channel: p99 %s, p50 %s", w.Waiters, usStr(w.GoroutinesP99us), usStr(w.GoroutinesP50us))
+			}
 			if w.OnceExpiredKeys > 0 {
 				measured += fmt.Sprintf("; oncekv expired %d keys meanwhile (the cycle part's answers)", w.OnceExpiredKeys)
 			}

@@ -10,6 +10,11 @@ package main
 //     them, spread over GOMAXPROCS goroutines: the kernel's cost of N
 //     loopback deliveries, and the reader's, which every server's figure
 //     includes too.
+//   - Wake-ups with no network either: N goroutines of this process
+//     blocked on one channel, woken by closing it (goroutineWakeRound).
+//     What the machine's scheduler alone takes to run N waiters once
+//     their answer exists: the least that waiters which are goroutines
+//     (a client library's callers, a server's connections) can cost.
 
 import (
 	"errors"
@@ -114,4 +119,35 @@ func writeAll(cs []net.Conn, b []byte) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// goroutineSettle is how long the in-process floor's goroutines are given
+// to block before the channel is closed.
+const goroutineSettle = 20 * time.Millisecond
+
+// goroutineWakeRound measures one round of the in-process floor: n
+// goroutines block receiving from one channel, and closing it wakes them
+// all. It returns, per goroutine, the time from just before the close to
+// when the goroutine ran again, read from the monotonic clock. The
+// goroutines are given settle to block first (a goroutine not yet blocked
+// would only be woken sooner).
+func goroutineWakeRound(n int, settle time.Duration) []time.Duration {
+	ch := make(chan struct{})
+	lat := make([]time.Duration, n)
+	var ready, done sync.WaitGroup
+	var t0 time.Time // written before the close, read after it
+	for i := range lat {
+		ready.Add(1)
+		done.Go(func() {
+			ready.Done()
+			<-ch
+			lat[i] = time.Since(t0)
+		})
+	}
+	ready.Wait()
+	time.Sleep(settle)
+	t0 = time.Now()
+	close(ch)
+	done.Wait()
+	return lat
 }

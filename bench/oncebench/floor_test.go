@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -37,6 +38,28 @@ func TestLoopbackWakeRound(t *testing.T) {
 		if b := w.BufferedIn(); b != 0 {
 			t.Fatalf("waiter %d: %d bytes left over", i, b)
 		}
+	}
+}
+
+// TestGoroutineWakeRound checks the in-process floor: one latency per
+// goroutine, each measured from the close (none before it: a goroutine
+// that ran before the close would read a negative or absurd time), and
+// no goroutine left running after the round.
+func TestGoroutineWakeRound(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for _, n := range []int{1, 7, 300} {
+		lat := goroutineWakeRound(n, time.Millisecond)
+		if len(lat) != n {
+			t.Fatalf("%d goroutines: %d latencies", n, len(lat))
+		}
+		for _, d := range lat {
+			if d <= 0 || d > 5*time.Second {
+				t.Fatalf("%d goroutines: latencies %v", n, lat)
+			}
+		}
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		t.Fatalf("%d goroutines before the rounds, %d after", before, after)
 	}
 }
 

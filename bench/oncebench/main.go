@@ -15,9 +15,10 @@
 //     channel, and one RPUSH of N elements to N clients in BLPOP on one
 //     list (see wakeref.go);
 //   - the floors, what this machine allows any server (floor.go): a cycle
-//     of two PINGs on each server, and a wake-up with no server at all,
-//     this process writing the reply to N loopback connections it
-//     accepted.
+//     of two PINGs on each server, a wake-up with no server at all, this
+//     process writing the reply to N loopback connections it accepted,
+//     and one with no network either, N goroutines of this process woken
+//     by closing one channel.
 //
 // By default it builds oncekv from the module it is run in and starts it
 // and redis-server on free 127.0.0.1 ports, each in a temporary directory
@@ -89,7 +90,7 @@ func main() {
 	flag.BoolVar(&o.floors, "floors", true, "also measure the floor of a cycle: PING + PING on each server (the most two-round-trip cycles/s the client and machine allow)")
 	flag.StringVar(&parts, "parts", "cycles,wakeup", "the parts to run: cycles (claim+complete cycles/s), wakeup (waiter wake-up latency) or both")
 	flag.StringVar(&waiters, "waiters", "1,50,1000", "comma-separated waiter counts for the wake-up benchmark")
-	flag.StringVar(&refs, "wake-refs", strings.Join(allWakeRefs, ","), "what the wake-up benchmark also measures: on redis-server publish (PUBLISH to N subscribers), blpop (one RPUSH to N clients in BLPOP), poll (GET polling); loopback (the floor: this process writes the reply to N connections it accepted, no server); any of them or none")
+	flag.StringVar(&refs, "wake-refs", strings.Join(allWakeRefs, ","), "what the wake-up benchmark also measures: on redis-server publish (PUBLISH to N subscribers), blpop (one RPUSH to N clients in BLPOP), poll (GET polling); loopback (the floor: this process writes the reply to N connections it accepted, no server); goroutines (the floor with no network: N goroutines of this process woken by closing one channel); any of them or none")
 	flag.IntVar(&o.wakeSamples, "wake-samples", 500, "wake-up samples wanted per waiter count and system (rounds = samples/waiters)")
 	flag.IntVar(&o.wakeMinRounds, "wake-min-rounds", 10, "wake-up rounds (keys) at least, per waiter count and system")
 	flag.DurationVar(&o.poll, "poll", 10*time.Millisecond, "baseline waiters' GET polling interval")
@@ -374,6 +375,7 @@ type wakeResult struct {
 	once, redis    []time.Duration
 	publish, blpop []time.Duration
 	loopback       []time.Duration // the floor: no server
+	goroutines     []time.Duration // the floor with no network
 	// onceExpired is how many keys oncekv expired while these rounds
 	// ran (INFO stats expired_keys); -1 when unknown. The cycle part's
 	// answers, kept -keep, expire during the wake-ups that follow it, and
@@ -437,6 +439,8 @@ func measureWakeups(o options, onceAddr, redisAddr string, sc scripts, prefix, a
 				case refLoopback:
 					lat, err = loopbackWakeRound(lb, n, answer, o.timeout, o.wakeReader)
 					w.loopback = append(w.loopback, lat...)
+				case refGoroutines:
+					w.goroutines = append(w.goroutines, goroutineWakeRound(n, goroutineSettle)...)
 				}
 				if err != nil {
 					return nil, fmt.Errorf("redis %s wake-up, %d waiters: %w", ref, n, err)
@@ -453,7 +457,7 @@ func measureWakeups(o options, onceAddr, redisAddr string, sc scripts, prefix, a
 		for _, r := range []struct {
 			name string
 			lat  []time.Duration
-		}{{"redis PUBLISH", w.publish}, {"redis BLPOP", w.blpop}, {"GET polling", w.redis}, {"loopback floor", w.loopback}} {
+		}{{"redis PUBLISH", w.publish}, {"redis BLPOP", w.blpop}, {"GET polling", w.redis}, {"loopback floor", w.loopback}, {"goroutine floor", w.goroutines}} {
 			if len(r.lat) > 0 {
 				line += fmt.Sprintf(", %s p50 %s p99 %s", r.name, fmtDur(percentile(r.lat, 0.5)), fmtDur(percentile(r.lat, 0.99)))
 			}
@@ -528,8 +532,12 @@ type wakeRowSum struct {
 	// the floor, no server (0: not measured)
 	LoopbackP50us float64 `json:"loopback_p50_us,omitempty"`
 	LoopbackP99us float64 `json:"loopback_p99_us,omitempty"`
-	PollPeriod    string  `json:"poll_period"`
-	Reader        string  `json:"reader"`
+	// the floor with no network: goroutines woken by a channel's close
+	// (0: not measured)
+	GoroutinesP50us float64 `json:"goroutines_p50_us,omitempty"`
+	GoroutinesP99us float64 `json:"goroutines_p99_us,omitempty"`
+	PollPeriod      string  `json:"poll_period"`
+	Reader          string  `json:"reader"`
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -576,6 +584,7 @@ func summarize(o options, systems []system, results [][]cycleResult, wakes []wak
 			BlpopP50us: us(percentile(w.blpop, 0.5)), BlpopP99us: us(percentile(w.blpop, 0.99)),
 			PollP50us: us(percentile(w.redis, 0.5)), PollP99us: us(percentile(w.redis, 0.99)),
 			LoopbackP50us: us(percentile(w.loopback, 0.5)), LoopbackP99us: us(percentile(w.loopback, 0.99)),
+			GoroutinesP50us: us(percentile(w.goroutines, 0.5)), GoroutinesP99us: us(percentile(w.goroutines, 0.99)),
 			PollPeriod: o.poll.String(), Reader: o.wakeReader,
 			OnceExpiredKeys: max(w.onceExpired, 0),
 		})
@@ -686,6 +695,10 @@ func wakeReport(p func(string, ...any), o options, wakes []wakeResult, sum summa
 		p("- floor, no server: this process accepts the N connections itself and writes the same reply (ONCE's `[\"done\", <answer>]`) to each, " +
 			"from as many goroutines as it has CPUs: what N loopback deliveries and the reader cost on this machine, which every server's figure includes.\n")
 	}
+	if slices.Contains(o.wakeRefs, refGoroutines) {
+		p("- floor, no network: N goroutines of this process blocked receiving from one channel, woken by closing it; latency = when each runs again. " +
+			"What this machine's scheduler alone takes to run N waiters once their answer exists, the least that waiters which are goroutines cost.\n")
+	}
 	p("\nEach round is a fresh key (channel, list); rounds alternate between oncekv and each other measurement, the same number of rounds each.\n\n")
 	type col struct {
 		name     string
@@ -702,6 +715,8 @@ func wakeReport(p func(string, ...any), o options, wakes []wakeResult, sum summa
 			cols = append(cols, col{"redis GET poll", func(s wakeRowSum) float64 { return s.PollP50us }, func(s wakeRowSum) float64 { return s.PollP99us }})
 		case refLoopback:
 			cols = append(cols, col{"floor (no server)", func(s wakeRowSum) float64 { return s.LoopbackP50us }, func(s wakeRowSum) float64 { return s.LoopbackP99us }})
+		case refGoroutines:
+			cols = append(cols, col{"floor (no network)", func(s wakeRowSum) float64 { return s.GoroutinesP50us }, func(s wakeRowSum) float64 { return s.GoroutinesP99us }})
 		}
 	}
 	p("| waiters | rounds | samples each |")
@@ -722,7 +737,7 @@ func wakeReport(p func(string, ...any), o options, wakes []wakeResult, sum summa
 	for _, c := range cols[1:] {
 		switch c.name {
 		case "redis GET poll":
-		case "floor (no server)":
+		case "floor (no server)", "floor (no network)":
 			p("; %s p50 %s, p99 %s", c.name, fmtUs(c.p50(last)), fmtUs(c.p99(last)))
 		default:
 			p("; reference %s p50 %s, p99 %s", c.name, fmtUs(c.p50(last)), fmtUs(c.p99(last)))

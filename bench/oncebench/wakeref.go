@@ -20,16 +20,17 @@ import (
 	"time"
 )
 
-// The reference wake-ups of redis-server, GET polling, and the floor with
-// no server (floor.go).
+// The reference wake-ups of redis-server, GET polling, and the floors with
+// no server and with no network (floor.go).
 const (
-	refPoll     = "poll"
-	refPublish  = "publish"
-	refBlpop    = "blpop"
-	refLoopback = "loopback"
+	refPoll       = "poll"
+	refPublish    = "publish"
+	refBlpop      = "blpop"
+	refLoopback   = "loopback"
+	refGoroutines = "goroutines"
 )
 
-var allWakeRefs = []string{refPublish, refBlpop, refPoll, refLoopback}
+var allWakeRefs = []string{refPublish, refBlpop, refPoll, refLoopback, refGoroutines}
 
 // messageReply is the RESP2 push a subscriber of channel gets for
 // PUBLISH channel answer.
