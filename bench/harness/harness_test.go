@@ -11,6 +11,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -418,5 +419,56 @@ func TestCacheConfigCountsTheBlockCacheOfCompressedTables(t *testing.T) {
 		if got != tc.want {
 			t.Fatalf("%s: caches %d bytes, want %d (%q)", tc.compression, got, tc.want, directives)
 		}
+	}
+}
+
+// TestGitCommitLeavesOwnFilesOut checks that the commit line calls a
+// checkout modified when a tracked file differs, but not when only the
+// files the harness writes itself do (a run just before leaves them so).
+func TestGitCommitLeavesOwnFilesOut(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	repo := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	write := func(name, text string) {
+		t.Helper()
+		p := filepath.Join(repo, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git("init", "-q")
+	for _, f := range []string{"BENCHMARKS.md", "bench/throughput.svg", "main.go"} {
+		write(f, "before\n")
+	}
+	git("add", ".")
+	git("commit", "-q", "-m", "one")
+	own := []string{filepath.Join(repo, "BENCHMARKS.md"), filepath.Join(repo, "bench", "throughput.svg")}
+	clean := gitCommit(repo, own...)
+	if len(clean) != 12 {
+		t.Fatalf("clean checkout: %q, want a 12-digit commit alone", clean)
+	}
+	write("BENCHMARKS.md", "after\n")
+	write("bench/throughput.svg", "after\n")
+	write("untracked.txt", "new\n")
+	if got := gitCommit(repo, own...); got != clean {
+		t.Errorf("only the harness's own files changed: %q, want %q", got, clean)
+	}
+	if got := gitCommit(repo); got != clean+" with uncommitted changes" {
+		t.Errorf("the same, with no files named as own: %q", got)
+	}
+	write("main.go", "after\n")
+	if got := gitCommit(repo, own...); got != clean+" with uncommitted changes" {
+		t.Errorf("main.go changed: %q", got)
 	}
 }

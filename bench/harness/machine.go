@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -33,7 +34,7 @@ func describeMachine(h *harness) machine {
 		Go:        firstLine(run("go", "version")),
 		Redis:     firstLine(run(h.redisBin, "--version")),
 		Benchmark: firstLine(run(h.benchBin, "--version")),
-		Commit:    gitCommit(h.repo),
+		Commit:    gitCommit(h.repo, h.out, filepath.Join(h.chartDir, "throughput.svg"), filepath.Join(h.chartDir, "memory.svg")),
 		DataFS:    fsType(h.work),
 	}
 	if m.NProc == "" {
@@ -81,12 +82,22 @@ func memTotal() string {
 	return "?"
 }
 
-func gitCommit(repo string) string {
+// gitCommit names the commit checked out in repo, and whether any tracked
+// file differs from it, leaving out the files the harness writes itself
+// (own: BENCHMARKS.md and its charts), which a run just before leaves
+// modified.
+func gitCommit(repo string, own ...string) string {
 	c := run("git", "-C", repo, "rev-parse", "--short=12", "HEAD")
 	if c == "" {
 		return "?"
 	}
-	if run("git", "-C", repo, "status", "--porcelain", "--untracked-files=no") != "" {
+	args := []string{"-C", repo, "status", "--porcelain", "--untracked-files=no", "--", "."}
+	for _, f := range own {
+		if rel, err := filepath.Rel(repo, f); err == nil && filepath.IsLocal(rel) {
+			args = append(args, ":(exclude)"+filepath.ToSlash(rel))
+		}
+	}
+	if run("git", args...) != "" {
 		c += " with uncommitted changes"
 	}
 	return c

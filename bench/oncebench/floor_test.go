@@ -42,24 +42,34 @@ func TestLoopbackWakeRound(t *testing.T) {
 }
 
 // TestGoroutineWakeRound checks the in-process floor: one latency per
-// goroutine, each measured from the close (none before it: a goroutine
-// that ran before the close would read a negative or absurd time), and
-// no goroutine left running after the round.
+// goroutine, each measured from the close (a latency that counted the
+// goroutines' start or the settle would be at least settle), and no
+// goroutine left running after the rounds.
 func TestGoroutineWakeRound(t *testing.T) {
 	before := runtime.NumGoroutine()
-	for _, n := range []int{1, 7, 300} {
-		lat := goroutineWakeRound(n, time.Millisecond)
-		if len(lat) != n {
-			t.Fatalf("%d goroutines: %d latencies", n, len(lat))
+	for _, tc := range []struct {
+		n      int
+		settle time.Duration
+	}{{1, time.Millisecond}, {7, time.Millisecond}, {300, time.Millisecond}, {50, 300 * time.Millisecond}} {
+		lat := goroutineWakeRound(tc.n, tc.settle)
+		if len(lat) != tc.n {
+			t.Fatalf("%d goroutines: %d latencies", tc.n, len(lat))
 		}
 		for _, d := range lat {
 			if d <= 0 || d > 5*time.Second {
-				t.Fatalf("%d goroutines: latencies %v", n, lat)
+				t.Fatalf("%d goroutines: latencies %v", tc.n, lat)
 			}
 		}
+		if tc.settle >= 100*time.Millisecond && slices.Min(lat) >= tc.settle {
+			t.Fatalf("%d goroutines, settled %v: the fastest woke %v after the close, so the settle was counted", tc.n, tc.settle, slices.Min(lat))
+		}
 	}
-	if after := runtime.NumGoroutine(); after > before {
-		t.Fatalf("%d goroutines before the rounds, %d after", before, after)
+	// A goroutine that has called Done may not have exited yet.
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines before the rounds, %d after", before, runtime.NumGoroutine())
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
