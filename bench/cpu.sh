@@ -54,16 +54,7 @@ positive -P "$pipeline"
 [[ -n $requests ]] || { if ((pipeline > 1)); then requests=2000000; else requests=400000; fi; }
 need redis-server redis-benchmark redis-cli
 
-servers=("$@")
-if ((${#servers[@]} == 0)); then
-  need go
-  go build -o "$work/oncekv" .
-  servers=("$work/oncekv")
-fi
-[[ " ${servers[*]} " == *" redis "* ]] || servers+=(redis)
-for b in "${servers[@]}"; do
-  [[ $b == redis || -x $b ]] || { echo "$b is not an executable" >&2; exit 2; }
-done
+compared_servers "$@"
 ticks=$(getconf CLK_TCK)
 
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }

@@ -13,7 +13,8 @@
 # have left memory before they expire.
 #
 # Usage: bench/expiry.sh [-n keys] [-r rounds] [-a seconds] [BINARY...]
-#   BINARY  oncekv binaries to compare (default: this checkout, built);
+#   BINARY  oncekv binaries to compare (default: this checkout, built),
+#           and "redis" to place redis-server (default: last);
 #           each round runs every one of them and redis-server, the order
 #           turning from round to round
 #   -n N    keys written per run (default 500000)
@@ -48,16 +49,7 @@ positive -n "$keys"
 positive -r "$rounds"
 [[ $after =~ ^[0-9]+$ ]] || { echo "-a wants whole seconds, got $after" >&2; exit 2; }
 need redis-server redis-benchmark redis-cli
-servers=("$@")
-if ((${#servers[@]} == 0)); then
-  need go
-  go build -o "$work/oncekv" .
-  servers=("$work/oncekv")
-fi
-for b in "${servers[@]}"; do
-  [[ -x $b ]] || { echo "$b is not an executable" >&2; exit 2; }
-done
-servers+=(redis)
+compared_servers "$@"
 ticks=$(getconf CLK_TCK)
 ttl=20
 

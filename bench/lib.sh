@@ -21,6 +21,23 @@ need() {
   done
 }
 
+# compared_servers BINARY... sets servers to the oncekv binaries given
+# (default: this checkout, built into $work), each checked, and redis,
+# last unless given in another place.
+compared_servers() {
+  servers=("$@")
+  if ((${#servers[@]} == 0)); then
+    need go
+    go build -o "$work/oncekv" .
+    servers=("$work/oncekv")
+  fi
+  [[ " ${servers[*]} " == *" redis "* ]] || servers+=(redis)
+  local b
+  for b in "${servers[@]}"; do
+    [[ $b == redis || -x $b ]] || { echo "$b is not an executable" >&2; exit 2; }
+  done
+}
+
 work=$(mktemp -d)
 pid=
 cleanup() {
