@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/oncekv/oncekv/internal/sched"
 	"github.com/oncekv/oncekv/store"
 )
 
@@ -194,6 +195,8 @@ func infoServer(s *Server, b *infoBuilder) {
 	b.int("io_threads_active", 0)
 	b.str("oncekv_version", OncekvVersion)
 	b.int("oncekv_procs", int64(runtime.GOMAXPROCS(0)))
+	policy, _ := sched.Current()
+	b.str("oncekv_sched_policy", string(policy))
 }
 
 // tcpPort is the port actually listened on (with --port 0, the one the

@@ -55,7 +55,7 @@ var InfoOmittedSections = map[string]string{
 // InfoExtra are the fields only this server shows, by section; the ONCE
 // engine's section, "once", is only this server's too.
 var InfoExtra = map[string][]string{
-	"server": {"go_version", "oncekv_version", "oncekv_procs"},
+	"server": {"go_version", "oncekv_version", "oncekv_procs", "oncekv_sched_policy"},
 	"memory": {"oncekv_heap_limit", "oncekv_heap_limit_human"},
 	"persistence": {"oncekv_appendfsync", "oncekv_pending_writes", "oncekv_unsynced_writes",
 		"oncekv_lsm_size_bytes", "oncekv_vlog_size_bytes", "oncekv_writes_refused", "oncekv_write_error",

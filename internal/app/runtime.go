@@ -38,6 +38,7 @@ func (a *App) UseLogLevel(lvl zap.AtomicLevel) {
 //     from its next argument.
 //   - loglevel: the log at once; min-free-disk: the store's next write.
 //   - procs: the whole process at once (GOMAXPROCS; ApplyProcs).
+//   - sched-policy: every thread of the process at once (ApplySchedPolicy).
 func (a *App) SetConfig(pairs [][2]string) error {
 	a.cfgMu.Lock()
 	defer a.cfgMu.Unlock()
@@ -89,6 +90,9 @@ func (a *App) SetConfig(pairs [][2]string) error {
 	}
 	if note("procs", next.Procs != old.Procs) {
 		ApplyProcs(next, a.log)
+	}
+	if note("sched-policy", next.SchedPolicy != old.SchedPolicy) {
+		ApplySchedPolicy(next, a.log)
 	}
 	a.cfg = next
 	if len(changed) > 0 {

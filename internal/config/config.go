@@ -31,6 +31,9 @@ type Config struct {
 	// Procs is how many Go processors (GOMAXPROCS) run the server's code
 	// (procs); 0 leaves the runtime's choice (package app, ApplyProcs).
 	Procs int
+	// SchedPolicy is the kernel's scheduling policy of the server's
+	// threads (sched-policy): "batch" or "normal" (package sched).
+	SchedPolicy string
 	// MemTableSize and BlockCacheSize size the storage engine's memory;
 	// ValueCacheSize bounds the values kept in memory after they are
 	// written to it (0: none).
@@ -116,6 +119,7 @@ func Default() Config {
 		Databases:        16,
 		LogLevel:         "notice",
 		MaxClients:       10000,
+		SchedPolicy:      "batch",
 		MemTableSize:     16 << 20,
 		BlockCacheSize:   32 << 20,
 		ValueCacheSize:   48 << 20,
@@ -323,6 +327,10 @@ func (c *Config) Set(name string, vals []string) error {
 		c.Timeout, err = num()
 	case "procs":
 		c.Procs, err = num()
+	case "sched-policy":
+		var v string
+		v, err = one()
+		c.SchedPolicy = strings.ToLower(v)
 	case "memtable-size":
 		c.MemTableSize, err = size()
 	case "block-cache-size":
@@ -445,6 +453,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("timeout must not be negative")
 	case c.Procs < 0 || c.Procs > MaxProcs:
 		return fmt.Errorf("procs must be 0 (the runtime's choice) to %d, not %d", MaxProcs, c.Procs)
+	case c.SchedPolicy != "batch" && c.SchedPolicy != "normal":
+		return fmt.Errorf("sched-policy must be batch or normal, not %q", c.SchedPolicy)
 	case c.OnceLease <= 0:
 		return fmt.Errorf("once-lease-ms must be positive")
 	case c.TableTrim < 0:
@@ -551,6 +561,7 @@ func (c Config) Directives() map[string]string {
 		"loglevel":                  c.LogLevel,
 		"maxclients":                strconv.Itoa(c.MaxClients),
 		"procs":                     strconv.Itoa(c.Procs),
+		"sched-policy":              c.SchedPolicy,
 		"timeout":                   strconv.Itoa(c.Timeout),
 		"save":                      "",
 		"memtable-size":             strconv.FormatInt(c.MemTableSize, 10),

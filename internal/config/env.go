@@ -22,7 +22,7 @@ const EnvPrefix = "ONCEKV_"
 var directiveNames = func() []string {
 	names := []string{
 		"port", "bind", "dir", "appendfsync", "databases", "requirepass",
-		"loglevel", "maxclients", "timeout", "procs", "memtable-size", "block-cache-size", "value-cache-size", "memory-burst",
+		"loglevel", "maxclients", "timeout", "procs", "sched-policy", "memtable-size", "block-cache-size", "value-cache-size", "memory-burst",
 		"min-free-disk", "backup-dir", "proto-max-bulk-len",
 		"client-query-buffer-limit", "protected-mode", "tls-port",
 		"tls-cert-file", "tls-key-file", "tls-ca-cert-file", "tls-auth-clients",

@@ -34,6 +34,7 @@ var runtimeKinds = map[string]runtimeKind{
 	"timeout":                   kindMutable,
 	"maxclients":                kindMutable,
 	"procs":                     kindMutable,
+	"sched-policy":              kindMutable,
 	"loglevel":                  kindMutable,
 	"protected-mode":            kindMutable,
 	"proto-max-bulk-len":        kindMutable,
@@ -152,6 +153,12 @@ func (c *Config) setRuntime(name, v string) string {
 			return why
 		}
 		c.Procs = int(n)
+	case "sched-policy":
+		l := strings.ToLower(v)
+		if l != "batch" && l != "normal" {
+			return "argument(s) must be one of the following: batch, normal"
+		}
+		c.SchedPolicy = l
 	case "loglevel":
 		l := strings.ToLower(v)
 		switch l {

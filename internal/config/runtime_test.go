@@ -28,6 +28,9 @@ func TestWithSet(t *testing.T) {
 		{name: "procs", pairs: [][2]string{{"procs", "3"}}, want: func(c *Config) { c.Procs = 3 }},
 		{name: "procs range", pairs: [][2]string{{"procs", "1025"}}, err: failed + "'procs') - argument must be between 0 and 1024 inclusive"},
 		{name: "procs not a number", pairs: [][2]string{{"procs", "two"}}, err: failed + "'procs') - argument couldn't be parsed into an integer"},
+		{name: "sched-policy", pairs: [][2]string{{"sched-policy", "NORMAL"}}, want: func(c *Config) { c.SchedPolicy = "normal" }},
+		{name: "sched-policy unknown", pairs: [][2]string{{"sched-policy", "fifo"}},
+			err: failed + "'sched-policy') - argument(s) must be one of the following: batch, normal"},
 		{name: "ignored", pairs: [][2]string{{"save", ""}, {"appendonly", "yes"}, {"hz", "50"}}, want: func(*Config) {}},
 		{name: "save pairs", pairs: [][2]string{{"save", "3600 1 300 100"}}, want: func(*Config) {}},
 
@@ -95,7 +98,7 @@ func TestWithSet(t *testing.T) {
 
 func TestSettable(t *testing.T) {
 	want := []string{"client-query-buffer-limit", "loglevel", "maxclients", "min-free-disk",
-		"procs", "protected-mode", "proto-max-bulk-len", "requirepass", "slowlog-log-slower-than", "slowlog-max-len", "timeout"}
+		"procs", "protected-mode", "proto-max-bulk-len", "requirepass", "sched-policy", "slowlog-log-slower-than", "slowlog-max-len", "timeout"}
 	if got := Settable(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Settable = %v, want %v", got, want)
 	}
