@@ -14,6 +14,10 @@
 // running; in epoll mode, the loop syncs once per pass, after its one
 // write(2) and before any reply, as Redis's event loop does.
 //
+// -sched-policy batch (the default, as oncekv's) gives its threads Linux's
+// SCHED_BATCH policy, so that a thread woken by a request does not preempt
+// the client on its CPU (internal/sched); normal leaves the kernel's.
+//
 // It is used by bench/ceiling.sh and is not part of the product.
 package main
 
@@ -32,6 +36,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/oncekv/oncekv/internal/sched"
 )
 
 func main() {
@@ -39,9 +45,15 @@ func main() {
 	mode := flag.String("mode", "goroutine", "goroutine or epoll (Linux)")
 	aofPath := flag.String("aof", "", "append-only log (default: a temporary file, removed on exit)")
 	policy := flag.String("appendfsync", "everysec", "everysec or always")
+	schedPolicy := flag.String("sched-policy", "batch", "the threads' scheduling policy: batch or normal (Linux)")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("ceiling: ")
+	if p, err := sched.Parse(*schedPolicy); err != nil {
+		fatal(err)
+	} else if _, err := sched.Apply(p); err != nil && !errors.Is(err, sched.ErrUnsupported) {
+		fatal(err)
+	}
 
 	var f *os.File
 	var err error
