@@ -14,9 +14,10 @@
 // running; in epoll mode, the loop syncs once per pass, after its one
 // write(2) and before any reply, as Redis's event loop does.
 //
-// -sched-policy batch (the default, as oncekv's) gives its threads Linux's
-// SCHED_BATCH policy, so that a thread woken by a request does not preempt
-// the client on its CPU (internal/sched); normal leaves the kernel's.
+// -sched-policy batch gives its threads Linux's SCHED_BATCH policy, as
+// oncekv's sched-policy directive does, so that a thread woken by a
+// request does not preempt the client on its CPU (internal/sched); normal,
+// the default as oncekv's, leaves the kernel's.
 //
 // It is used by bench/ceiling.sh and is not part of the product.
 package main
@@ -45,7 +46,7 @@ func main() {
 	mode := flag.String("mode", "goroutine", "goroutine or epoll (Linux)")
 	aofPath := flag.String("aof", "", "append-only log (default: a temporary file, removed on exit)")
 	policy := flag.String("appendfsync", "everysec", "everysec or always")
-	schedPolicy := flag.String("sched-policy", "batch", "the threads' scheduling policy: batch or normal (Linux)")
+	schedPolicy := flag.String("sched-policy", "normal", "the threads' scheduling policy: normal or batch (Linux)")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("ceiling: ")

@@ -95,8 +95,8 @@ func (h *harness) throughputMarkdown(head sectionHead, pols []policyResult, char
 				}
 			}
 			fmt.Fprintf(&b, "Under appendfsync %s a third server takes its turn in every cell: `bench/ceiling`, a deliberately minimal Go server, "+
-				"what any Go server reaches on this machine. It serves SET, GET and INCR from a map under one mutex, a goroutine per connection "+
-				"(its threads with the batch scheduling policy, as oncekv's by default: `sched-policy` in the README), and appends each batch of writes to a log with one write(2); %s. No storage engine, no other commands, no memory bound:\n\n%s\n\n"+
+				"what any Go server reaches on this machine. It serves SET, GET and INCR from a map under one mutex, a goroutine per connection, "+
+				"and appends each batch of writes to a log with one write(2); %s. No storage engine, no other commands, no memory bound:\n\n%s\n\n"+
 				"Its column, ceiling/redis, is measured like oncekv's ratio. Where it is below 1.0×, no Go server of this design reaches redis-server on that cell here; "+
 				"where it is above and oncekv below, the difference is oncekv's engine.\n\n",
 				strings.Join(ceilingPols, " and "), strings.Join(syncs, "; "), strings.Join(ceilingCmds, "\n"))

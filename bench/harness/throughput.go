@@ -168,8 +168,7 @@ func (h *harness) runThroughput(fsync string) (policyResult, error) {
 	if h.ceilingBin != "" {
 		cdir := filepath.Join(dir, "ceiling")
 		ceiling, err = benchkit.Start("ceiling", h.ceilingBin, cdir, func(port int) []string {
-			return []string{"-addr", "127.0.0.1:" + strconv.Itoa(port), "-aof", filepath.Join(cdir, "ceiling.aof"), "-appendfsync", fsync,
-				"-sched-policy", "batch"}
+			return []string{"-addr", "127.0.0.1:" + strconv.Itoa(port), "-aof", filepath.Join(cdir, "ceiling.aof"), "-appendfsync", fsync}
 		})
 		if err != nil {
 			return res, err

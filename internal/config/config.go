@@ -119,7 +119,7 @@ func Default() Config {
 		Databases:        16,
 		LogLevel:         "notice",
 		MaxClients:       10000,
-		SchedPolicy:      "batch",
+		SchedPolicy:      "normal",
 		MemTableSize:     16 << 20,
 		BlockCacheSize:   32 << 20,
 		ValueCacheSize:   48 << 20,
