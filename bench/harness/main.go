@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/oncekv/oncekv/bench/internal/benchkit"
+	"github.com/oncekv/oncekv/bench/internal/oncejson"
 )
 
 // harness holds a run's settings and where it works.
@@ -402,49 +403,7 @@ func (h *harness) chartRef(name string) string {
 }
 
 // onceSummary is the JSON that bench/oncebench writes with -json.
-type onceSummary struct {
-	Clients int `json:"clients"`
-	Cycles  []struct {
-		Client string  `json:"client"`
-		System string  `json:"system"`
-		Oncekv bool    `json:"oncekv"`
-		Floor  bool    `json:"floor"` // PING + PING, never a baseline
-		Median float64 `json:"cycles_per_s"`
-	} `json:"cycles"`
-	Ratios []struct {
-		Client       string  `json:"client"`
-		Oncekv       float64 `json:"oncekv_cycles_per_s"`
-		BestBaseline string  `json:"best_baseline"`
-		Baseline     float64 `json:"baseline_cycles_per_s"`
-		Ratio        float64 `json:"ratio"`
-		// PING + PING cycles/s on each server (0: not measured)
-		OncekvFloor float64 `json:"oncekv_floor_cycles_per_s"`
-		RedisFloor  float64 `json:"redis_floor_cycles_per_s"`
-	} `json:"ratios"`
-	Wakeups []struct {
-		Waiters   int     `json:"waiters"`
-		Samples   int     `json:"samples"`
-		OnceP50us float64 `json:"oncekv_p50_us"`
-		OnceP99us float64 `json:"oncekv_p99_us"`
-		// redis-server's own wake-ups, the reference (0: not measured)
-		PublishP50us float64 `json:"publish_p50_us"`
-		PublishP99us float64 `json:"publish_p99_us"`
-		BlpopP50us   float64 `json:"blpop_p50_us"`
-		BlpopP99us   float64 `json:"blpop_p99_us"`
-		PollP50us    float64 `json:"poll_p50_us"`
-		PollP99us    float64 `json:"poll_p99_us"`
-		PollPeriod   string  `json:"poll_period"`
-		// the floor: no server, one write to each connection (0: not measured)
-		LoopbackP50us float64 `json:"loopback_p50_us"`
-		LoopbackP99us float64 `json:"loopback_p99_us"`
-		// the floor with no network: goroutines woken in one process
-		// (0: not measured)
-		GoroutinesP50us float64 `json:"goroutines_p50_us"`
-		GoroutinesP99us float64 `json:"goroutines_p99_us"`
-		// keys oncekv expired during these rounds (0: none, or unknown)
-		OnceExpiredKeys int64 `json:"oncekv_expired_keys"`
-	} `json:"wakeups"`
-}
+type onceSummary = oncejson.Summary
 
 // runOnce runs bench/oncebench on the oncekv binary of this run.
 func (h *harness) runOnce() (string, onceSummary, error) {

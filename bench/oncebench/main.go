@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"github.com/oncekv/oncekv/bench/internal/benchkit"
+	"github.com/oncekv/oncekv/bench/internal/oncejson"
 )
 
 type options struct {
@@ -481,64 +482,14 @@ func expiredKeys(addr string) int64 {
 	return n
 }
 
-// summary holds the headline figures, written with -json for the
-// harness that puts them in BENCHMARKS.md.
-type summary struct {
-	Clients int          `json:"clients"`
-	Cycles  []cycleRow   `json:"cycles"`
-	Ratios  []ratioRow   `json:"ratios"` // per client library
-	Wakeups []wakeRowSum `json:"wakeups"`
-}
-
-type cycleRow struct {
-	Client   string  `json:"client"`
-	System   string  `json:"system"`
-	Oncekv   bool    `json:"oncekv"`
-	Floor    bool    `json:"floor"` // PING + PING: no work, never a baseline
-	RTTs     int     `json:"rtts"`
-	Median   float64 `json:"cycles_per_s"`
-	P50Micro float64 `json:"p50_us"`
-	P99Micro float64 `json:"p99_us"`
-}
-
-// ratioRow compares, for one client library, the plain ONCE.CLAIM +
-// ONCE.COMPLETE system with the fastest baseline.
-type ratioRow struct {
-	Client       string  `json:"client"`
-	Oncekv       float64 `json:"oncekv_cycles_per_s"`
-	BestBaseline string  `json:"best_baseline"`
-	Baseline     float64 `json:"baseline_cycles_per_s"`
-	Ratio        float64 `json:"ratio"`
-	// The floors, PING + PING cycles/s on each server (0: not measured):
-	// what the client and the machine allow a cycle of two round trips.
-	OncekvFloor float64 `json:"oncekv_floor_cycles_per_s,omitempty"`
-	RedisFloor  float64 `json:"redis_floor_cycles_per_s,omitempty"`
-}
-
-type wakeRowSum struct {
-	Waiters   int     `json:"waiters"`
-	Samples   int     `json:"samples"`
-	OnceP50us float64 `json:"oncekv_p50_us"`
-	OnceP99us float64 `json:"oncekv_p99_us"`
-	// redis-server references (0: not measured, see -wake-refs)
-	PublishP50us float64 `json:"publish_p50_us,omitempty"`
-	PublishP99us float64 `json:"publish_p99_us,omitempty"`
-	BlpopP50us   float64 `json:"blpop_p50_us,omitempty"`
-	BlpopP99us   float64 `json:"blpop_p99_us,omitempty"`
-	PollP50us    float64 `json:"poll_p50_us,omitempty"`
-	PollP99us    float64 `json:"poll_p99_us,omitempty"`
-	// keys oncekv expired while these rounds ran (0: none, or unknown)
-	OnceExpiredKeys int64 `json:"oncekv_expired_keys,omitempty"`
-	// the floor, no server (0: not measured)
-	LoopbackP50us float64 `json:"loopback_p50_us,omitempty"`
-	LoopbackP99us float64 `json:"loopback_p99_us,omitempty"`
-	// the floor with no network: goroutines woken by a channel's close
-	// (0: not measured)
-	GoroutinesP50us float64 `json:"goroutines_p50_us,omitempty"`
-	GoroutinesP99us float64 `json:"goroutines_p99_us,omitempty"`
-	PollPeriod      string  `json:"poll_period"`
-	Reader          string  `json:"reader"`
-}
+// The headline figures, written with -json for the harness that puts
+// them in BENCHMARKS.md (package oncejson, which the harness reads with).
+type (
+	summary    = oncejson.Summary
+	cycleRow   = oncejson.Cycle
+	ratioRow   = oncejson.Ratio
+	wakeRowSum = oncejson.Wakeup
+)
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
