@@ -49,7 +49,7 @@ func run(args []string) error {
 	}
 
 	app.ApplyProcs(cfg, log)
-	app.ApplySchedPolicy(cfg, log)
+	app.StartSchedPolicy(cfg, log)
 	app.ApplyMemoryLimit(cfg, log)
 	srv, err := app.New(cfg, log)
 	if err != nil {

@@ -38,7 +38,8 @@ func (a *App) UseLogLevel(lvl zap.AtomicLevel) {
 //     from its next argument.
 //   - loglevel: the log at once; min-free-disk: the store's next write.
 //   - procs: the whole process at once (GOMAXPROCS; ApplyProcs).
-//   - sched-policy: every thread of the process at once (ApplySchedPolicy).
+//   - sched-policy: every thread of the process at once (ApplySchedPolicy);
+//     if the system refuses it, nothing of the CONFIG SET changes.
 func (a *App) SetConfig(pairs [][2]string) error {
 	a.cfgMu.Lock()
 	defer a.cfgMu.Unlock()
@@ -53,6 +54,18 @@ func (a *App) SetConfig(pairs [][2]string) error {
 			changed = append(changed, name)
 		}
 		return differs
+	}
+	// Applied even when the value is the same: at startup normal leaves
+	// the threads as the process was started (chrt), and CONFIG SET
+	// sched-policy normal is how to give them the default back.
+	if note("sched-policy", next.SchedPolicy != old.SchedPolicy) || names(pairs, "sched-policy") {
+		if err := ApplySchedPolicy(next, a.log); err != nil {
+			// As Redis when applying a setting fails: the old value
+			// back, and the change refused. First of all, so that
+			// nothing else has changed: all the pairs or none.
+			_ = ApplySchedPolicy(old, a.log)
+			return config.ApplyFailed("sched-policy", err)
+		}
 	}
 	if note("requirepass", next.RequirePass != old.RequirePass) {
 		// The wire first: a connection accepted in between must AUTH
@@ -91,13 +104,20 @@ func (a *App) SetConfig(pairs [][2]string) error {
 	if note("procs", next.Procs != old.Procs) {
 		ApplyProcs(next, a.log)
 	}
-	if note("sched-policy", next.SchedPolicy != old.SchedPolicy) {
-		ApplySchedPolicy(next, a.log)
-	}
 	a.cfg = next
 	if len(changed) > 0 {
 		// Names only: a value may be a password.
 		a.log.Info("CONFIG SET changed the configuration", zap.String("directives", strings.Join(changed, " ")))
 	}
 	return nil
+}
+
+// names reports whether pairs set directive name (in any case).
+func names(pairs [][2]string, name string) bool {
+	for _, p := range pairs {
+		if strings.EqualFold(p[0], name) {
+			return true
+		}
+	}
+	return false
 }

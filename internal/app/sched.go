@@ -1,8 +1,6 @@
 package app
 
 import (
-	"errors"
-
 	"go.uber.org/zap"
 
 	"github.com/oncekv/oncekv/internal/config"
@@ -10,20 +8,32 @@ import (
 )
 
 // ApplySchedPolicy gives every thread of the process cfg's sched-policy
-// (package sched says what batch buys and costs). A system that refuses
-// (a container whose seccomp profile forbids sched_setattr) leaves the
-// threads as they are, with a warning: the server works the same, only
-// slower where its clients share its CPUs. CONFIG SET sched-policy calls
-// it again.
-func ApplySchedPolicy(cfg config.Config, log *zap.Logger) {
-	n, err := sched.Apply(sched.Policy(cfg.SchedPolicy))
-	switch {
-	case errors.Is(err, sched.ErrUnsupported):
-		log.Debug("no batch scheduling policy on this system; the threads keep the default")
-	case err != nil:
-		log.Warn("could not set the threads' scheduling policy; they keep the system's",
+// (package sched says what batch buys and costs) and reports what the
+// system refused: on Linux, a seccomp profile that forbids sched_setattr
+// (Docker's default allows it); elsewhere, batch, which only Linux has.
+// CONFIG SET sched-policy calls it, and refuses the change if it fails.
+func ApplySchedPolicy(cfg config.Config, log *zap.Logger) error {
+	n, err := applySched(sched.Policy(cfg.SchedPolicy))
+	if err != nil {
+		return err
+	}
+	log.Debug("scheduling policy", zap.String("sched-policy", cfg.SchedPolicy), zap.Int("threads changed", n))
+	return nil
+}
+
+// applySched is sched.Apply; tests make it fail.
+var applySched = sched.Apply
+
+// StartSchedPolicy is ApplySchedPolicy at startup. normal, the default,
+// leaves the threads as the process was started (the kernel's default
+// policy, unless under chrt); a refusal of batch is a warning, and the
+// server runs on with the policy it has.
+func StartSchedPolicy(cfg config.Config, log *zap.Logger) {
+	if cfg.SchedPolicy == string(sched.Normal) {
+		return
+	}
+	if err := ApplySchedPolicy(cfg, log); err != nil {
+		log.Warn("could not set the threads' scheduling policy; they keep the one they had",
 			zap.String("sched-policy", cfg.SchedPolicy), zap.Error(err))
-	default:
-		log.Debug("scheduling policy", zap.String("sched-policy", cfg.SchedPolicy), zap.Int("threads changed", n))
 	}
 }

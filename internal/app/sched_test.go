@@ -1,7 +1,10 @@
+//go:build linux
+
 package app
 
 import (
-	"runtime"
+	"errors"
+	"strconv"
 	"testing"
 
 	"go.uber.org/zap"
@@ -28,9 +31,6 @@ func everyThread(t *testing.T, want sched.Policy) {
 // policy, batch gives it to every thread, and CONFIG SET sched-policy
 // changes them all at once; INFO server shows the policy in force.
 func TestSchedPolicy(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("scheduling policies are Linux's")
-	}
 	t.Cleanup(func() { ApplySchedPolicy(config.Default(), zap.NewNop()) })
 	batch := config.Default()
 	batch.SchedPolicy = "batch"
@@ -52,9 +52,55 @@ func TestSchedPolicy(t *testing.T) {
 	if got := infoField(t, c, "oncekv_sched_policy"); got != "batch" {
 		t.Errorf("INFO oncekv_sched_policy = %q, want batch", got)
 	}
-	c.expect("-ERR CONFIG SET failed (possibly related to argument 'sched-policy') - argument(s) must be one of the following: batch, normal",
+	c.expect("-ERR CONFIG SET failed (possibly related to argument 'sched-policy') - argument(s) must be one of the following: normal, batch",
 		"CONFIG", "SET", "sched-policy", "fifo")
 	everyThread(t, sched.Batch)
 	c.expect("+OK", "CONFIG", "SET", "sched-policy", "normal")
 	everyThread(t, sched.Normal)
+
+	// Threads given batch from outside (chrt, or a parent's policy)
+	// while the configuration says normal: CONFIG SET sched-policy
+	// normal, the same value, still gives them the default back.
+	if _, err := sched.Apply(sched.Batch); err != nil {
+		t.Fatal(err)
+	}
+	c.expect("+OK", "CONFIG", "SET", "Sched-Policy", "normal")
+	everyThread(t, sched.Normal)
+}
+
+// A policy the system refuses fails CONFIG SET as Redis words a failed
+// apply, and changes nothing: not the threads, not the pairs beside it.
+func TestSchedPolicyRefused(t *testing.T) {
+	t.Cleanup(func() { ApplySchedPolicy(config.Default(), zap.NewNop()) })
+	refuse := errors.New("sched_setattr 1234: operation not permitted")
+	applySched = func(p sched.Policy) (int, error) {
+		if p == sched.Batch {
+			_, _ = sched.Apply(p) // part of the threads changed, then the refusal
+			return 0, refuse
+		}
+		return sched.Apply(p)
+	}
+	t.Cleanup(func() { applySched = sched.Apply })
+
+	a := startRT(t, zap.NewNop())
+	c := dialRT(t, a)
+	before := c.configGet("timeout")
+	c.expect("-ERR CONFIG SET failed (possibly related to argument 'sched-policy') - "+refuse.Error(),
+		"CONFIG", "SET", "timeout", strconv.Itoa(mustAtoi(t, before)+7), "sched-policy", "batch")
+	everyThread(t, sched.Normal)
+	if got := c.configGet("sched-policy"); got != "normal" {
+		t.Errorf("CONFIG GET sched-policy = %q after a refusal, want normal", got)
+	}
+	if got := c.configGet("timeout"); got != before {
+		t.Errorf("CONFIG GET timeout = %q after the refused CONFIG SET, want %q", got, before)
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -453,8 +453,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("timeout must not be negative")
 	case c.Procs < 0 || c.Procs > MaxProcs:
 		return fmt.Errorf("procs must be 0 (the runtime's choice) to %d, not %d", MaxProcs, c.Procs)
-	case c.SchedPolicy != "batch" && c.SchedPolicy != "normal":
-		return fmt.Errorf("sched-policy must be batch or normal, not %q", c.SchedPolicy)
+	case c.SchedPolicy != "normal" && c.SchedPolicy != "batch":
+		return fmt.Errorf("sched-policy must be normal or batch, not %q", c.SchedPolicy)
 	case c.OnceLease <= 0:
 		return fmt.Errorf("once-lease-ms must be positive")
 	case c.TableTrim < 0:

@@ -42,7 +42,7 @@ func TestParse(t *testing.T) {
 		{name: "procs", args: []string{"--procs", "2"}, want: func(c *Config) { c.Procs = 2 }},
 		{name: "bad procs", args: []string{"--procs", "-1"}, err: "procs must be 0 (the runtime's choice) to 1024, not -1"},
 		{name: "sched-policy", args: []string{"--sched-policy", "Normal"}, want: func(c *Config) { c.SchedPolicy = "normal" }},
-		{name: "bad sched-policy", args: []string{"--sched-policy", "fifo"}, err: `sched-policy must be batch or normal, not "fifo"`},
+		{name: "bad sched-policy", args: []string{"--sched-policy", "fifo"}, err: `sched-policy must be normal or batch, not "fifo"`},
 		{name: "table trim", args: []string{"--table-trim-ms", "0"}, want: func(c *Config) { c.TableTrim = 0 }},
 		{name: "bad table trim", args: []string{"--table-trim-ms", "-5"}, err: "table-trim-ms must be 0 (off) or positive"},
 		{name: "table compression", args: []string{"--table-compression", "ZSTD"}, want: func(c *Config) { c.TableCompression = "zstd" }},

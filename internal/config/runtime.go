@@ -14,6 +14,10 @@ type SetError struct{ msg string }
 
 func (e *SetError) Error() string { return e.msg }
 
+// ApplyFailed is CONFIG SET's refusal when the system refused to apply
+// directive arg's new value (err says why).
+func ApplyFailed(arg string, err error) error { return setFailed(arg, err.Error()) }
+
 func setFailed(arg, why string) *SetError {
 	return &SetError{fmt.Sprintf("CONFIG SET failed (possibly related to argument '%s') - %s", arg, why)}
 }
@@ -155,8 +159,8 @@ func (c *Config) setRuntime(name, v string) string {
 		c.Procs = int(n)
 	case "sched-policy":
 		l := strings.ToLower(v)
-		if l != "batch" && l != "normal" {
-			return "argument(s) must be one of the following: batch, normal"
+		if l != "normal" && l != "batch" {
+			return "argument(s) must be one of the following: normal, batch"
 		}
 		c.SchedPolicy = l
 	case "loglevel":

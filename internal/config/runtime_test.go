@@ -30,7 +30,7 @@ func TestWithSet(t *testing.T) {
 		{name: "procs not a number", pairs: [][2]string{{"procs", "two"}}, err: failed + "'procs') - argument couldn't be parsed into an integer"},
 		{name: "sched-policy", pairs: [][2]string{{"sched-policy", "NORMAL"}}, want: func(c *Config) { c.SchedPolicy = "normal" }},
 		{name: "sched-policy unknown", pairs: [][2]string{{"sched-policy", "fifo"}},
-			err: failed + "'sched-policy') - argument(s) must be one of the following: batch, normal"},
+			err: failed + "'sched-policy') - argument(s) must be one of the following: normal, batch"},
 		{name: "ignored", pairs: [][2]string{{"save", ""}, {"appendonly", "yes"}, {"hz", "50"}}, want: func(*Config) {}},
 		{name: "save pairs", pairs: [][2]string{{"save", "3600 1 300 100"}}, want: func(*Config) {}},
 

@@ -1,6 +1,7 @@
 // Package sched sets the kernel's scheduling policy of every thread of
-// this process: Linux's SCHED_OTHER ("normal", the server's default), or
-// SCHED_BATCH ("batch").
+// this process: Linux's SCHED_OTHER ("normal") or SCHED_BATCH ("batch").
+// The server's default, normal, is the kernel's; the server applies it
+// only when CONFIG SET asks to leave batch.
 //
 // What batch buys: a thread with the batch policy does not preempt the
 // thread running on a CPU when it wakes; it waits for that thread to
@@ -13,8 +14,8 @@
 // redis-benchmark). Measured on 2 cores with redis-benchmark -c 50 GET:
 // the client was preempted about 42,000 times over 400,000 requests with
 // the normal policy and about 1,000 with batch (redis-server: 600), and
-// it ran on 76–79% of its core instead of 89–93%, for 20–28% more
-// requests/s.
+// it ran on 76–83% of its core instead of 92–93%, for 20–28% more GETs
+// a second in two alternations (docs/performance-notes.md).
 //
 // What it costs, and why it is not the default: when every CPU is busy
 // with work that does not block, a woken server thread waits for the

@@ -12,14 +12,18 @@ import (
 // maxPasses bounds Apply's passes over the threads. A thread the runtime
 // starts while a pass runs inherits the policy of the thread that started
 // it, which that pass may not have set yet; the next pass sets it. A pass
-// that changes nothing ends it.
+// that changes nothing, and finds every listed thread still there, ends
+// it.
 const maxPasses = 8
 
 // Apply gives every thread of this process policy p, keeping each
-// thread's nice value. Threads started later inherit it from the thread
-// that starts them (the kernel copies a thread's policy to the threads it
-// creates), so one call covers the process's life. It returns how many
-// threads it changed.
+// thread's nice value and its reset-on-fork flag. Threads started later
+// inherit it from the thread that starts them (the kernel copies a
+// thread's policy to the threads it creates), so one call covers the
+// process's life. Threads with a policy other than normal or batch (idle,
+// real-time: given on purpose) are left alone. A thread the system
+// refuses does not stop the others; the errors are joined. It returns
+// how many threads it changed.
 func Apply(p Policy) (int, error) {
 	want, err := linuxPolicy(p)
 	if err != nil {
@@ -27,13 +31,13 @@ func Apply(p Policy) (int, error) {
 	}
 	changed := 0
 	for range maxPasses {
-		n, err := pass(want)
+		n, again, err := pass(want)
 		changed += n
-		if err != nil || n == 0 {
+		if err != nil || !again {
 			return changed, err
 		}
 	}
-	return changed, nil
+	return changed, fmt.Errorf("%w after %d passes", ErrUnsettled, maxPasses)
 }
 
 // Current reports the policy of the calling thread: Normal, Batch, or
@@ -87,39 +91,48 @@ func linuxPolicy(p Policy) (uint32, error) {
 	return 0, fmt.Errorf("%w: %q", ErrPolicy, p)
 }
 
-// pass sets want on every listed thread that has another normal-class
-// policy, and counts them. A thread with a real-time or idle policy was
-// given it on purpose (chrt, a container's settings) and is left alone.
-func pass(want uint32) (int, error) {
+// pass sets want on every listed thread that has the other normal-class
+// policy, and counts them. again reports that another pass is needed: it
+// changed a thread, which may have started others meanwhile, or a listed
+// thread was gone, which may have done so before it went.
+func pass(want uint32) (n int, again bool, err error) {
 	tids, err := threads()
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	n := 0
+	var errs []error
 	for _, tid := range tids {
 		attr, err := unix.SchedGetAttr(tid, 0)
 		if errors.Is(err, unix.ESRCH) {
+			again = true
 			continue
 		}
 		if err != nil {
-			return n, fmt.Errorf("sched_getattr %d: %w", tid, err)
+			errs = append(errs, fmt.Errorf("sched_getattr %d: %w", tid, err))
+			continue
 		}
 		if attr.Policy == want || (attr.Policy != unix.SCHED_NORMAL && attr.Policy != unix.SCHED_BATCH) {
 			continue
 		}
 		attr.Policy = want
-		// The attributes read include the nice value, which stays; no
-		// flag asks for more than the policy and nice.
-		attr.Flags = 0
+		// What was read holds the nice value, which stays, and the
+		// reset-on-fork flag, which stays too. Since Linux 6.12 it also
+		// holds the thread's time slice in Runtime: written back, that
+		// would fix the slice for good, so it goes, as do the fields of
+		// other policies.
+		attr.Flags &= unix.SCHED_FLAG_RESET_ON_FORK
+		attr.Runtime, attr.Deadline, attr.Period = 0, 0, 0
 		if err := unix.SchedSetAttr(tid, attr, 0); err != nil {
 			if errors.Is(err, unix.ESRCH) {
+				again = true
 				continue
 			}
-			return n, fmt.Errorf("sched_setattr %d: %w", tid, err)
+			errs = append(errs, fmt.Errorf("sched_setattr %d: %w", tid, err))
+			continue
 		}
 		n++
 	}
-	return n, nil
+	return n, again || n > 0, errors.Join(errs...)
 }
 
 // threads lists this process's thread ids.
