@@ -17,10 +17,10 @@ import (
 // serves half the clients. Redis's event loop reads every ready client
 // before it writes and syncs its AOF, and serves them all with one.
 //
-// So before a round, the logger waits for the writers the last fsync
-// released: until the batch holds as many writes as that round synced
-// plus those that came during its fsync, or for at most the last fsync's
-// duration. The groups merge into one within a round. When clients leave,
+// So before a round after an fsync slower than groupMinFsync, the
+// logger waits for the writers the last fsync released: until the batch
+// holds as many writes as that round synced plus those that came during
+// its fsync, or for at most the last fsync's duration. The groups merge into one within a round. When clients leave,
 // the count is not reached and the wait ends at its bound; the round
 // after such a wait does not wait, so writers that come at random (each
 // on its own schedule) wait at most half an fsync more on average. After
@@ -33,6 +33,17 @@ const groupMaxWait = 2 * time.Millisecond
 // groupIdle is how long after the last fsync the writers it released
 // are no longer expected.
 const groupIdle = 20 * time.Millisecond
+
+// groupMinFsync is the shortest fsync worth waiting after. Waiting merges
+// the two groups, so each fsync serves twice the writers; it pays when
+// the released writers come back well within an fsync, and costs when
+// they take as long: the disk then stands idle for the wait. On the
+// 2-core development machine (fsyncs of 0.19–0.22 ms on average, and
+// clients that share the cores) redis-benchmark SET -c 50 under always
+// ran faster without the wait in nine of eleven alternations, by 5–7%
+// (docs/performance-notes.md). Their return takes a few hundred
+// microseconds there, so after a faster fsync a round does not wait.
+const groupMinFsync = 500 * time.Microsecond
 
 // groupState is what the logger knows of the last round it synced.
 type groupState struct {
@@ -57,7 +68,7 @@ func (g *groupState) bound(now time.Time) time.Duration {
 		g.skip = false
 		return 0
 	}
-	if g.want <= 1 || now.Sub(g.at) > groupIdle {
+	if g.want <= 1 || g.took < groupMinFsync || now.Sub(g.at) > groupIdle {
 		return 0
 	}
 	return min(g.took, groupMaxWait)

@@ -82,3 +82,31 @@ func TestEverysecSyncsOnlyAfterWrites(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// bound: no wait after an fsync faster than groupMinFsync, after a pause,
+// for a lone writer, or right after a wait that ended at its bound;
+// otherwise the last fsync's duration, at most groupMaxWait.
+func TestGroupBound(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name      string
+		want      int           // writes expected
+		took      time.Duration // the last fsync
+		since     time.Duration // since it ended
+		skip      bool
+		wantBound time.Duration
+	}{
+		{name: "slow fsync", want: 20, took: time.Millisecond, wantBound: time.Millisecond},
+		{name: "at the threshold", want: 20, took: groupMinFsync, wantBound: groupMinFsync},
+		{name: "very slow fsync", want: 20, took: 10 * time.Millisecond, wantBound: groupMaxWait},
+		{name: "fast fsync", want: 20, took: groupMinFsync - time.Microsecond},
+		{name: "one writer", want: 1, took: 3 * time.Millisecond},
+		{name: "after a pause", want: 20, took: 3 * time.Millisecond, since: 2 * groupIdle},
+		{name: "after a bounded wait", want: 20, took: 3 * time.Millisecond, skip: true},
+	} {
+		g := &groupState{want: tc.want, took: tc.took, at: now.Add(-tc.since), skip: tc.skip}
+		if got := g.bound(now); got != tc.wantBound {
+			t.Errorf("%s: bound = %v, want %v", tc.name, got, tc.wantBound)
+		}
+	}
+}
