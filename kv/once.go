@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -322,41 +323,64 @@ func (o *Once[T]) abort(ctx context.Context, full string, token int64, msg strin
 // extend keeps the claim alive while fn runs: ONCE.EXTEND every third of
 // the lease. When the server says the claim is gone, it cancels fn's
 // context with ErrLeaseLost. The returned function stops it and waits for
-// it to end.
+// an extension under way to end.
+//
+// It is a timer, not a goroutine with a ticker: most functions return
+// well within a third of the lease, and then no goroutine was started,
+// nor synchronised with, for a run (BenchmarkRun).
 func (o *Once[T]) extend(full string, token int64, cancel context.CancelCauseFunc) (stop func()) {
 	if o.noExtend {
 		return func() {}
 	}
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(max(o.lease/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C:
-			}
-			ctx, c := context.WithTimeout(context.Background(), o.lease)
-			err := o.s.do(ctx, "once.extend", full, token, "lease", ms(o.lease))
-			c()
-			if errors.Is(err, errStale) {
-				cancel(leaseLost(full, nil))
-				return
-			}
-			// Other errors (the network): try again at the next tick; the
-			// lease is three ticks long.
+	x := &extender{every: max(o.lease/3, time.Millisecond)}
+	x.mu.Lock()
+	x.t = time.AfterFunc(x.every, func() {
+		x.mu.Lock()
+		if x.stopped {
+			x.mu.Unlock()
+			return
 		}
-	}()
-	var stopped bool
-	return func() {
-		if !stopped {
-			stopped = true
-			close(quit)
-			<-done
+		x.running.Add(1)
+		x.mu.Unlock()
+		defer x.running.Done()
+		ctx, c := context.WithTimeout(context.Background(), o.lease)
+		err := o.s.do(ctx, "once.extend", full, token, "lease", ms(o.lease))
+		c()
+		if errors.Is(err, errStale) {
+			cancel(leaseLost(full, nil))
+			return
 		}
+		// Other errors (the network): try again at the next tick; the
+		// lease is three ticks long.
+		x.mu.Lock()
+		if !x.stopped {
+			x.t.Reset(x.every)
+		}
+		x.mu.Unlock()
+	})
+	x.mu.Unlock()
+	return x.stop
+}
+
+// extender is extend's timer and what stops it.
+type extender struct {
+	every   time.Duration
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool
+	running sync.WaitGroup // an extension under way
+}
+
+func (x *extender) stop() {
+	x.mu.Lock()
+	if x.stopped {
+		x.mu.Unlock()
+		return
 	}
+	x.stopped = true
+	x.t.Stop()
+	x.mu.Unlock()
+	x.running.Wait()
 }
 
 // Re-entrance (KV-11): the context given to a running function carries

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -447,5 +450,39 @@ func TestTakeover(t *testing.T) {
 	}
 	if in := serverInfo(t, rdb); in["handoffs"] != 1 {
 		t.Fatalf("INFO once handoffs %d, want 1", in["handoffs"])
+	}
+}
+
+// TestRunsHoldNoExtenderGoroutine: a run's lease extension is a timer, not
+// a goroutine, so that many runs under way at once (slow functions) cost
+// no stack each beside their callers'.
+func TestRunsHoldNoExtenderGoroutine(t *testing.T) {
+	o := open[int](t, store(t, client(t, server(t))), "extgo", Lease(30*time.Second))
+	const n = 200
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(n)
+	before := runtime.NumGoroutine()
+	done := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := o.Run(ctxFor(t, 10*time.Second), strconv.Itoa(i), func(context.Context) (int, error) {
+				started.Done()
+				<-release
+				return i, nil
+			})
+			done <- err
+		}()
+	}
+	started.Wait()
+	during := runtime.NumGoroutine() - before
+	close(release)
+	for range n {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if during > n+n/4 {
+		t.Fatalf("%d goroutines more while %d runs were under way, want about one per caller", during, n)
 	}
 }
