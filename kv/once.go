@@ -371,6 +371,8 @@ type extender struct {
 	running sync.WaitGroup // an extension under way
 }
 
+// stop stops the timer and waits for an extension under way; once is
+// enough, more are harmless.
 func (x *extender) stop() {
 	x.mu.Lock()
 	if x.stopped {
