@@ -85,7 +85,9 @@ type Conn struct {
 	idleWait atomic.Bool
 	// deadline is set while a read deadline may be armed on nc.
 	deadline atomic.Bool
-	// ho is the replies handed to the store to send (handoff.go).
+	// sk reads and writes the socket (sockio.go); ho is the replies
+	// handed to the store to send (handoff.go).
+	sk sock
 	ho handoff
 	// The memory the MULTI queue holds, counted incrementally.
 	queueSeen  int

@@ -45,9 +45,10 @@ type handoff struct {
 	werr error
 }
 
-// initHandoff prepares c to hand its replies over, when its connection
-// gives access to its socket.
-func (c *Conn) initHandoff() {
+// initSocket gives c raw access to its socket, to read requests and send
+// replies (sockio.go) and to hand replies over, when its connection has a
+// socket of its own.
+func (c *Conn) initSocket() {
 	sc, ok := c.nc.(syscall.Conn)
 	if !ok {
 		return
@@ -56,6 +57,7 @@ func (c *Conn) initHandoff() {
 	if err != nil {
 		return
 	}
+	c.sk.init(raw)
 	h := &c.ho
 	h.c, h.raw = c, raw
 	h.notify = h.durable
@@ -132,23 +134,10 @@ func (h *handoff) sendLeft() {
 // writeFd writes as much of h.left as the socket takes now; it never asks
 // to wait (RawConn.Write would then block the store's loop).
 func (h *handoff) writeFd(fd uintptr) bool {
-	for len(h.left) > 0 {
-		n, err := syscall.Write(int(fd), h.left)
-		if n > 0 {
-			h.left = h.left[n:]
-		}
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			if err != syscall.EAGAIN {
-				h.werr = err
-			}
-			break
-		}
-		if n <= 0 {
-			break
-		}
+	n, e := writeRaw(fd, h.left)
+	h.left = h.left[n:]
+	if e != 0 && e != syscall.EAGAIN {
+		h.werr = e
 	}
 	return true
 }

@@ -394,11 +394,15 @@ func (s *Server) admit(nc net.Conn) (*Conn, string) {
 		Authed:    !s.requirePass.Load(),
 		W:         NewWriter(2),
 		nc:        nc,
-		rd:        NewReader(countingConn{nc, &s.stats}, s.cfg.Limits),
 		srv:       s,
 	}
+	c.initSocket()
+	var in io.Reader = nc
+	if c.sk.raw != nil {
+		in = &c.sk
+	}
+	c.rd = NewReader(countingReader{in, &s.stats}, s.cfg.Limits)
 	c.rd.SetAuthed(c.Authed)
-	c.initHandoff()
 	c.W.OnError = s.onError
 	c.info = Info{LastActive: now, Proto: 2, LastCmd: "NULL"}
 	s.conns[c] = struct{}{}
@@ -741,7 +745,13 @@ func (s *Server) flush(c *Conn) bool {
 		return false
 	}
 	if c.W.Len() > 0 {
-		n, err := c.nc.Write(c.W.Bytes())
+		var n int
+		var err error
+		if c.sk.raw != nil {
+			n, err = c.sk.Write(c.W.Bytes())
+		} else {
+			n, err = c.nc.Write(c.W.Bytes())
+		}
 		s.stats.Writes.Add(1)
 		s.stats.NetOutput.Add(int64(n))
 		c.W.Reset()

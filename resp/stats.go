@@ -1,7 +1,7 @@
 package resp
 
 import (
-	"net"
+	"io"
 	"sync/atomic"
 )
 
@@ -62,14 +62,14 @@ type Aheader interface {
 	Ahead(c *Conn, namesKeys [][]byte)
 }
 
-// countingConn counts what is read from a client's socket.
-type countingConn struct {
-	net.Conn
+// countingReader counts what is read from a client's socket.
+type countingReader struct {
+	r  io.Reader
 	st *WireStats
 }
 
-func (c countingConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
 	c.st.Reads.Add(1)
 	if n > 0 {
 		c.st.NetInput.Add(int64(n))
