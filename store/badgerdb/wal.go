@@ -283,7 +283,7 @@ func (w *wal) append(ops []op) error {
 		w.buf = b
 	}
 	w.waitZeroer(int64(len(b)))
-	if _, err := w.f.Write(b); err != nil {
+	if _, err := writeRaw(w.f, b); err != nil {
 		// Cutting the file back drops the zeros past the records too.
 		w.zero.upTo = w.size
 		if terr := w.f.Truncate(w.size); terr != nil {
