@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/oncekv/oncekv/internal/rawio"
 )
 
 // Waiter is something a reply must wait for before it is sent: a store
@@ -85,9 +87,10 @@ type Conn struct {
 	idleWait atomic.Bool
 	// deadline is set while a read deadline may be armed on nc.
 	deadline atomic.Bool
-	// sk reads and writes the socket (sockio.go); ho is the replies
-	// handed to the store to send (handoff.go).
-	sk sock
+	// sk reads and writes the socket with raw system calls, when the
+	// connection has one of its own; ho is the replies handed to the
+	// store to send (handoff.go).
+	sk rawio.Socket
 	ho handoff
 	// The memory the MULTI queue holds, counted incrementally.
 	queueSeen  int

@@ -1,6 +1,10 @@
 package resp
 
-import "syscall"
+import (
+	"syscall"
+
+	"github.com/oncekv/oncekv/internal/rawio"
+)
 
 // Handing the replies to the store.
 //
@@ -46,8 +50,8 @@ type handoff struct {
 }
 
 // initSocket gives c raw access to its socket, to read requests and send
-// replies (sockio.go) and to hand replies over, when its connection has a
-// socket of its own.
+// replies (package rawio says why) and to hand replies over, when its
+// connection has a socket of its own.
 func (c *Conn) initSocket() {
 	sc, ok := c.nc.(syscall.Conn)
 	if !ok {
@@ -57,7 +61,7 @@ func (c *Conn) initSocket() {
 	if err != nil {
 		return
 	}
-	c.sk.init(raw)
+	c.sk.Init(raw)
 	h := &c.ho
 	h.c, h.raw = c, raw
 	h.notify = h.durable
@@ -134,7 +138,7 @@ func (h *handoff) sendLeft() {
 // writeFd writes as much of h.left as the socket takes now; it never asks
 // to wait (RawConn.Write would then block the store's loop).
 func (h *handoff) writeFd(fd uintptr) bool {
-	n, e := writeRaw(fd, h.left)
+	n, e := rawio.WriteFd(fd, h.left)
 	h.left = h.left[n:]
 	if e != 0 && e != syscall.EAGAIN {
 		h.werr = e

@@ -398,7 +398,7 @@ func (s *Server) admit(nc net.Conn) (*Conn, string) {
 	}
 	c.initSocket()
 	var in io.Reader = nc
-	if c.sk.raw != nil {
+	if c.sk.Ready() {
 		in = &c.sk
 	}
 	c.rd = NewReader(countingReader{in, &s.stats}, s.cfg.Limits)
@@ -747,7 +747,7 @@ func (s *Server) flush(c *Conn) bool {
 	if c.W.Len() > 0 {
 		var n int
 		var err error
-		if c.sk.raw != nil {
+		if c.sk.Ready() {
 			n, err = c.sk.Write(c.W.Bytes())
 		} else {
 			n, err = c.nc.Write(c.W.Bytes())

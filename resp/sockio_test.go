@@ -1,19 +1,13 @@
 package resp
 
 import (
-	"bytes"
-	"errors"
-	"io"
 	"net"
-	"os"
-	"syscall"
 	"testing"
-	"time"
 )
 
-// sockPair returns the two ends of a loopback TCP connection, the
-// accepted one wrapped in a sock.
-func sockPair(tb testing.TB) (*sock, net.Conn, net.Conn) {
+// tcpPair returns the two ends of a loopback TCP connection: the
+// accepted one, then the client's.
+func tcpPair(tb testing.TB) (net.Conn, net.Conn) {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -29,122 +23,24 @@ func sockPair(tb testing.TB) (*sock, net.Conn, net.Conn) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { client.Close(); server.Close() })
-	raw, err := server.(syscall.Conn).SyscallConn()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s := &sock{}
-	s.init(raw)
-	return s, server, client
+	return server, client
 }
 
-// The sock reads and writes as net.Conn does: what was sent, in full,
-// waiting for data and for room, and io.EOF once the client closed.
-func TestSockReadsAndWritesLikeNetConn(t *testing.T) {
-	s, _, client := sockPair(t)
-
-	go func() {
-		time.Sleep(20 * time.Millisecond) // the first read waits for data
-		client.Write([]byte("*1\r\n$4\r\nPING\r\n"))
-	}()
-	buf := make([]byte, 64)
-	n, err := s.Read(buf)
-	if err != nil || string(buf[:n]) != "*1\r\n$4\r\nPING\r\n" {
-		t.Fatalf("Read = %q, %v", buf[:n], err)
-	}
-	if n, err := s.Read(nil); n != 0 || err != nil {
-		t.Fatalf("Read(nil) = %d, %v; want 0, nil", n, err)
-	}
-
-	// More than the socket buffers take: Write waits for the client to
-	// read, and everything arrives in order.
-	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<20) // 16 MiB
-	got := make(chan []byte, 1)
-	go func() {
-		b, _ := io.ReadAll(io.LimitReader(client, int64(len(big))))
-		got <- b
-	}()
-	n, err = s.Write(big)
-	if n != len(big) || err != nil {
-		t.Fatalf("Write = %d, %v; want %d, nil", n, err, len(big))
-	}
-	if b := <-got; !bytes.Equal(b, big) {
-		t.Fatalf("the client read %d bytes, not what was written", len(b))
-	}
-
-	client.Close()
-	if n, err := s.Read(buf); n != 0 || err != io.EOF {
-		t.Fatalf("Read after the client closed = %d, %v; want 0, io.EOF", n, err)
-	}
-}
-
-// A read deadline ends a waiting Read with a timeout, and closing the
-// connection ends it with net.ErrClosed: what the server's idle timeout
-// and its shutdown rely on.
-func TestSockDeadlineAndClose(t *testing.T) {
-	s, server, _ := sockPair(t)
-	server.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
-	_, err := s.Read(make([]byte, 16))
-	var ne net.Error
-	if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("Read past the deadline: %v; want a timeout", err)
-	}
-	server.SetReadDeadline(time.Time{})
-
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.Read(make([]byte, 16))
-		done <- err
-	}()
-	time.Sleep(20 * time.Millisecond)
-	server.Close()
-	select {
-	case err := <-done:
-		if !errors.Is(err, net.ErrClosed) {
-			t.Fatalf("Read of a closed connection: %v; want net.ErrClosed", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Read did not return when the connection closed")
-	}
-	if _, err := s.Write([]byte("+OK\r\n")); !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("Write to a closed connection: %v; want net.ErrClosed", err)
-	}
-}
-
-// A client that resets the connection is an error of the read, and a
-// write to it one of the write; neither takes the process down (SIGPIPE).
-func TestSockPeerReset(t *testing.T) {
-	s, _, client := sockPair(t)
-	client.(*net.TCPConn).SetLinger(0)
-	client.Close() // RST
-	time.Sleep(20 * time.Millisecond)
-	if _, err := s.Read(make([]byte, 16)); !errors.Is(err, syscall.ECONNRESET) {
-		t.Fatalf("Read after a reset: %v; want ECONNRESET", err)
-	}
-	var err error
-	for i := 0; i < 10 && err == nil; i++ {
-		_, err = s.Write([]byte("+OK\r\n"))
-	}
-	if !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
-		t.Fatalf("Write after a reset: %v; want EPIPE or ECONNRESET", err)
-	}
-}
-
-// The server reads and writes a TCP client's socket with the sock, and
-// a connection without a socket of its own (TLS, net.Pipe) through
-// net.Conn.
+// The server reads and writes a TCP client's socket with raw system calls
+// (rawio.Socket), and a connection without a socket of its own (TLS,
+// net.Pipe) through net.Conn.
 func TestConnUsesRawSocketWhenItHasOne(t *testing.T) {
 	s := NewServer(Config{}, handlerFunc(echoHandler))
-	_, server, _ := sockPair(t)
+	server, _ := tcpPair(t)
 	c, _ := s.admit(server)
-	if c == nil || c.sk.raw == nil || c.rd.rd.(countingReader).r != &c.sk {
+	if c == nil || !c.sk.Ready() || c.rd.rd.(countingReader).r != &c.sk {
 		t.Fatal("a TCP connection is not read through its sock")
 	}
 	p1, p2 := net.Pipe()
 	defer p1.Close()
 	defer p2.Close()
 	c, _ = s.admit(p1)
-	if c == nil || c.sk.raw != nil || c.rd.rd.(countingReader).r != p1 {
+	if c == nil || c.sk.Ready() || c.rd.rd.(countingReader).r != p1 {
 		t.Fatal("a connection without a socket is not read through net.Conn")
 	}
 }

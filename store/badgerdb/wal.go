@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/oncekv/oncekv/internal/rawio"
 )
 
 // The write-ahead log is the store's own append-only log, as Redis's AOF
@@ -283,7 +285,9 @@ func (w *wal) append(ops []op) error {
 		w.buf = b
 	}
 	w.waitZeroer(int64(len(b)))
-	if _, err := writeRaw(w.f, b); err != nil {
+	// Raw: a write the scheduler is told of wakes its monitor thread
+	// (package rawio), and rounds came often enough to keep it polling.
+	if _, err := rawio.WriteFile(w.f, b); err != nil {
 		// Cutting the file back drops the zeros past the records too.
 		w.zero.upTo = w.size
 		if terr := w.f.Truncate(w.size); terr != nil {
