@@ -8,16 +8,19 @@
 #
 # bench/redis-benchmark.sh also runs bench/ceiling (goroutine mode), next to
 # oncekv in every cell of BENCHMARKS.md, under both policies; this script
-# runs it alone, in more variants (one epoll loop, GOMAXPROCS=1).
+# runs it alone, in more variants (one epoll loop, GOMAXPROCS=1, and with
+# -N net.Conn's reads and writes instead of raw system calls).
 #
 # Each round runs every server variant in turn (the order rotates from round
 # to round), each on a fresh port and a fresh data directory. The table
 # gives the median requests/s over the rounds (the mean of the middle two
 # for an even count) and, in parentheses, the ratio to redis-server's median.
 #
-# Usage: bench/ceiling.sh [-r rounds] [-G] [-a everysec|always]
+# Usage: bench/ceiling.sh [-r rounds] [-G] [-N] [-a everysec|always]
 #   -r N  rounds (default 3)
 #   -G    leave out the GOMAXPROCS=1 variants of the ceiling server
+#   -N    add variants that read and write with net.Conn and os.File
+#         (-io net) rather than raw system calls (internal/rawio)
 #   -a P  appendfsync policy of every server (default everysec)
 #
 # Needs go, redis-server, redis-benchmark and redis-cli. Everything listens
@@ -29,11 +32,13 @@ source bench/lib.sh
 
 rounds=3
 gmp1=1
+netio=0
 policy=everysec
-while getopts "r:Ga:h" opt; do
+while getopts "r:GNa:h" opt; do
   case $opt in
     r) rounds=$OPTARG ;;
     G) gmp1=0 ;;
+    N) netio=1 ;;
     a) policy=$OPTARG ;;
     h) usage ;;
     *) exit 2 ;;
@@ -45,6 +50,7 @@ need go redis-server redis-benchmark redis-cli
 go build -o "$work/ceiling" ./bench/ceiling
 
 variants=(redis goroutine epoll)
+((netio)) && variants+=(goroutine-net epoll-net)
 ((gmp1)) && variants+=(goroutine-gmp1 epoll-gmp1)
 tests=(SET GET INCR)
 pipes=(1 16)
@@ -57,11 +63,12 @@ server_cmd() {
   case $v in
     redis) cmd=(redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly yes --appendfsync "$policy" --dir "$dir" --daemonize no) ;;
     *-gmp1) cmd=(env GOMAXPROCS=1 "$work/ceiling" -addr "127.0.0.1:$port" -mode "${v%-gmp1}" -aof "$dir/ceiling.aof" -appendfsync "$policy") ;;
+    *-net) cmd=("$work/ceiling" -addr "127.0.0.1:$port" -mode "${v%-net}" -io net -aof "$dir/ceiling.aof" -appendfsync "$policy") ;;
     *) cmd=("$work/ceiling" -addr "127.0.0.1:$port" -mode "$v" -aof "$dir/ceiling.aof" -appendfsync "$policy") ;;
   esac
 }
 
-echo "# bench/ceiling.sh -r $rounds$( ((gmp1)) || echo ' -G') -a $policy"
+echo "# bench/ceiling.sh -r $rounds$( ((gmp1)) || echo ' -G')$( ((netio)) && echo ' -N') -a $policy"
 echo
 echo "$(nproc) CPUs, $(go version | cut -d' ' -f3-), $(redis-server --version | cut -d' ' -f1-3)"
 echo
@@ -114,6 +121,7 @@ for v in "${variants[@]}"; do
   case $v in
     redis) name="redis-server" ;;
     *-gmp1) name="ceiling ${v%-gmp1}, GOMAXPROCS=1" ;;
+    *-net) name="ceiling ${v%-net}, net.Conn" ;;
     *) name="ceiling $v" ;;
   esac
   printf '| %s |' "$name"

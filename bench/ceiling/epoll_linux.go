@@ -7,6 +7,8 @@ import (
 	"os"
 	"runtime"
 	"syscall"
+
+	"github.com/oncekv/oncekv/internal/rawio"
 )
 
 // pollConn is a connection owned by the event loop. f keeps the fd open
@@ -80,7 +82,7 @@ func (s *server) serveEpoll(ln *net.TCPListener) error {
 			if ev.Events&^syscall.EPOLLOUT == 0 {
 				continue
 			}
-			m, err := syscall.Read(c.fd, c.room())
+			m, err := readFd(s.raw, c.fd, c.room())
 			switch {
 			case err == syscall.EAGAIN:
 				continue
@@ -107,18 +109,10 @@ func (s *server) serveEpoll(ln *net.TCPListener) error {
 		s.mu.Unlock()
 
 		for _, c := range ready {
-			for len(c.out) > 0 {
-				m, err := syscall.Write(c.fd, c.out)
-				if err == syscall.EINTR {
-					continue
-				}
-				if err != nil {
-					if err != syscall.EAGAIN {
-						done = append(done, c)
-					}
-					break
-				}
-				c.out = c.out[:copy(c.out, c.out[m:])]
+			m, err := writeFd(s.raw, c.fd, c.out)
+			c.out = c.out[:copy(c.out, c.out[m:])]
+			if err != nil && err != syscall.EAGAIN {
+				done = append(done, c)
 			}
 			if pending := len(c.out) > 0; pending != c.pollsOut {
 				c.pollsOut = pending
@@ -138,6 +132,42 @@ func (s *server) serveEpoll(ln *net.TCPListener) error {
 		}
 		ready, done = ready[:0], done[:0]
 	}
+}
+
+// readFd makes one read(2), raw if raw is set.
+func readFd(raw bool, fd int, p []byte) (int, error) {
+	if !raw {
+		return syscall.Read(fd, p)
+	}
+	n, e := rawio.ReadFd(uintptr(fd), p)
+	if e != 0 {
+		return -1, e
+	}
+	return n, nil
+}
+
+// writeFd writes p until it is all written, the socket is full (EAGAIN)
+// or an error stops it, raw if raw is set; it returns what was written.
+func writeFd(raw bool, fd int, p []byte) (int, error) {
+	if raw {
+		n, e := rawio.WriteFd(uintptr(fd), p)
+		if e != 0 {
+			return n, e
+		}
+		return n, nil
+	}
+	done := 0
+	for done < len(p) {
+		m, err := syscall.Write(fd, p[done:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return done, err
+		}
+		done += m
+	}
+	return done, nil
 }
 
 // fdatasync is what Redis calls to sync its AOF on Linux.

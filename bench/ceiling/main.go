@@ -19,6 +19,11 @@
 // request does not preempt the client on its CPU (internal/sched);
 // normal, the default as oncekv's, leaves them as the process started.
 //
+// -io raw, the default, reads and writes the sockets and the log with
+// system calls the Go scheduler is not told of, as oncekv does (package
+// internal/rawio says why); -io net with net.Conn and os.File, as a Go
+// server usually does.
+//
 // It is used by bench/ceiling.sh and is not part of the product.
 package main
 
@@ -27,6 +32,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"math"
 	"net"
@@ -38,6 +44,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/oncekv/oncekv/internal/rawio"
 	"github.com/oncekv/oncekv/internal/sched"
 )
 
@@ -47,6 +54,7 @@ func main() {
 	aofPath := flag.String("aof", "", "append-only log (default: a temporary file, removed on exit)")
 	policy := flag.String("appendfsync", "everysec", "everysec or always")
 	schedPolicy := flag.String("sched-policy", "normal", "the threads' scheduling policy: normal or batch (Linux)")
+	ioMode := flag.String("io", "raw", "how sockets and the log are read and written: raw (system calls the scheduler is not told of, as oncekv makes them: internal/rawio) or net (net.Conn and os.File)")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("ceiling: ")
@@ -71,10 +79,14 @@ func main() {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() { <-sig; os.Remove(tempAOF); os.Exit(0) }()
+	if *ioMode != "raw" && *ioMode != "net" {
+		fatal(fmt.Errorf("unknown -io %q", *ioMode))
+	}
 	if *policy != "everysec" && *policy != "always" {
 		fatal(fmt.Errorf("unknown -appendfsync %q", *policy))
 	}
 	s := newServer(f, *policy == "always", func() error { return fdatasync(f) })
+	s.raw = *ioMode == "raw"
 	if !s.always {
 		go func() {
 			for range time.Tick(time.Second) {
@@ -89,7 +101,7 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	fmt.Println("listening on", ln.Addr(), "mode", *mode, "appendfsync", *policy)
+	fmt.Println("listening on", ln.Addr(), "mode", *mode, "io", *ioMode, "appendfsync", *policy)
 	switch *mode {
 	case "goroutine":
 		err = s.serveGoroutines(ln)
@@ -114,10 +126,13 @@ func fatal(err error) {
 // server is the whole database. mu guards data and log: the epoll loop is
 // the only user in that mode, but takes it too.
 type server struct {
-	mu      sync.Mutex
-	data    map[string][]byte
-	log     []byte // requests to append to aof
-	aof     *os.File
+	mu   sync.Mutex
+	data map[string][]byte
+	log  []byte // requests to append to aof
+	aof  *os.File
+	// raw is -io raw: sockets and the log are read and written with raw
+	// system calls (package rawio says why oncekv does).
+	raw     bool
 	written int64        // bytes written to aof; under mu
 	always  bool         // appendfsync always
 	sync    func() error // syncs aof
@@ -184,7 +199,11 @@ func (s *server) flushLog() {
 	if len(s.log) == 0 {
 		return
 	}
-	if _, err := s.aof.Write(s.log); err != nil {
+	write := s.aof.Write
+	if s.raw {
+		write = func(b []byte) (int, error) { return rawio.WriteFile(s.aof, b) }
+	}
+	if _, err := write(s.log); err != nil {
 		fatal(err)
 	}
 	s.written += int64(len(s.log))
@@ -346,9 +365,19 @@ func (s *server) serveGoroutines(ln net.Listener) error {
 
 func (s *server) serveConn(nc net.Conn) {
 	defer nc.Close()
+	var rw io.ReadWriter = nc
+	if sc, ok := nc.(syscall.Conn); ok && s.raw {
+		raw, err := sc.SyscallConn()
+		if err != nil {
+			return
+		}
+		sk := &rawio.Socket{}
+		sk.Init(raw)
+		rw = sk
+	}
 	c := newConn()
 	for {
-		n, rerr := nc.Read(c.room())
+		n, rerr := rw.Read(c.room())
 		c.in = c.in[:len(c.in)+n]
 		s.mu.Lock()
 		perr := s.process(c)
@@ -359,7 +388,7 @@ func (s *server) serveConn(nc net.Conn) {
 			s.waitDurable(upto) // and synced, under appendfsync always
 		}
 		if len(c.out) > 0 {
-			if _, err := nc.Write(c.out); err != nil {
+			if _, err := rw.Write(c.out); err != nil {
 				return
 			}
 			c.out = c.out[:0]

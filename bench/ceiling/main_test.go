@@ -85,10 +85,23 @@ func TestGroupCommit(t *testing.T) {
 // so does the reply to a GET from another connection that reads it; a GET
 // once everything is synced syncs nothing.
 func TestAlwaysRepliesAfterSync(t *testing.T) {
-	s, ln, began, release := heldSyncServer(t)
-	t.Cleanup(func() { ln.Close() })
-	go s.serveGoroutines(ln)
-	checkRepliesAfterSync(t, ln.Addr().String(), began, release)
+	for _, raw := range []bool{false, true} {
+		t.Run(ioName(raw), func(t *testing.T) {
+			s, ln, began, release := heldSyncServer(t)
+			s.raw = raw
+			t.Cleanup(func() { ln.Close() })
+			go s.serveGoroutines(ln)
+			checkRepliesAfterSync(t, ln.Addr().String(), began, release)
+		})
+	}
+}
+
+// ioName is the -io value that sets server.raw to raw.
+func ioName(raw bool) string {
+	if raw {
+		return "raw"
+	}
+	return "net"
 }
 
 // heldSyncServer is a server under appendfsync always whose every sync
