@@ -3,10 +3,14 @@ package proxy
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/oncekv/oncekv/internal/rawio"
 )
 
 // Timeouts of upstream connections.
@@ -199,7 +203,17 @@ func (p *Proxy) dial(n *node, proto int) (*upConn, error) {
 	n.mu.Lock()
 	gen := n.gen
 	n.mu.Unlock()
-	c := &upConn{nc: nc, br: bufio.NewReaderSize(nc, 32<<10), bw: bufio.NewWriterSize(nc, 32<<10), node: n, proto: 2, gen: gen}
+	// Read and written with raw system calls, as clients' sockets are
+	// (package rawio says why).
+	var rw io.ReadWriter = nc
+	if sc, ok := nc.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			sk := &rawio.Socket{}
+			sk.Init(raw)
+			rw = sk
+		}
+	}
+	c := &upConn{nc: nc, br: bufio.NewReaderSize(rw, 32<<10), bw: bufio.NewWriterSize(rw, 32<<10), node: n, proto: 2, gen: gen}
 	_ = nc.SetDeadline(time.Now().Add(dialTimeout))
 	user, pass := p.up.Username, p.up.Password
 	if user == "" {
