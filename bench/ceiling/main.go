@@ -199,11 +199,13 @@ func (s *server) flushLog() {
 	if len(s.log) == 0 {
 		return
 	}
-	write := s.aof.Write
+	var err error
 	if s.raw {
-		write = func(b []byte) (int, error) { return rawio.WriteFile(s.aof, b) }
+		_, err = rawio.WriteFile(s.aof, s.log)
+	} else {
+		_, err = s.aof.Write(s.log)
 	}
-	if _, err := write(s.log); err != nil {
+	if err != nil {
 		fatal(err)
 	}
 	s.written += int64(len(s.log))
