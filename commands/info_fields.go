@@ -60,5 +60,5 @@ var InfoExtra = map[string][]string{
 	"persistence": {"oncekv_appendfsync", "oncekv_pending_writes", "oncekv_unsynced_writes",
 		"oncekv_lsm_size_bytes", "oncekv_vlog_size_bytes", "oncekv_writes_refused", "oncekv_write_error",
 		"oncekv_key_filter_bytes", "oncekv_lookups", "oncekv_lookups_skipped",
-		"oncekv_log_writes", "oncekv_log_fsyncs"},
+		"oncekv_log_writes", "oncekv_log_fsyncs", "oncekv_log_writes_led"},
 }

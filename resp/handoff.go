@@ -14,10 +14,13 @@ import (
 // synced), and the round wakes it to send them; then it parks again,
 // reading the client's next request. When the replies wait for one store
 // ticket that can call back (a notifier), the connection hands them to the
-// ticket instead: the loop that makes the round durable sends them, with
-// one non-blocking write, the way Redis's event loop writes its clients'
-// replies after its AOF, and the connection's goroutine goes on reading.
-// It parks once per request instead of twice.
+// ticket instead: whoever writes the round that makes them durable (the
+// store's loop, or another connection writing the round itself under
+// everysec) sends them, with one non-blocking write, the way Redis's event
+// loop writes its clients' replies after its AOF, and the connection's
+// goroutine goes on reading. It parks once per request instead of twice.
+// The ticket may also write the round in this connection's goroutine, when
+// none is under way, and then take nothing: the replies are sent here.
 //
 // The replies handed over are always sent before any later ones: each
 // send of the connection first settles the handoff (settleHandoff),
@@ -94,8 +97,8 @@ func (s *Server) handOff(c *Conn) bool {
 }
 
 // durable is the ticket's call: it sends the replies if their writes are
-// durable, then lets the connection go on. It runs on the store's loop,
-// so it never blocks.
+// durable, then lets the connection go on. It runs in the store's loop or
+// in another connection's goroutine writing a round, so it never blocks.
 func (h *handoff) durable(err error) {
 	h.err = err
 	if err != nil {

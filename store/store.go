@@ -99,8 +99,10 @@ type Ticket interface {
 // called once, on a goroutine of the store's, with nil when they are
 // durable or with the error Wait would return. It reports false, and
 // calls nothing, when the ticket is done already or the store cannot
-// promise the call (closing, failing): Wait then. fn must be quick and
-// must not call the store: it runs in the loop that makes writes durable.
+// promise the call (closing, failing): Wait then. Notify may make the
+// writes durable itself, in the caller's goroutine, and report false.
+// fn must be quick and must not call the store: it runs in the loop that
+// makes writes durable, or in another caller's Notify.
 // A connection hands it the sending of its replies, so that its goroutine
 // need not park until the fsync and be woken to send them.
 type Notifier interface {

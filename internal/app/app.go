@@ -122,6 +122,7 @@ func New(cfg config.Config, log *zap.Logger) (*App, error) {
 				"oncekv_lookups_skipped":  strconv.FormatInt(s.LookupsSkipped, 10),
 				"oncekv_log_writes":       strconv.FormatUint(s.LogWrites, 10),
 				"oncekv_log_fsyncs":       strconv.FormatUint(s.LogSyncs, 10),
+				"oncekv_log_writes_led":   strconv.FormatUint(s.LogWritesLed, 10),
 			}
 		},
 		ExpiredKeys: func() int64 { return st.Stats().Expired },

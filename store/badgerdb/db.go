@@ -377,8 +377,10 @@ type DB struct {
 	// checkUpTo is the last deadline whose expiry index entries may be
 	// stale (exactIndex).
 	checkUpTo int64
-	// logWrites counts the log records written (INFO, tests).
+	// logWrites counts the log records written (INFO, tests), and
+	// ledWrites those of them a writer wrote itself (lead).
 	logWrites atomic.Uint64
+	ledWrites atomic.Uint64
 	// skippedDeletes counts the deletions that write left out, of keys
 	// Badger did not hold (the applier's; for tests).
 	skippedDeletes atomic.Int64
@@ -558,6 +560,9 @@ type DB struct {
 	// applyHook, when set (by tests), runs before each Badger apply, with
 	// its ops.
 	applyHook func([]op)
+	// kickHook, when set (by tests), runs each time the logger is
+	// kicked, before its round.
+	kickHook func()
 	// applyErr, when set (by tests), fails Badger applies as a broken
 	// disk would.
 	applyErr func() error
@@ -598,7 +603,10 @@ type DB struct {
 	realDir string
 
 	kick chan struct{}
-	stop chan struct{}
+	// logMu is held through each log round, which the logger writes, or
+	// a writer that finds none under way (lead), or Close.
+	logMu sync.Mutex
+	stop  chan struct{}
 	// group is the logger's state for grouping commits under "always"
 	// (group.go); only the logger goroutine uses it.
 	group groupState
@@ -977,7 +985,9 @@ type Stats struct {
 	// LogWrites counts the records written to the log, one per round of
 	// writes from any number of clients, and LogSyncs its fsyncs: under
 	// "always" the writes per fsync are how well commits are grouped.
-	LogWrites, LogSyncs uint64
+	// LogWritesLed counts the records of LogWrites that a writer wrote
+	// itself, no round being under way, rather than the logger (lead).
+	LogWrites, LogSyncs, LogWritesLed uint64
 }
 
 // Stats reports the committer's progress and Badger's sizes.
@@ -998,6 +1008,7 @@ func (s *DB) Stats() Stats {
 		FilterBytes:    s.pres.Load().bytes(),
 		LogWrites:      s.logWrites.Load(),
 		LogSyncs:       s.wal.syncs.Load(),
+		LogWritesLed:   s.ledWrites.Load(),
 	}
 	st.Pending = staged - st.Committed
 	st.LastError = s.writeError()
@@ -1449,10 +1460,14 @@ type notice struct {
 
 // Notify promises fn a call once the ticket is done (store.Notifier).
 // Only the log's counters are promised (the logger raises them); none
-// while the loops do not run or writes fail.
+// while the loops do not run or writes fail. Under everysec the caller
+// may first write the round itself (lead), and then reports false.
 func (t ticket) Notify(fn func(error)) bool {
 	s := t.s
 	if !s.started || (t.c != &s.logged && t.c != &s.synced) || s.failure.Load() != nil {
+		return false
+	}
+	if t.c == &s.logged && s.lead(t.n) {
 		return false
 	}
 	s.nmu.Lock()
@@ -1517,6 +1532,39 @@ func (s *DB) shutNotices() {
 	for _, nt := range left {
 		nt.fn(store.ErrClosed)
 	}
+}
+
+// lead writes the log round that holds op n in the calling goroutine,
+// unless one is under way or op n is logged already; it reports whether
+// op n is logged when it returns. Only under everysec, where a round is
+// a write(2) to the page cache: the writer then sends its own replies,
+// and those of the connections that handed theirs over meanwhile
+// (notifyDue), where waking the logger to do it cost each unpipelined
+// write about a fifth of its server CPU (docs/performance-notes.md, "A
+// writer writes its own log round"). It yields once first, as the
+// logger does, so that the connections with a request ready stage their
+// writes and share the round. Under always a round waits for an fsync
+// and groups commits (gatherGroup): the logger keeps those.
+func (s *DB) lead(n uint64) bool {
+	if s.opts.Fsync == FsyncAlways {
+		return false
+	}
+	if s.logged.Load() >= n {
+		return true
+	}
+	runtime.Gosched()
+	if s.logged.Load() >= n {
+		return true
+	}
+	if !s.logMu.TryLock() {
+		return false
+	}
+	defer s.logMu.Unlock()
+	if s.closed.Load() {
+		return false // Close writes the last rounds
+	}
+	s.logRound(true)
+	return s.logged.Load() >= n
 }
 
 // Covers reports whether t's wait implies prev's (resp.Conn.Await): prev
@@ -1963,6 +2011,9 @@ func (s *DB) logLoop() {
 	for {
 		select {
 		case <-s.kick:
+			if s.kickHook != nil {
+				s.kickHook()
+			}
 			// The writer that kicked the logger woke it into the slot
 			// its scheduler runs next, ahead of the other connections
 			// that have a request ready. Yield once so that they stage
@@ -1972,9 +2023,13 @@ func (s *DB) logLoop() {
 			// redis-benchmark -c 50: 0.74 log writes per SET before,
 			// 0.13 after; P1 SET +14% and INCR +19% requests/s.
 			runtime.Gosched()
-			s.logRound()
+			s.logMu.Lock()
+			s.logRound(false)
+			s.logMu.Unlock()
 		case <-s.stop:
-			s.logRound()
+			s.logMu.Lock()
+			s.logRound(false)
+			s.logMu.Unlock()
 			return
 		}
 	}
@@ -2200,7 +2255,9 @@ func (s *DB) Activity() int64 {
 func (s *DB) commitRound() {
 	s.roundMu.Lock()
 	defer s.roundMu.Unlock()
-	s.logRound()
+	s.logMu.Lock()
+	s.logRound(false)
+	s.logMu.Unlock()
 	s.applyRound(true)
 }
 
@@ -2233,8 +2290,11 @@ func (s *DB) retry(write func() error) bool {
 }
 
 // logRound writes everything staged so far to the log as one record
-// (synced under "always"), then hands it to the applier.
-func (s *DB) logRound() {
+// (synced under "always"), then hands it to the applier. The logger
+// retries a failed write until it succeeds, and writes round after round
+// while it is kicked; a writer that leads writes one round and tries once,
+// handing a failed round back to the logger. The caller holds logMu.
+func (s *DB) logRound(lead bool) {
 	for {
 		if s.opts.Fsync == FsyncAlways {
 			s.gatherGroup()
@@ -2251,7 +2311,7 @@ func (s *DB) logRound() {
 		clear(rest)
 		hi := ops[len(ops)-1].n
 		s.omu.Unlock()
-		ok := s.retry(func() error {
+		write := func() error {
 			if s.writeHook != nil {
 				if err := s.writeHook(ops); err != nil {
 					return err
@@ -2275,8 +2335,20 @@ func (s *DB) logRound() {
 				s.group.synced(len(ops), ahead, start, time.Now())
 			}
 			return nil
-		})
-		if !ok {
+		}
+		if lead {
+			if err := write(); err != nil {
+				// Back to the front of the batch, in order, for the
+				// logger: it retries, and reports the failure to every
+				// waiter, the leader's connection included (Notify).
+				s.omu.Lock()
+				s.batch = append(ops, s.batch...)
+				s.omu.Unlock()
+				s.poke()
+				return
+			}
+			s.ledWrites.Add(1)
+		} else if !s.retry(write) {
 			// The round's ops are lost (the store is closing): memory
 			// no longer tells what Badger will hold.
 			s.noSkip.Store(true)
@@ -2322,6 +2394,9 @@ func (s *DB) logRound() {
 		}
 		s.announce(true, false)
 		s.notifyDue(nil)
+		if lead {
+			return
+		}
 		select {
 		case <-s.kick:
 		default:

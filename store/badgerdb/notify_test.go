@@ -3,6 +3,7 @@ package badgerdb
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -13,7 +14,8 @@ import (
 
 // openGated returns a started store whose log rounds wait at the gate
 // (each round takes one value from it) and fail while failing is set.
-func openGated(tb testing.TB, fsync Fsync, failing *atomic.Bool) (*DB, chan struct{}) {
+// Each round that reaches the gate says so on at.
+func openGated(tb testing.TB, fsync Fsync, failing *atomic.Bool) (s *DB, gate, at chan struct{}) {
 	tb.Helper()
 	opts := DefaultOptions(tb.TempDir())
 	opts.Fsync = fsync
@@ -22,8 +24,9 @@ func openGated(tb testing.TB, fsync Fsync, failing *atomic.Bool) (*DB, chan stru
 	if err != nil {
 		tb.Fatal(err)
 	}
-	gate := make(chan struct{}, 64)
+	gate, at = make(chan struct{}, 64), make(chan struct{}, 64)
 	s.writeHook = func([]op) error {
+		at <- struct{}{}
 		<-gate
 		if failing.Load() {
 			return fmt.Errorf("write log: %w", syscall.ENOSPC)
@@ -35,7 +38,7 @@ func openGated(tb testing.TB, fsync Fsync, failing *atomic.Bool) (*DB, chan stru
 		close(gate)
 		s.Close()
 	})
-	return s, gate
+	return s, gate, at
 }
 
 // notified records the calls a ticket made.
@@ -63,12 +66,19 @@ func (n *notified) await(tb testing.TB) error {
 }
 
 // notifyOne stages one write while the log is held at its gate and has
-// its ticket promise a call.
-func notifyOne(tb testing.TB, s *DB, n *notified) (ticket, store.Notifier) {
+// its ticket promise a call. It waits for the logger's round to reach the
+// gate first: a round under way is what makes Notify promise, where
+// otherwise, under everysec, the caller writes the round itself (lead).
+func notifyOne(tb testing.TB, s *DB, at chan struct{}, n *notified) (ticket, store.Notifier) {
 	tb.Helper()
 	tk, err := trySet(s, 0, "k", "v")
 	if err != nil {
 		tb.Fatal(err)
+	}
+	select {
+	case <-at:
+	case <-time.After(10 * time.Second):
+		tb.Fatal("the logger's round never reached the gate")
 	}
 	t, ok := tk.(ticket)
 	if !ok {
@@ -91,9 +101,9 @@ func TestNotifyCallsOnceDurable(t *testing.T) {
 	for _, fsync := range []Fsync{FsyncAlways, FsyncEverysec} {
 		t.Run(fsync.String(), func(t *testing.T) {
 			var failing atomic.Bool
-			s, gate := openGated(t, fsync, &failing)
+			s, gate, at := openGated(t, fsync, &failing)
 			n := newNotified()
-			tk, nt := notifyOne(t, s, n)
+			tk, nt := notifyOne(t, s, at, n)
 			select {
 			case err := <-n.got:
 				t.Fatalf("called (%v) before the log round", err)
@@ -124,9 +134,9 @@ func TestNotifyCallsOnceDurable(t *testing.T) {
 // why, as Wait would.
 func TestNotifyFailsWhenTheLogFails(t *testing.T) {
 	var failing atomic.Bool
-	s, gate := openGated(t, FsyncAlways, &failing)
+	s, gate, at := openGated(t, FsyncAlways, &failing)
 	n := newNotified()
-	notifyOne(t, s, n)
+	notifyOne(t, s, at, n)
 	failing.Store(true)
 	gate <- struct{}{}
 	if err := n.await(t); !errors.Is(err, store.ErrWrite) {
@@ -150,9 +160,9 @@ func TestNotifyFailsWhenTheLogFails(t *testing.T) {
 // after.
 func TestCloseMakesThePromisedCalls(t *testing.T) {
 	var failing atomic.Bool
-	s, gate := openGated(t, FsyncAlways, &failing)
+	s, gate, at := openGated(t, FsyncAlways, &failing)
 	n := newNotified()
-	tk, _ := notifyOne(t, s, n)
+	tk, _ := notifyOne(t, s, at, n)
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
 	gate <- struct{}{}
@@ -168,5 +178,152 @@ func TestCloseMakesThePromisedCalls(t *testing.T) {
 	}
 	if s.notices != nil || !s.noticesShut {
 		t.Fatal("Close left promised calls")
+	}
+}
+
+// openStalled returns a started everysec store whose logger, each time it
+// is kicked, waits until release is closed before its round, and whose
+// log writes fail while failing is set; a write whose gate is set waits
+// at the gate, saying so on at.
+func openStalled(tb testing.TB, failing, gated *atomic.Bool) (s *DB, release func(), gate, at chan struct{}) {
+	tb.Helper()
+	opts := DefaultOptions(tb.TempDir())
+	opts.Fsync = FsyncEverysec
+	opts.SweepInterval, opts.GCInterval = 0, 0
+	s, err := Open(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stall := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(stall) }) }
+	s.kickHook = func() { <-stall }
+	gate, at = make(chan struct{}), make(chan struct{}, 8)
+	s.writeHook = func([]op) error {
+		if gated.Load() {
+			at <- struct{}{}
+			<-gate
+		}
+		if failing.Load() {
+			return fmt.Errorf("write log: %w", syscall.EIO)
+		}
+		return nil
+	}
+	s.Start()
+	tb.Cleanup(func() {
+		release()
+		s.Close()
+	})
+	return s, release, gate, at
+}
+
+// notifier is the store.Notifier of a staged write of key.
+func stagedNotifier(tb testing.TB, s *DB, key string) (ticket, store.Notifier) {
+	tb.Helper()
+	tk, err := trySet(s, 0, key, "v")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	t, ok := tk.(ticket)
+	if !ok {
+		tb.Fatalf("ticket of a staged write is %T", tk)
+	}
+	return t, tk.(store.Notifier)
+}
+
+// KV-6 under everysec: a writer whose round no one is writing writes it
+// itself, in Notify, and is told its write is in the log (false: nothing
+// promised, nothing to wait for); the logger is not needed. It sends the
+// replies other connections handed over for the writes in its round.
+func TestWriterWritesItsOwnLogRound(t *testing.T) {
+	var failing, gated atomic.Bool
+	s, _, gate, at := openStalled(t, &failing, &gated)
+
+	a, nta := stagedNotifier(t, s, "a")
+	na := newNotified()
+	if nta.Notify(na.fn) {
+		t.Fatal("Notify promised a call while no round was under way: the writer should write it")
+	}
+	if s.logged.Load() < a.n {
+		t.Fatalf("Notify returned with op %d not in the log (logged %d)", a.n, s.logged.Load())
+	}
+	if got := s.Stats().LogWritesLed; got != 1 {
+		t.Fatalf("LogWritesLed = %d, want 1", got)
+	}
+
+	// A writer (b) holds the round, at the gate; c, staged meanwhile,
+	// hands its call over; d, staged after b's round, leads the next
+	// round, with c's op in it, and makes c's call before it returns.
+	gated.Store(true)
+	b, ntb := stagedNotifier(t, s, "b")
+	nb := newNotified()
+	bDone := make(chan bool)
+	go func() { bDone <- ntb.Notify(nb.fn) }()
+	<-at
+	gated.Store(false)
+	c, ntc := stagedNotifier(t, s, "c")
+	nc := newNotified()
+	if !ntc.Notify(nc.fn) {
+		t.Fatal("Notify did not promise a call while another writer's round was under way")
+	}
+	gate <- struct{}{}
+	if <-bDone {
+		t.Fatal("the writer that wrote the round was promised a call")
+	}
+	if s.logged.Load() < b.n || s.logged.Load() >= c.n {
+		t.Fatalf("logged %d after b's round, want b's op %d and not c's %d", s.logged.Load(), b.n, c.n)
+	}
+	if nc.calls.Load() != 0 {
+		t.Fatal("c's call was made before c's op was in the log")
+	}
+	_, ntd := stagedNotifier(t, s, "d")
+	if ntd.Notify(newNotified().fn) {
+		t.Fatal("Notify promised a call while no round was under way")
+	}
+	select {
+	case err := <-nc.got:
+		if err != nil {
+			t.Fatalf("c's call: %v, want nil", err)
+		}
+	default:
+		t.Fatal("d's round held c's op, but c's call was not made by the time d's Notify returned")
+	}
+	if got := s.Stats().LogWritesLed; got != 3 {
+		t.Fatalf("LogWritesLed = %d, want 3", got)
+	}
+}
+
+// KV-6 under everysec: a round its writer fails to write goes back to the
+// logger, in order, and the writer is promised the call instead; the
+// logger's retry makes the write durable and the call says so.
+func TestLedRoundThatFailsGoesToTheLogger(t *testing.T) {
+	var failing, gated atomic.Bool
+	s, release, _, _ := openStalled(t, &failing, &gated)
+	failing.Store(true)
+	k, nt := stagedNotifier(t, s, "k")
+	n := newNotified()
+	if !nt.Notify(n.fn) {
+		t.Fatal("Notify promised nothing after its own round failed")
+	}
+	if s.logged.Load() >= k.n || s.Stats().LogWritesLed != 0 {
+		t.Fatalf("a failed round counted as written (logged %d, led %d)", s.logged.Load(), s.Stats().LogWritesLed)
+	}
+	failing.Store(false)
+	release()
+	if err := n.await(t); err != nil {
+		t.Fatalf("call: %v, want nil once the logger wrote the round", err)
+	}
+	if s.logged.Load() < k.n {
+		t.Fatalf("called with op %d not in the log", k.n)
+	}
+	var got string
+	if _, err := s.View(func(tx store.Tx) error {
+		v, ok, err := tx.Get(0, []byte("k"))
+		if ok {
+			got = string(v.Data)
+		}
+		return err
+	}); err != nil || got != "v" {
+		t.Fatalf("k = %q, %v; want v", got, err)
 	}
 }
