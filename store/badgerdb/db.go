@@ -2326,7 +2326,7 @@ func (s *DB) logRound(lead bool) {
 			s.logWrites.Add(1)
 			if s.opts.Fsync == FsyncAlways {
 				start := time.Now()
-				if err := s.wal.sync(); err != nil {
+				if err := s.wal.syncAs(s.group.rawSync()); err != nil {
 					return err
 				}
 				s.omu.Lock()

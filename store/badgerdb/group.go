@@ -45,6 +45,20 @@ const groupIdle = 20 * time.Millisecond
 // microseconds there, so after a faster fsync a round does not wait.
 const groupMinFsync = 500 * time.Microsecond
 
+// rawFsyncMax is the longest an fsync may have taken for the logger to
+// make the next one a raw system call. An ordinary call wakes the
+// runtime's monitor thread, which then polls every 20 µs for a
+// millisecond or more: under always, with rounds a few hundred
+// microseconds apart, it never slept, and the wake-ups it and the
+// scheduler made cost an unpipelined write a fifth of its server CPU
+// (docs/performance-notes.md, "A raw fsync on a fast disk"). A raw call
+// holds the logger's processor until the disk answers, though: the other
+// goroutines move to the other processors, and a collection's
+// stop-the-world waits for it. So only while the disk answers fast: one
+// slow fsync makes the next an ordinary call, until one is fast again.
+// Redis's event loop holds every client for the same fsync.
+const rawFsyncMax = 500 * time.Microsecond
+
 // groupState is what the logger knows of the last round it synced.
 type groupState struct {
 	want    int           // writes expected: that round's and those that came during its fsync
@@ -61,6 +75,11 @@ type groupState struct {
 func (g *groupState) synced(n, ahead int, start, end time.Time) {
 	g.want, g.took, g.at = n+ahead, end.Sub(start), end
 }
+
+// rawSync reports whether the next fsync is to be a raw system call
+// (rawFsyncMax): the last one was fast. The first one is not: the disk is
+// not known yet.
+func (g *groupState) rawSync() bool { return g.took > 0 && g.took < rawFsyncMax }
 
 // bound is how long the next round may wait at now, 0 for not at all.
 func (g *groupState) bound(now time.Time) time.Duration {

@@ -110,3 +110,44 @@ func TestGroupBound(t *testing.T) {
 		}
 	}
 }
+
+// The logger makes an fsync a raw system call only after a fast one
+// (rawFsyncMax): never the first, never after a slow one.
+func TestRawFsyncOnlyAfterAFastOne(t *testing.T) {
+	for _, tc := range []struct {
+		took time.Duration
+		raw  bool
+	}{
+		{took: 0},
+		{took: 120 * time.Microsecond, raw: true},
+		{took: rawFsyncMax - time.Microsecond, raw: true},
+		{took: rawFsyncMax},
+		{took: 30 * time.Millisecond},
+	} {
+		g := &groupState{took: tc.took}
+		if got := g.rawSync(); got != tc.raw {
+			t.Errorf("after an fsync of %v: raw = %v, want %v", tc.took, got, tc.raw)
+		}
+	}
+}
+
+// On a disk whose fsyncs are slow (a hook makes each take 1 ms) every
+// fsync of the logger under always stays an ordinary system call, which
+// lets the scheduler give its processor to others meanwhile.
+func TestSlowFsyncsStayOrdinary(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.Fsync = FsyncAlways
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	s := openOpts(t, opts)
+	s.wal.syncHook = func() { time.Sleep(rawFsyncMax + 500*time.Microsecond) }
+	before := s.wal.syncs.Load()
+	for i := range 20 {
+		set(t, s, 0, fmt.Sprintf("k%d", i), str("v", 0))
+	}
+	if n := s.wal.syncs.Load() - before; n < 20 {
+		t.Fatalf("%d fsyncs for 20 writes each waited for, want 20", n)
+	}
+	if n := s.wal.rawSyncs.Load(); n != 0 {
+		t.Fatalf("%d raw fsyncs on a disk whose fsyncs take over %v", n, rawFsyncMax)
+	}
+}

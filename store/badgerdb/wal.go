@@ -89,8 +89,10 @@ type wal struct {
 	// syncHook, when set (by tests), runs in sync before the file is
 	// synced.
 	syncHook func()
-	// syncs counts the fsyncs of the log (INFO).
-	syncs atomic.Uint64
+	// syncs counts the fsyncs of the log (INFO), rawSyncs those made as
+	// raw system calls (tests).
+	syncs    atomic.Uint64
+	rawSyncs atomic.Uint64
 	// zero, zeroDone (on mu) and zeroKick are the zeroer's (walzero.go);
 	// zeroHook, when set (by tests), runs before it writes a chunk.
 	zero     zeroState
@@ -324,7 +326,10 @@ func (w *wal) abandon() {
 // or may not be synced too). Records in the segments before the open one
 // were synced when they were closed (rotate, abandon); if abandon could
 // not, sync reports that instead, once.
-func (w *wal) sync() error {
+func (w *wal) sync() error { return w.syncAs(false) }
+
+// syncAs is sync, with a raw system call if raw is set (syncData).
+func (w *wal) syncAs(raw bool) error {
 	w.syncMu.Lock()
 	defer w.syncMu.Unlock()
 	w.mu.Lock()
@@ -340,10 +345,13 @@ func (w *wal) sync() error {
 	if w.syncHook != nil {
 		w.syncHook()
 	}
-	if err := fdatasync(f); err != nil {
+	if err := syncData(f, raw); err != nil {
 		return fmt.Errorf("wal: fsync: %w", err)
 	}
 	w.syncs.Add(1)
+	if raw {
+		w.rawSyncs.Add(1)
+	}
 	return nil
 }
 

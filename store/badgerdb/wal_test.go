@@ -665,3 +665,37 @@ func TestFlushInsideATransactionDrains(t *testing.T) {
 		t.Error("the write after FLUSHDB is missing")
 	}
 }
+
+// syncData reports the system call's error whichever way it makes it: a
+// pipe cannot be synced (EINVAL).
+func TestSyncDataReportsErrors(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	for _, raw := range []bool{false, true} {
+		if err := syncData(w, raw); err == nil {
+			t.Errorf("raw=%v: syncing a pipe succeeded", raw)
+		}
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []bool{false, true} {
+		if err := syncData(f, raw); err != nil {
+			t.Errorf("raw=%v: %v", raw, err)
+		}
+	}
+	f.Close()
+	for _, raw := range []bool{false, true} {
+		if err := syncData(f, raw); err == nil {
+			t.Errorf("raw=%v: syncing a closed file succeeded", raw)
+		}
+	}
+}
