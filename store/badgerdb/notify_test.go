@@ -17,6 +17,23 @@ import (
 // Each round that reaches the gate says so on at.
 func openGated(tb testing.TB, fsync Fsync, failing *atomic.Bool) (s *DB, gate, at chan struct{}) {
 	tb.Helper()
+	gate, at = make(chan struct{}, 64), make(chan struct{}, 64)
+	s = openHooked(tb, fsync, func([]op) error {
+		at <- struct{}{}
+		<-gate
+		if failing.Load() {
+			return fmt.Errorf("write log: %w", syscall.ENOSPC)
+		}
+		return nil
+	}, nil, func() { close(gate) })
+	return s, gate, at
+}
+
+// openHooked returns a started store with the given write and kick hooks
+// (either may be nil); at the test's end, unblock runs before Close, to
+// let the hooks go.
+func openHooked(tb testing.TB, fsync Fsync, write func([]op) error, kick, unblock func()) *DB {
+	tb.Helper()
 	opts := DefaultOptions(tb.TempDir())
 	opts.Fsync = fsync
 	opts.SweepInterval, opts.GCInterval = 0, 0
@@ -24,21 +41,13 @@ func openGated(tb testing.TB, fsync Fsync, failing *atomic.Bool) (s *DB, gate, a
 	if err != nil {
 		tb.Fatal(err)
 	}
-	gate, at = make(chan struct{}, 64), make(chan struct{}, 64)
-	s.writeHook = func([]op) error {
-		at <- struct{}{}
-		<-gate
-		if failing.Load() {
-			return fmt.Errorf("write log: %w", syscall.ENOSPC)
-		}
-		return nil
-	}
+	s.writeHook, s.kickHook = write, kick
 	s.Start()
 	tb.Cleanup(func() {
-		close(gate)
+		unblock()
 		s.Close()
 	})
-	return s, gate, at
+	return s
 }
 
 // notified records the calls a ticket made.
@@ -187,19 +196,11 @@ func TestCloseMakesThePromisedCalls(t *testing.T) {
 // at the gate, saying so on at.
 func openStalled(tb testing.TB, failing, gated *atomic.Bool) (s *DB, release func(), gate, at chan struct{}) {
 	tb.Helper()
-	opts := DefaultOptions(tb.TempDir())
-	opts.Fsync = FsyncEverysec
-	opts.SweepInterval, opts.GCInterval = 0, 0
-	s, err := Open(opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	stall := make(chan struct{})
 	var once sync.Once
 	release = func() { once.Do(func() { close(stall) }) }
-	s.kickHook = func() { <-stall }
 	gate, at = make(chan struct{}), make(chan struct{}, 8)
-	s.writeHook = func([]op) error {
+	s = openHooked(tb, FsyncEverysec, func([]op) error {
 		if gated.Load() {
 			at <- struct{}{}
 			<-gate
@@ -208,12 +209,7 @@ func openStalled(tb testing.TB, failing, gated *atomic.Bool) (s *DB, release fun
 			return fmt.Errorf("write log: %w", syscall.EIO)
 		}
 		return nil
-	}
-	s.Start()
-	tb.Cleanup(func() {
-		release()
-		s.Close()
-	})
+	}, func() { <-stall }, release)
 	return s, release, gate, at
 }
 
