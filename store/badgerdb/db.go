@@ -851,6 +851,12 @@ func (s *DB) Start() {
 		return
 	}
 	s.started = true
+	// The read snapshot is there from the start: nothing writes to Badger
+	// yet, so taking it waits for nothing, and until the first apply
+	// reads would otherwise open a transaction each, which waits for
+	// that apply's commits (readBadger). A fresh server's first round is
+	// its largest.
+	s.refreshSnap()
 	s.wg.Add(3)
 	go func() {
 		defer s.wg.Done()
@@ -1723,7 +1729,7 @@ func (s *DB) lookup(txn *badger.Txn, key []byte) ([]byte, error) {
 }
 
 // readBadger runs fn in the read snapshot, or, when there is none (before
-// the first apply, or once closing), in a new read transaction.
+// Start, or once closing), in a new read transaction.
 //
 // A new transaction waits for every commit in flight to reach Badger's
 // memtable (its read timestamp's watermark): while the applier wrote a

@@ -617,11 +617,12 @@ func TestPanicInViewReleasesTheLock(t *testing.T) {
 	}
 }
 
-// TestPointReadsUseTheSnapshot: once the applier has written a round, a
-// read that misses memory reads the snapshot taken then, rather than a new
-// Badger transaction, which would wait for the commits in flight (a whole
-// apply round) while its caller holds the keyspace lock. The snapshot
-// follows every apply, deletion and flush.
+// TestPointReadsUseTheSnapshot: a read that misses memory reads the
+// snapshot taken at Start or after the applier's last round, rather than a
+// new Badger transaction, which would wait for the commits in flight (a
+// whole apply round) while its caller holds the keyspace lock. The
+// snapshot is there from Start (a fresh server's first round is its
+// largest) and follows every apply, deletion and flush.
 func TestPointReadsUseTheSnapshot(t *testing.T) {
 	opts := DefaultOptions(t.TempDir())
 	opts.SweepInterval, opts.GCInterval = 0, 0
@@ -650,13 +651,14 @@ func TestPointReadsUseTheSnapshot(t *testing.T) {
 			}
 		}
 	}
+	before := s.ownReads.Load()
+	check("started, nothing applied")
 	for i := range 10 {
 		k := fmt.Sprintf("k%d", i)
 		model[k] = "a"
 		set(t, s, 0, k, str("a", 0))
 	}
 	drain()
-	before := s.ownReads.Load()
 	check("applied")
 	for i := range 5 {
 		k := fmt.Sprintf("k%d", i)
