@@ -2639,8 +2639,15 @@ func (s *DB) spareQueue(ops []op) {
 // next one.
 const spareLimit = 1 << 12
 
-// cleanSlice is how many entries the applier makes clean under one lock.
-const cleanSlice = 2048
+// cleanSlice is how many entries the applier makes clean under one lock:
+// about 50 µs of holding omu here (0.4 µs an entry). Readers and writers
+// need omu, and the applier takes it back as soon as it has let it go
+// (lockFresh yields once first), so while a round is cleaned they mostly
+// get in only between slices. Cleaning a fresh server's first round of
+// ONCE cycles (389k entries, 150-250 ms), 50 clients completed at worst
+// 155 and 256 cycles in 100 ms with 2048 a slice (0.9 ms), against 257
+// and 571 with 128, out of a usual 2.7-3.2k (two runs each).
+const cleanSlice = 128
 
 // checkpoint syncs Badger and deletes the log segments up to seg, whose
 // writes it holds.
