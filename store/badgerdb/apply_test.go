@@ -918,6 +918,58 @@ func TestDefaultsGatherABenchmarkKeyspace(t *testing.T) {
 	}
 }
 
+// A load that rewrites each new key at once, as ONCE.CLAIM and then
+// ONCE.COMPLETE do, collapses its rewrites within any round: gathering
+// longer saves Badger nothing, so its rounds start at half the pending
+// bounds, as for new keys, not at three quarters (collapsedApply). At
+// three quarters, a ONCE load's round left an eighth of the bounds for
+// the writes that came while it was written.
+func TestImmediateRewritesDoNotGather(t *testing.T) {
+	const batch = 100
+	opts := DefaultOptions(t.TempDir())
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	opts.ApplyDelay, opts.CalmApply = time.Hour, 0 // only the bounds start an apply
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applies atomic.Int64
+	s.applyHook = func([]op) { applies.Add(1) }
+	s.Start()
+	t.Cleanup(func() { s.Close() })
+
+	val := make([]byte, 256)
+	entry := int64(len("key:000000000000")+len(val)) + 96 // what a pending entry costs (entry.cost)
+	keys := int(s.opts.MaxPendingBytes / entry * 5 / 8)   // past half the bound, short of three quarters
+	var last store.Ticket
+	for k := 0; k < keys; k += batch {
+		for pass := range 2 { // each key written, then rewritten, by the next transaction
+			val[0] = byte(pass)
+			tk, err := s.Update(func(tx store.Tx) error {
+				for i := k; i < min(k+batch, keys); i++ {
+					if err := tx.Set(0, []byte(fmt.Sprintf("key:%012d", i)), store.Value{Kind: store.KindString, Data: val}); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = tk
+		}
+	}
+	if err := last.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); applies.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if applies.Load() == 0 {
+		t.Fatalf("%d new keys, each rewritten at once, started no apply: want one at half the pending bound (%d bytes)", keys, s.opts.MaxPendingBytes/earlyApply)
+	}
+}
+
 // A trim hands the heap's memory back to the kernel when it holds
 // heapSpareRelease (and a quarter of the live heap) beyond its live
 // objects, as garbage or free pages, while the server neither wrote, read

@@ -502,11 +502,12 @@ type DB struct {
 	// size of a kept one grows to that size at once (queueLocked), not
 	// by doubling from there.
 	queueHint int
-	// roundOps counts the ops queued since the applier last took the
-	// queue, rewrites included: with len(applyQ), how much the round
-	// collapses (collapsingLocked).
-	roundOps int
-	applyHi  uint64
+	// farRewrites counts the rewrites queued since the applier last took
+	// the queue whose key was first queued in the older half of the
+	// queue: with len(applyQ), how much gathering collapses
+	// (collapsingLocked).
+	farRewrites int
+	applyHi     uint64
 	// applyPos is where the log ends after the record of op applyHi,
 	// and applyWritten how many bytes it had taken since it was opened
 	// (wal.total) then.
@@ -1315,16 +1316,22 @@ const earlyApply = 2
 // memory).
 const collapsedApply = 3
 
-// collapseRatio is, as n/(n-1), how many ops per key a round must have
-// queued to count as collapsing rewrites: 5 for 4 keys. A load of new
-// keys queues one per key; redis-benchmark -r 100000 has queued 2.4 per
-// key by the time 88k of its keys wait.
-const collapseRatio = 5
+// farShare is, as 1/n, how many rewrites from the older half of the queue
+// (farRewrites) a round must have had, per key queued, to count as
+// collapsing rewrites: one for every eight keys. A load of new keys
+// rewrites none. Neither does one that rewrites each new key at once
+// (ONCE.CLAIM, then ONCE.COMPLETE, a few hundred ops later): its
+// rewrites collapse in any round, so gathering longer saves nothing.
+// Rewrites spread over a keyspace, as redis-benchmark -r 100000 sends,
+// find their key anywhere in the queue, so about half of them are far:
+// by the time 88k of its keys wait, it has queued 2.4 ops per key, 0.7
+// far rewrites per key.
+const farShare = 8
 
 // collapsingLocked reports whether the round being gathered collapses
-// rewrites (collapseRatio). Called with applyMu held.
+// rewrites (farShare). Called with applyMu held.
 func (s *DB) collapsingLocked() bool {
-	return len(s.applyQ) > 0 && s.roundOps*(collapseRatio-1) >= len(s.applyQ)*collapseRatio
+	return len(s.applyQ) > 0 && s.farRewrites*farShare >= len(s.applyQ)
 }
 
 // overPending reports whether the dirty entries, the writes that Badger
@@ -2435,7 +2442,7 @@ func (s *DB) applyRound(calm bool) {
 	s.applyQ = s.spareQ
 	s.spareQ = nil
 	s.queueHint = len(ops)
-	s.roundOps = 0
+	s.farRewrites = 0
 	hi, pos := s.applyHi, s.applyPos
 	prevWritten := s.roundWritten
 	s.roundWritten = s.applyWritten
@@ -2676,10 +2683,12 @@ func (s *DB) checkpoint(seg uint64) {
 // Measured with redis-benchmark -c 50 -P 16 -r 100000 -t incr: a map of
 // the queue was a fifth of the bytes allocated and a tenth of the CPU.
 func (s *DB) queueLocked(ops []op) {
-	s.roundOps += len(ops)
 	for i := range ops {
 		e := ops[i].e
 		if j := int(e.queued); j < len(s.applyQ) && s.applyQ[j].e == e {
+			if j < len(s.applyQ)/2 {
+				s.farRewrites++
+			}
 			absent := s.applyQ[j].absent
 			s.applyQ[j] = ops[i]
 			s.applyQ[j].absent = absent
