@@ -923,7 +923,8 @@ func TestDefaultsGatherABenchmarkKeyspace(t *testing.T) {
 // longer saves Badger nothing, so its rounds start at half the pending
 // bounds, as for new keys, not at three quarters (collapsedApply). At
 // three quarters, a ONCE load's round left an eighth of the bounds for
-// the writes that came while it was written.
+// the writes that came while it was written, and its pace (pace.go) gave
+// way after a third of the round.
 func TestImmediateRewritesDoNotGather(t *testing.T) {
 	const batch = 100
 	opts := DefaultOptions(t.TempDir())

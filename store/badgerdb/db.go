@@ -567,7 +567,11 @@ type DB struct {
 	// applyErr, when set (by tests), fails Badger applies as a broken
 	// disk would.
 	applyErr func() error
-	space    spaceState
+	// paceSleep, when set (by tests), stands in for the applier's rests
+	// (pace.go); paceRests counts them.
+	paceSleep func(time.Duration)
+	paceRests atomic.Int64
+	space     spaceState
 	// minFree is the free-space reserve in force (min-free-disk), which
 	// SetMinFreeDisk changes while the store runs.
 	minFree atomic.Int64
@@ -2006,7 +2010,7 @@ func (r *replayer) flush() error {
 	if len(r.ops) == 0 {
 		return nil
 	}
-	if err := r.s.write(r.ops); err != nil {
+	if err := r.s.write(r.ops, nil); err != nil {
 		return err
 	}
 	r.stats.written += len(r.ops)
@@ -2458,6 +2462,7 @@ func (s *DB) applyRound(calm bool) {
 	if s.applyHook != nil {
 		s.applyHook(ops)
 	}
+	p := s.newPacer(calm)
 	if !s.retry(func() error {
 		if s.applyErr != nil {
 			if err := s.applyErr(); err != nil {
@@ -2467,7 +2472,7 @@ func (s *DB) applyRound(calm bool) {
 		if err := s.syncLogUpTo(hi); err != nil {
 			return err
 		}
-		return s.write(ops)
+		return s.write(ops, p)
 	}) {
 		// Closing while Badger fails: a later round (Close's) must still
 		// apply these ops, or, if it succeeded without them, committed
@@ -2483,6 +2488,7 @@ func (s *DB) applyRound(calm bool) {
 		lockFresh(&s.omu)
 		s.cleanLocked(ops[i:min(i+cleanSlice, len(ops))], hi)
 		s.omu.Unlock()
+		p.rest()
 	}
 	s.omu.Lock()
 	s.dropOrderLocked()
@@ -2707,13 +2713,22 @@ func (s *DB) queueLocked(ops []op) {
 	}
 }
 
-// write applies ops, one per key (queueLocked), to Badger in one batch.
-// A deletion of a key that Badger does not hold is left out.
-func (s *DB) write(ops []op) error {
+// write applies ops, one per key (queueLocked), to Badger in one batch,
+// or, while p paces the round, in chunks of paceChunk ops with a rest
+// after each. A deletion of a key that Badger does not hold is left out.
+func (s *DB) write(ops []op, p *pacer) error {
 	wb := s.bdb.NewWriteBatch()
-	defer wb.Cancel()
+	defer func() { wb.Cancel() }()
 	skip := !s.noSkip.Load()
 	for i := range ops {
+		if i > 0 && i%paceChunk == 0 && p != nil && p.pacing() {
+			if err := wb.Flush(); err != nil {
+				return err
+			}
+			wb.Cancel() // discards the transaction Flush left open
+			p.rest()
+			wb = s.bdb.NewWriteBatch()
+		}
 		o := &ops[i]
 		var err error
 		if o.del && o.absent && skip {

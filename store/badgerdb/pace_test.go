@@ -1,0 +1,202 @@
+package badgerdb
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oncekv/oncekv/store"
+)
+
+// rest is one rest of the applier: how long, and how many entries were
+// still dirty then (all of the round's while it is written to Badger,
+// fewer once it is being cleaned).
+type rest struct {
+	d     time.Duration
+	dirty int
+}
+
+// pacedStore opens a store whose applier's rests are recorded, not slept
+// (paceSleep), with no background work but the log and the applier.
+func pacedStore(t *testing.T, opts Options) (*DB, func() []rest) {
+	t.Helper()
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var rests []rest
+	s.paceSleep = func(d time.Duration) {
+		s.omu.RLock()
+		dirty := len(s.dirty)
+		s.omu.RUnlock()
+		mu.Lock()
+		rests = append(rests, rest{d, dirty})
+		mu.Unlock()
+	}
+	s.Start()
+	t.Cleanup(func() { s.Close() })
+	return s, func() []rest {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]rest(nil), rests...)
+	}
+}
+
+// writeKeys sets keys k0…k(n-1) to "v<i>", a thousand to a transaction,
+// and waits until they are logged.
+func writeKeys(t *testing.T, s *DB, n int) {
+	t.Helper()
+	var last store.Ticket
+	for k := 0; k < n; k += 1000 {
+		tk, err := s.Update(func(tx store.Tx) error {
+			for i := k; i < min(k+1000, n); i++ {
+				if err := tx.Set(0, fmt.Appendf(nil, "k%d", i), str(fmt.Sprintf("v%d", i), 0)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = tk
+	}
+	if err := last.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitApplied waits, without a drain (which would end the pace), until
+// everything logged is in Badger.
+func waitApplied(t *testing.T, s *DB) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); s.committed.Load() < s.logged.Load(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("applied up to op %d of %d after 20 s", s.committed.Load(), s.logged.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestBusyApplyRoundsRest: a round started by the pending bounds (the
+// server is not calm; kicked here, after every write is logged) rests between stretches of its work, each rest as long as the
+// stretch before it, while it writes to Badger (in chunks, each written
+// before the rest) as well as while it cleans; and still writes every key
+// to Badger: read back with no cache, so from Badger, after the round
+// made them clean.
+func TestBusyApplyRoundsRest(t *testing.T) {
+	const keys = 50000
+	opts := DefaultOptions(t.TempDir())
+	opts.ApplyDelay, opts.CalmApply = time.Hour, 0
+	opts.CacheSize = 0
+	s, rests := pacedStore(t, opts)
+	writeKeys(t, s, keys)
+	kickChan(s.applyNow) // what a log round does at half the bounds
+	waitApplied(t, s)
+	got := rests()
+	if len(got) == 0 {
+		t.Fatalf("a busy round of %d keys never rested", keys)
+	}
+	if n := s.paceRests.Load(); n != int64(len(got)) {
+		t.Errorf("paceRests counts %d rests, the hook saw %d", n, len(got))
+	}
+	writing, cleaning := 0, 0
+	for _, r := range got {
+		if r.d < paceStep {
+			t.Fatalf("a rest of %v: want none shorter than paceStep (%v), as long as the work before it", r.d, paceStep)
+		}
+		if r.dirty == keys {
+			writing++
+		} else {
+			cleaning++
+		}
+	}
+	if writing == 0 || cleaning == 0 {
+		t.Fatalf("%d rests while the round was written to Badger and %d while it was cleaned: want both", writing, cleaning)
+	}
+	for i := 0; i < keys; i += 997 {
+		if v, ok := get(t, s, 0, fmt.Sprintf("k%d", i)); !ok || v != fmt.Sprintf("v%d", i) {
+			t.Fatalf("k%d = %q %v after a paced round, want v%d", i, v, ok, i)
+		}
+	}
+}
+
+// TestCalmApplyRoundsDoNotRest: a round started because the server turned
+// calm takes nothing from anyone, so it goes at full speed; so does one a
+// drain waits for.
+func TestCalmApplyRoundsDoNotRest(t *testing.T) {
+	t.Run("calm", func(t *testing.T) {
+		opts := DefaultOptions(t.TempDir())
+		opts.ApplyDelay, opts.CalmApply = time.Hour, 20*time.Millisecond
+		s, rests := pacedStore(t, opts)
+		writeKeys(t, s, 50000)
+		waitApplied(t, s)
+		if got := rests(); len(got) != 0 {
+			t.Fatalf("a calm round rested %d times", len(got))
+		}
+	})
+	t.Run("drained", func(t *testing.T) {
+		opts := DefaultOptions(t.TempDir())
+		opts.ApplyDelay, opts.CalmApply = time.Hour, 0
+		s, rests := pacedStore(t, opts)
+		writeKeys(t, s, 50000)
+		if err := s.drainForTest(); err != nil {
+			t.Fatal(err)
+		}
+		if got := rests(); len(got) != 0 {
+			t.Fatalf("a round a drain waited for rested %d times", len(got))
+		}
+	})
+}
+
+// TestPaceGivesWay: a paced round stops resting, for good, once something
+// needs it done: writers held by the pending bounds, pending writes near
+// those bounds, a drain, Close. A calm round is never paced.
+func TestPaceGivesWay(t *testing.T) {
+	cases := []struct {
+		name string
+		make func(s *DB) // makes the round needed
+	}{
+		{"writers held", func(s *DB) { s.held.Add(1) }},
+		{"a drain waits", func(s *DB) { s.drainTo.Store(s.committed.Load() + 1) }},
+		{"closing", func(s *DB) { s.closed.Store(true) }},
+		{"pending near the bounds", func(s *DB) {
+			for i := range s.opts.MaxPending * paceNear / (paceNear + 1) {
+				if _, err := s.Update(func(tx store.Tx) error {
+					return tx.Set(0, fmt.Appendf(nil, "p%d", i), str("v", 0))
+				}); err != nil {
+					panic(err)
+				}
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			opts := DefaultOptions(t.TempDir())
+			opts.ApplyDelay, opts.CalmApply = time.Hour, 0 // nothing applies by itself
+			opts.MaxPending = 64
+			s, _ := pacedStore(t, opts)
+			if s.newPacer(true).pacing() {
+				t.Fatal("a calm round is paced")
+			}
+			p := s.newPacer(false)
+			if !p.pacing() {
+				t.Fatal("a busy round with nothing waiting for it is not paced")
+			}
+			c.make(s)
+			if p.pacing() {
+				t.Fatalf("%s: the round is still paced", c.name)
+			}
+			s.held.Store(0)
+			s.drainTo.Store(0)
+			s.closed.Store(false)
+			if p.pacing() {
+				t.Fatalf("%s: the round is paced again once that is over; want full speed to its end", c.name)
+			}
+		})
+	}
+}
