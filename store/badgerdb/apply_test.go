@@ -928,36 +928,20 @@ func TestDefaultsGatherABenchmarkKeyspace(t *testing.T) {
 func TestImmediateRewritesDoNotGather(t *testing.T) {
 	const batch = 100
 	opts := DefaultOptions(t.TempDir())
-	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
 	opts.ApplyDelay, opts.CalmApply = time.Hour, 0 // only the bounds start an apply
-	s, err := Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var applies atomic.Int64
-	s.applyHook = func([]op) { applies.Add(1) }
-	s.Start()
-	t.Cleanup(func() { s.Close() })
+	s, applies := openCountingApplies(t, opts)
 
 	val := make([]byte, 256)
 	entry := int64(len("key:000000000000")+len(val)) + 96 // what a pending entry costs (entry.cost)
 	keys := int(s.opts.MaxPendingBytes / entry * 5 / 8)   // past half the bound, short of three quarters
+	name := func(i int) []byte { return fmt.Appendf(nil, "key:%012d", i) }
 	var last store.Ticket
 	for k := 0; k < keys; k += batch {
 		for pass := range 2 { // each key written, then rewritten, by the next transaction
 			val[0] = byte(pass)
-			tk, err := s.Update(func(tx store.Tx) error {
-				for i := k; i < min(k+batch, keys); i++ {
-					if err := tx.Set(0, []byte(fmt.Sprintf("key:%012d", i)), store.Value{Kind: store.KindString, Data: val}); err != nil {
-						return err
-					}
-				}
-				return nil
+			last = setRange(t, s, k, min(k+batch, keys), name, func(int) store.Value {
+				return store.Value{Kind: store.KindString, Data: val}
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			last = tk
 		}
 	}
 	if err := last.Wait(context.Background()); err != nil {
@@ -969,6 +953,39 @@ func TestImmediateRewritesDoNotGather(t *testing.T) {
 	if applies.Load() == 0 {
 		t.Fatalf("%d new keys, each rewritten at once, started no apply: want one at half the pending bound (%d bytes)", keys, s.opts.MaxPendingBytes/earlyApply)
 	}
+}
+
+// openCountingApplies opens and starts a store with no background work
+// but the log and the applier, and counts the applier's rounds.
+func openCountingApplies(t *testing.T, opts Options) (*DB, *atomic.Int64) {
+	t.Helper()
+	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applies := new(atomic.Int64)
+	s.applyHook = func([]op) { applies.Add(1) }
+	s.Start()
+	t.Cleanup(func() { s.Close() })
+	return s, applies
+}
+
+// setRange sets the keys key(lo)…key(hi-1) to v(i) in one transaction.
+func setRange(t *testing.T, s *DB, lo, hi int, key func(int) []byte, v func(int) store.Value) store.Ticket {
+	t.Helper()
+	tk, err := s.Update(func(tx store.Tx) error {
+		for i := lo; i < hi; i++ {
+			if err := tx.Set(0, key(i), v(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
 }
 
 // A trim hands the heap's memory back to the kernel when it holds
@@ -1211,18 +1228,10 @@ func TestSegmentEndAloneStartsNoApply(t *testing.T) {
 	const seg = 64 << 10
 	dir := t.TempDir()
 	opts := DefaultOptions(dir)
-	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
 	opts.ApplyDelay, opts.CalmApply = time.Hour, 0 // only the bounds start an apply
 	opts.MaxPendingBytes = 1 << 30
 	opts.WALSegmentSize = seg
-	s, err := Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var applies atomic.Int64
-	s.applyHook = func([]op) { applies.Add(1) }
-	s.Start()
-	t.Cleanup(func() { s.Close() })
+	s, applies := openCountingApplies(t, opts)
 
 	val := strings.Repeat("v", 1000)
 	n := 0

@@ -50,20 +50,11 @@ func pacedStore(t *testing.T, opts Options) (*DB, func() []rest) {
 // and waits until they are logged.
 func writeKeys(t *testing.T, s *DB, n int) {
 	t.Helper()
+	key := func(i int) []byte { return fmt.Appendf(nil, "k%d", i) }
+	val := func(i int) store.Value { return str(fmt.Sprintf("v%d", i), 0) }
 	var last store.Ticket
 	for k := 0; k < n; k += 1000 {
-		tk, err := s.Update(func(tx store.Tx) error {
-			for i := k; i < min(k+1000, n); i++ {
-				if err := tx.Set(0, fmt.Appendf(nil, "k%d", i), str(fmt.Sprintf("v%d", i), 0)); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		last = tk
+		last = setRange(t, s, k, min(k+1000, n), key, val)
 	}
 	if err := last.Wait(context.Background()); err != nil {
 		t.Fatal(err)
