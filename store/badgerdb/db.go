@@ -2462,7 +2462,7 @@ func (s *DB) applyRound(calm bool) {
 	if s.applyHook != nil {
 		s.applyHook(ops)
 	}
-	p := s.newPacer(calm)
+	p := s.newPacer()
 	if !s.retry(func() error {
 		if s.applyErr != nil {
 			if err := s.applyErr(); err != nil {

@@ -2,10 +2,10 @@ package badgerdb
 
 import "time"
 
-// A busy server's apply rounds are paced: the applier rests, between two
-// stretches of its work, as long as the stretch took, so that writing a
-// round to Badger and cleaning it takes at most half of a core while
-// commands wait for the CPU.
+// Apply rounds are paced while the server serves commands: the applier
+// rests, between two stretches of its work, as long as the stretch took,
+// so that writing a round to Badger and cleaning it takes at most half of
+// a core while commands wait for the CPU.
 //
 // Go's scheduler has no priorities. Unpaced, a round of a ONCE load (the
 // applier, Badger's writer and its memtable flush running flat out for
@@ -14,12 +14,16 @@ import "time"
 // their usual cycles in the worst 100 ms, and each round put most of a
 // second of slow cycles into the p99. Paced, the round takes about twice
 // as long, and the worst 100 ms kept 22-33% of the usual cycles
-// (docs/performance-notes.md, "An apply round paced").
+// (docs/performance-notes.md, "A fresh server's first apply, and apply
+// rounds paced").
 //
-// The pace gives way to anything that needs the round done: writers held
-// by the pending bounds (or the pending writes near them), a drain
-// (FLUSHDB, a backup), Close. A calm server's rounds, and Close's, are not
-// paced at all: nothing waits for the CPU then.
+// A round rests only after a stretch during which commands came in
+// (Activity moved): a round started because the server was calm runs
+// flat out while it stays calm, and rests once load returns, as it did
+// when redis-benchmark's next load met the calm round of the last one.
+// The pace gives way, for the rest of the round, to anything that needs
+// the round done: writers held by the pending bounds (or the pending
+// writes near them), a drain (FLUSHDB, a backup), Close.
 
 // paceStep is the least work between two rests: shorter stretches would
 // rest more often than the timer's precision serves.
@@ -31,38 +35,41 @@ const paceStep = time.Millisecond
 // of work here.
 const paceChunk = 1024
 
-// pacer spaces one apply round's work; the zero pacer never rests.
+// paceNear is, as n/(n+1), the share of the pending bounds from which a
+// round is no longer paced: writers are held at the bound.
+const paceNear = 7
+
+// pacer spaces one apply round's work.
 type pacer struct {
 	s     *DB
 	on    bool
 	since time.Time // when the current stretch of work began
+	act   int64     // Activity then
 }
 
-// newPacer returns the pacer of a round: on unless the server is calm.
-func (s *DB) newPacer(calm bool) *pacer {
-	return &pacer{s: s, on: !calm, since: time.Now()}
+// newPacer returns the pacer of an apply round.
+func (s *DB) newPacer() *pacer {
+	return &pacer{s: s, on: true, since: time.Now(), act: s.Activity()}
 }
 
 // pacing reports whether the round is still paced: once something waits
-// for it, it goes at full speed to its end.
+// for it, it goes at full speed to its end. A store that was never
+// started (its rounds run in the writer's call) is not paced.
 func (p *pacer) pacing() bool {
 	if !p.on {
 		return false
 	}
 	s := p.s
-	if s.closed.Load() || s.held.Load() > 0 || s.drainTo.Load() > s.committed.Load() ||
+	if !s.started || s.closed.Load() || s.held.Load() > 0 || s.drainTo.Load() > s.committed.Load() ||
 		s.overPending(paceNear, paceNear+1) {
 		p.on = false
 	}
 	return p.on
 }
 
-// paceNear is, as n/(n+1), the share of the pending bounds from which a
-// round is no longer paced: writers are held at the bound.
-const paceNear = 7
-
-// rest ends a stretch of work: once it has lasted paceStep, the applier
-// rests as long (or until the store stops).
+// rest ends a stretch of work: once it has lasted paceStep, and if
+// commands came in meanwhile, the applier rests as long (or until the
+// store stops).
 func (p *pacer) rest() {
 	if !p.on {
 		return
@@ -71,7 +78,10 @@ func (p *pacer) rest() {
 	if d < paceStep {
 		return
 	}
-	if p.pacing() {
+	act := p.s.Activity()
+	busy := act != p.act
+	p.act = act
+	if busy && p.pacing() {
 		p.s.paceRests.Add(1)
 		if p.s.paceSleep != nil {
 			p.s.paceSleep(d)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,8 +74,16 @@ func waitApplied(t *testing.T, s *DB) {
 	}
 }
 
-// TestBusyApplyRoundsRest: a round started by the pending bounds (the
-// server is not calm; kicked here, after every write is logged) rests between stretches of its work, each rest as long as the
+// busy is an Activity that moves at every call: a server serving
+// commands all along.
+func busy() func() int64 {
+	var n atomic.Int64
+	return func() int64 { return n.Add(1) }
+}
+
+// TestBusyApplyRoundsRest: a round of a server that serves commands all
+// along (started by the pending bounds: kicked here, after every write is
+// logged) rests between stretches of its work, each rest as long as the
 // stretch before it, while it writes to Badger (in chunks, each written
 // before the rest) as well as while it cleans; and still writes every key
 // to Badger: read back with no cache, so from Badger, after the round
@@ -84,6 +93,7 @@ func TestBusyApplyRoundsRest(t *testing.T) {
 	opts := DefaultOptions(t.TempDir())
 	opts.ApplyDelay, opts.CalmApply = time.Hour, 0
 	opts.CacheSize = 0
+	opts.Activity = busy()
 	s, rests := pacedStore(t, opts)
 	writeKeys(t, s, keys)
 	kickChan(s.applyNow) // what a log round does at half the bounds
@@ -116,10 +126,10 @@ func TestBusyApplyRoundsRest(t *testing.T) {
 	}
 }
 
-// TestCalmApplyRoundsDoNotRest: a round started because the server turned
-// calm takes nothing from anyone, so it goes at full speed; so does one a
-// drain waits for.
-func TestCalmApplyRoundsDoNotRest(t *testing.T) {
+// TestQuietApplyRoundsDoNotRest: a round during which no command comes
+// in takes nothing from anyone, so it goes at full speed; so does one a
+// drain waits for, however busy the server.
+func TestQuietApplyRoundsDoNotRest(t *testing.T) {
 	t.Run("calm", func(t *testing.T) {
 		opts := DefaultOptions(t.TempDir())
 		opts.ApplyDelay, opts.CalmApply = time.Hour, 20*time.Millisecond
@@ -133,6 +143,7 @@ func TestCalmApplyRoundsDoNotRest(t *testing.T) {
 	t.Run("drained", func(t *testing.T) {
 		opts := DefaultOptions(t.TempDir())
 		opts.ApplyDelay, opts.CalmApply = time.Hour, 0
+		opts.Activity = busy()
 		s, rests := pacedStore(t, opts)
 		writeKeys(t, s, 50000)
 		if err := s.drainForTest(); err != nil {
@@ -144,10 +155,50 @@ func TestCalmApplyRoundsDoNotRest(t *testing.T) {
 	})
 }
 
+// TestCalmRoundRestsOnceLoadReturns: a round started because the server
+// was calm rests once commands come in again while it runs.
+func TestCalmRoundRestsOnceLoadReturns(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.ApplyDelay, opts.CalmApply = time.Hour, 20*time.Millisecond
+	var back atomic.Bool
+	load := busy()
+	opts.Activity = func() int64 {
+		if back.Load() {
+			return load()
+		}
+		return 0
+	}
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.applyHook = func([]op) { back.Store(true) } // commands come in as the round starts
+	var rests atomic.Int64
+	s.paceSleep = func(time.Duration) { rests.Add(1) }
+	s.Start()
+	t.Cleanup(func() { s.Close() })
+	writeKeys(t, s, 50000)
+	waitApplied(t, s)
+	if s.calmApplies.Load() == 0 {
+		t.Fatal("no calm round: the test did not test")
+	}
+	if rests.Load() == 0 {
+		t.Fatal("a calm round did not rest once commands came in")
+	}
+}
+
 // TestPaceGivesWay: a paced round stops resting, for good, once something
 // needs it done: writers held by the pending bounds, pending writes near
-// those bounds, a drain, Close. A calm round is never paced.
+// those bounds, a drain, Close. A store never started is not paced.
 func TestPaceGivesWay(t *testing.T) {
+	s, err := Open(DefaultOptions(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.newPacer().pacing() {
+		t.Error("a store never started paces its rounds")
+	}
+	s.Close()
 	cases := []struct {
 		name string
 		make func(s *DB) // makes the round needed
@@ -171,12 +222,9 @@ func TestPaceGivesWay(t *testing.T) {
 			opts.ApplyDelay, opts.CalmApply = time.Hour, 0 // nothing applies by itself
 			opts.MaxPending = 64
 			s, _ := pacedStore(t, opts)
-			if s.newPacer(true).pacing() {
-				t.Fatal("a calm round is paced")
-			}
-			p := s.newPacer(false)
+			p := s.newPacer()
 			if !p.pacing() {
-				t.Fatal("a busy round with nothing waiting for it is not paced")
+				t.Fatal("a round with nothing waiting for it is not paced")
 			}
 			c.make(s)
 			if p.pacing() {
