@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -429,6 +430,7 @@ func (s *Server) forget(c *Conn, err error) {
 // returns why it ended.
 func (s *Server) serve(c *Conn) error {
 	rd := c.rd
+	ran := 0 // commands run since the last read
 	for {
 		args, err := rd.Parse()
 		if err != nil {
@@ -449,6 +451,15 @@ func (s *Server) serve(c *Conn) error {
 				// the same.
 				s.beforeReply(c)
 			}
+			if ran > 1 {
+				// A pipelining client sends its next batch as soon as
+				// it has the replies: yielding first, the read finds it
+				// more often than an empty socket (EAGAIN, a park, the
+				// poller, a wake-up). redis-benchmark -P 16, GET: 0.125
+				// reads a request -> 0.068, 721k -> 813k requests/s.
+				runtime.Gosched()
+			}
+			ran = 0
 			s.armIdle(c)
 			err := rd.Fill()
 			s.disarmIdle(c)
@@ -461,6 +472,7 @@ func (s *Server) serve(c *Conn) error {
 			continue
 		}
 		s.call(c, args)
+		ran++
 		if c.block != nil {
 			// Send what came before, then serve the blocked command and
 			// the rest of the connection in serveDetached, which notices
