@@ -567,8 +567,8 @@ type DB struct {
 	// applyErr, when set (by tests), fails Badger applies as a broken
 	// disk would.
 	applyErr func() error
-	// paceSleep, when set (by tests), stands in for the applier's rests
-	// (pace.go); paceRests counts them.
+	// paceSleep, when set (by tests), stands in for each step of the
+	// applier's rests (pace.go); paceRests counts the rests.
 	paceSleep func(time.Duration)
 	paceRests atomic.Int64
 	space     spaceState
@@ -2472,6 +2472,7 @@ func (s *DB) applyRound(calm bool) {
 		if err := s.syncLogUpTo(hi); err != nil {
 			return err
 		}
+		p.restart() // the fsync (and a retry's backoff) was no work to pace
 		return s.write(ops, p)
 	}) {
 		// Closing while Badger fails: a later round (Close's) must still
@@ -2482,13 +2483,26 @@ func (s *DB) applyRound(calm bool) {
 	}
 	s.refreshSnap()
 	// Clean in slices, so that readers and writers, who need omu, wait
-	// for one slice at most rather than for a whole round.
+	// for one slice at most rather than for a whole round. A rest lets go
+	// of cleanMu too: a scan that starts between two slices opens its
+	// Badger transaction after the whole round was written, so an entry
+	// cleaned after it started is one its transaction sees, and one not
+	// yet cleaned is in the overlay, as it is in Badger.
 	s.cleanMu.Lock()
+	p.restart() // waiting for a scan to end was no work to pace
 	for i := 0; i < len(ops); i += cleanSlice {
 		lockFresh(&s.omu)
 		s.cleanLocked(ops[i:min(i+cleanSlice, len(ops))], hi)
 		s.omu.Unlock()
-		p.rest()
+		if i+cleanSlice >= len(ops) {
+			break // the round is done: no rest before what follows it
+		}
+		if p.due() {
+			s.cleanMu.Unlock()
+			p.rest()
+			s.cleanMu.Lock()
+			p.restart()
+		}
 	}
 	s.omu.Lock()
 	s.dropOrderLocked()
@@ -2597,6 +2611,7 @@ func (s *DB) requeue(ops []op, done []segEnd, written int64) {
 	defer s.applyMu.Unlock()
 	newer := s.applyQ
 	s.applyQ = nil
+	s.farRewrites = 0 // counted again, over the queue rebuilt
 	s.queueLocked(ops)
 	s.queueLocked(newer)
 	s.segsDone = append(done, s.segsDone...)

@@ -23,11 +23,27 @@ import "time"
 // when redis-benchmark's next load met the calm round of the last one.
 // The pace gives way, for the rest of the round, to anything that needs
 // the round done: writers held by the pending bounds (or the pending
-// writes near them), a drain (FLUSHDB, a backup), Close.
+// writes near them), a drain (FLUSHDB, a backup), Close. A rest under way
+// gives way too: it sleeps in steps of paceStep and looks again between
+// them, so that a FLUSHDB or BACKUP (which drains under the keyspace
+// lock) or a held writer waits a step at most, not the rest.
+//
+// A stretch is measured by the clock, so waits that are not the round's
+// work would count as work: the log's fsync before the round, a scan
+// holding cleanMu, Badger stalling a write, a retry's backoff. The
+// applier starts a new stretch after the waits it knows of (restart),
+// and no rest is longer than paceMaxRest whatever the stretch: before
+// both, a 300 ms fsync was followed by a 300 ms rest, and a FLUSHDB that
+// came meanwhile held the keyspace lock through it.
 
 // paceStep is the least work between two rests: shorter stretches would
 // rest more often than the timer's precision serves.
 const paceStep = time.Millisecond
+
+// paceMaxRest bounds one rest. A round's stretches of work take 1-3 ms
+// here (a chunk, a run of cleaning slices); the bound is for those that
+// took longer because something blocked them.
+const paceMaxRest = 4 * paceStep
 
 // paceChunk is how many ops the applier hands Badger at a time while it
 // paces. Each chunk is written (flushed) before the rest, or Badger's
@@ -45,6 +61,7 @@ type pacer struct {
 	on    bool
 	since time.Time // when the current stretch of work began
 	act   int64     // Activity then
+	timer *time.Timer
 }
 
 // newPacer returns the pacer of an apply round.
@@ -67,32 +84,54 @@ func (p *pacer) pacing() bool {
 	return p.on
 }
 
+// restart starts a new stretch of work after a wait that was not work
+// (the log's fsync, cleanMu): the next rest is as long as the work after
+// it only.
+func (p *pacer) restart() { p.since = time.Now() }
+
+// due reports whether the stretch of work under way is long enough to
+// end with a rest, if commands came in: a caller that holds what others
+// may need lets go of it for rest only then.
+func (p *pacer) due() bool { return p.on && time.Since(p.since) >= paceStep }
+
 // rest ends a stretch of work: once it has lasted paceStep, and if
-// commands came in meanwhile, the applier rests as long (or until the
-// store stops).
+// commands came in meanwhile, the applier rests as long (at most
+// paceMaxRest), until the round is needed, or until the store stops.
 func (p *pacer) rest() {
-	if !p.on {
+	if !p.due() {
 		return
 	}
 	d := time.Since(p.since)
-	if d < paceStep {
-		return
-	}
 	act := p.s.Activity()
 	busy := act != p.act
 	p.act = act
 	if busy && p.pacing() {
 		p.s.paceRests.Add(1)
-		if p.s.paceSleep != nil {
-			p.s.paceSleep(d)
-		} else {
-			t := time.NewTimer(d)
-			select {
-			case <-t.C:
-			case <-p.s.stop:
-				t.Stop()
-			}
-		}
+		p.sleep(min(d, paceMaxRest))
 	}
 	p.since = time.Now()
+}
+
+// sleep rests d, in steps of paceStep at most, looking between them
+// whether the round is still paced.
+func (p *pacer) sleep(d time.Duration) {
+	for d > 0 && p.pacing() {
+		step := min(d, paceStep)
+		d -= step
+		if p.s.paceSleep != nil {
+			p.s.paceSleep(step)
+			continue
+		}
+		if p.timer == nil {
+			p.timer = time.NewTimer(step)
+		} else {
+			p.timer.Reset(step)
+		}
+		select {
+		case <-p.timer.C:
+		case <-p.s.stop:
+			p.timer.Stop()
+			return
+		}
+	}
 }

@@ -11,16 +11,20 @@ import (
 	"github.com/oncekv/oncekv/store"
 )
 
-// rest is one rest of the applier: how long, and how many entries were
-// still dirty then (all of the round's while it is written to Badger,
-// fewer once it is being cleaned).
+// rest is one rest of the applier: how long in all, in how many steps,
+// how many entries were still dirty then (all of the round's while it is
+// written to Badger, fewer once it is being cleaned), and whether a step
+// found cleanMu held (a scan would have waited for the rest).
 type rest struct {
-	d     time.Duration
-	dirty int
+	d           time.Duration
+	steps       int
+	dirty       int
+	cleanMuHeld bool
 }
 
 // pacedStore opens a store whose applier's rests are recorded, not slept
-// (paceSleep), with no background work but the log and the applier.
+// (paceSleep, step by step), with no background work but the log and the
+// applier.
 func pacedStore(t *testing.T, opts Options) (*DB, func() []rest) {
 	t.Helper()
 	opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
@@ -30,12 +34,24 @@ func pacedStore(t *testing.T, opts Options) (*DB, func() []rest) {
 	}
 	var mu sync.Mutex
 	var rests []rest
+	var last int64 // paceRests at the last step recorded
 	s.paceSleep = func(d time.Duration) {
+		held := !s.cleanMu.TryLock()
+		if !held {
+			s.cleanMu.Unlock()
+		}
 		s.omu.RLock()
 		dirty := len(s.dirty)
 		s.omu.RUnlock()
 		mu.Lock()
-		rests = append(rests, rest{d, dirty})
+		if n := s.paceRests.Load(); n != last || len(rests) == 0 {
+			last = n
+			rests = append(rests, rest{dirty: dirty})
+		}
+		r := &rests[len(rests)-1]
+		r.d += d
+		r.steps++
+		r.cleanMuHeld = r.cleanMuHeld || held
 		mu.Unlock()
 	}
 	s.Start()
@@ -84,10 +100,11 @@ func busy() func() int64 {
 // TestBusyApplyRoundsRest: a round of a server that serves commands all
 // along (started by the pending bounds: kicked here, after every write is
 // logged) rests between stretches of its work, each rest as long as the
-// stretch before it, while it writes to Badger (in chunks, each written
-// before the rest) as well as while it cleans; and still writes every key
-// to Badger: read back with no cache, so from Badger, after the round
-// made them clean.
+// stretch before it (up to paceMaxRest), while it writes to Badger (in
+// chunks, each written before the rest) as well as while it cleans, never
+// holding cleanMu (which scans need) and not after its last slice; and
+// still writes every key to Badger: read back with no cache, so from
+// Badger, after the round made them clean.
 func TestBusyApplyRoundsRest(t *testing.T) {
 	const keys = 50000
 	opts := DefaultOptions(t.TempDir())
@@ -107,8 +124,14 @@ func TestBusyApplyRoundsRest(t *testing.T) {
 	}
 	writing, cleaning := 0, 0
 	for _, r := range got {
-		if r.d < paceStep {
-			t.Fatalf("a rest of %v: want none shorter than paceStep (%v), as long as the work before it", r.d, paceStep)
+		if r.d < paceStep || r.d > paceMaxRest {
+			t.Fatalf("a rest of %v: want none shorter than paceStep (%v), as long as the work before it, up to paceMaxRest (%v)", r.d, paceStep, paceMaxRest)
+		}
+		if r.cleanMuHeld {
+			t.Fatalf("a rest (%d entries dirty) held cleanMu: a scan would have waited for it", r.dirty)
+		}
+		if r.dirty == 0 {
+			t.Fatal("a rest after the round's last slice was cleaned: nothing was left to pace")
 		}
 		if r.dirty == keys {
 			writing++
@@ -235,6 +258,66 @@ func TestPaceGivesWay(t *testing.T) {
 			s.closed.Store(false)
 			if p.pacing() {
 				t.Fatalf("%s: the round is paced again once that is over; want full speed to its end", c.name)
+			}
+		})
+	}
+}
+
+// TestRestIsBoundedAndGivesWayMidway: a rest after a long stretch (one
+// that waited on something: an fsync, a stalled write) lasts paceMaxRest
+// at most, in steps of paceStep; and a rest under way ends at the step
+// during which something came to need the round (a held writer, a drain:
+// FLUSHDB and BACKUP drain under the keyspace lock), not at its end.
+func TestRestIsBoundedAndGivesWayMidway(t *testing.T) {
+	needs := []struct {
+		name string
+		make func(s *DB)
+	}{
+		{"nothing", func(*DB) {}},
+		{"writers held", func(s *DB) { s.held.Add(1) }},
+		{"a drain waits", func(s *DB) { s.drainTo.Store(s.committed.Load() + 1) }},
+	}
+	for _, c := range needs {
+		t.Run(c.name, func(t *testing.T) {
+			opts := DefaultOptions(t.TempDir())
+			opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+			opts.ApplyDelay, opts.CalmApply = time.Hour, 0 // no round of its own
+			opts.Activity = busy()
+			s, err := Open(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var steps []time.Duration
+			s.paceSleep = func(d time.Duration) {
+				if len(steps) == 0 {
+					c.make(s)
+				}
+				steps = append(steps, d)
+			}
+			s.Start()
+			t.Cleanup(func() {
+				s.held.Store(0)
+				s.drainTo.Store(0)
+				s.Close()
+			})
+			p := s.newPacer()
+			p.since = time.Now().Add(-time.Second) // a stretch that waited a second
+			p.rest()
+			var total time.Duration
+			for _, d := range steps {
+				if d > paceStep {
+					t.Fatalf("a step of %v: want none longer than paceStep (%v)", d, paceStep)
+				}
+				total += d
+			}
+			if c.name == "nothing" {
+				if total != paceMaxRest {
+					t.Fatalf("a rest after a one-second stretch lasted %v in %d steps, want paceMaxRest (%v)", total, len(steps), paceMaxRest)
+				}
+				return
+			}
+			if len(steps) != 1 {
+				t.Fatalf("%s during the first step: the rest went on for %d steps (%v), want it to end after that step", c.name, len(steps), total)
 			}
 		})
 	}
