@@ -343,6 +343,7 @@ func (o *Once[T]) extend(full string, token int64, cancel context.CancelCauseFun
 		x.running.Add(1)
 		x.mu.Unlock()
 		defer x.running.Done()
+		start := time.Now()
 		ctx, c := context.WithTimeout(context.Background(), o.lease)
 		err := o.s.do(ctx, "once.extend", full, token, "lease", ms(o.lease))
 		c()
@@ -351,10 +352,13 @@ func (o *Once[T]) extend(full string, token int64, cancel context.CancelCauseFun
 			return
 		}
 		// Other errors (the network): try again at the next tick; the
-		// lease is three ticks long.
+		// lease is three ticks long. Ticks are a third of the lease
+		// apart from when each extension started, as a ticker's are: an
+		// extension that failed after more than a third goes again at
+		// once, while the lease the last one set still runs.
 		x.mu.Lock()
 		if !x.stopped {
-			x.t.Reset(x.every)
+			x.t.Reset(max(x.every-time.Since(start), 0))
 		}
 		x.mu.Unlock()
 	})

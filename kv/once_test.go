@@ -329,6 +329,57 @@ func TestLeaseExtension(t *testing.T) {
 	}
 }
 
+// failingExtend is a go-redis hook that makes the nth ONCE.EXTEND take
+// delay and then fail, as a slow network would; the others go through.
+type failingExtend struct {
+	nth     int32
+	delay   time.Duration
+	extends atomic.Int32
+}
+
+func (h *failingExtend) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *failingExtend) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *failingExtend) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if strings.EqualFold(cmd.Name(), "once.extend") && h.extends.Add(1) == h.nth {
+			time.Sleep(h.delay)
+			err := errors.New("i/o timeout (injected)")
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// TestSlowFailedExtensionKeepsTheClaim (KV-13): a lease of 600 ms is
+// extended every 200 ms, counted from when each extension starts. One
+// that fails after 300 ms leaves the lease the one before set 300 ms to
+// run, and the next goes at once: the claim holds. Timed from when each
+// ended, the next went 200 ms after the failure, after the lease lapsed.
+func TestSlowFailedExtensionKeepsTheClaim(t *testing.T) {
+	addr := server(t)
+	rdb := client(t, addr)
+	h := &failingExtend{nth: 2, delay: 300 * time.Millisecond}
+	rdb.AddHook(h)
+	o := open[int](t, store(t, rdb), "slowext", Lease(600*time.Millisecond))
+	_, err := o.RunInfo(ctxFor(t, 5*time.Second), "k", func(ctx context.Context) (int, error) {
+		select {
+		case <-time.After(1500 * time.Millisecond):
+			return 1, nil
+		case <-ctx.Done():
+			return 0, context.Cause(ctx)
+		}
+	})
+	if err != nil {
+		t.Fatalf("run: %v (extensions tried: %d)", err, h.extends.Load())
+	}
+	if in := serverInfo(t, client(t, addr)); in["lease_lapses"] != 0 {
+		t.Fatalf("a lease lapsed: INFO once %v", in)
+	}
+}
+
 // TestLeaseLost: a runner whose claim is gone gets its value with
 // ErrLeaseLost, and fn's context is cancelled with that cause.
 func TestLeaseLost(t *testing.T) {
