@@ -312,8 +312,14 @@ export class Once<T> {
     const lease = this.#leaseMs
     let pending: Promise<void> | undefined
     let stopped = false
-    const timer = setInterval(() => {
-      if (pending !== undefined || stopped) return
+    let missed = false // a tick came while an extension was under way
+    const tick = () => {
+      if (stopped) return
+      if (pending !== undefined) {
+        missed = true
+        return
+      }
+      missed = false
       pending = withTimeout(this.store._do('once.extend', full, token, 'lease', lease), Math.min(lease, MAX_TIMER))
         .catch((e) => {
           if (e instanceof StaleReply && !stopped) {
@@ -324,8 +330,15 @@ export class Once<T> {
           // Other errors (the network): try again at the next tick; the
           // lease is three ticks long.
         })
-        .finally(() => (pending = undefined))
-    }, Math.min(Math.max(lease / 3, 1), MAX_TIMER))
+        .finally(() => {
+          pending = undefined
+          // A tick that came meanwhile goes now, as a Go ticker's would:
+          // an extension that failed after more than a third of the
+          // lease is tried again while the lease the last one set runs.
+          if (missed) tick()
+        })
+    }
+    const timer = setInterval(tick, Math.min(Math.max(lease / 3, 1), MAX_TIMER))
     return async () => {
       stopped = true
       clearInterval(timer)

@@ -167,6 +167,30 @@ test('lease extension keeps a 1 s fn with a 300 ms lease the single runner', asy
   assert.ok(ws.every((w) => w.value === 5 && w.replayed))
 })
 
+test('an extension that fails slowly does not cost the claim (KV-13)', async () => {
+  // A 600 ms lease is extended every 200 ms; the second extension fails
+  // after 300 ms, when the lease the first set has 300 ms left. The tick
+  // that came meanwhile must go at once, not 200 ms later (after the lapse).
+  const s = store()
+  const real = s._do.bind(s)
+  let extensions = 0
+  s._do = async (command: string, ...args: (string | number | Buffer)[]) => {
+    if (command === 'once.extend' && ++extensions === 2) {
+      await sleep(300)
+      throw new Error('injected: a slow network error')
+    }
+    return real(command, ...args)
+  }
+  const o = s.once<number>(uniq('slowext'), { lease: 600 })
+  const v = await o.run('k', async ({ signal }) => {
+    await sleep(1500)
+    assert.equal(signal.aborted, false, `the claim was lost (extensions tried: ${extensions})`)
+    return 7
+  })
+  assert.equal(v, 7)
+  assert.ok(extensions >= 4, `extensions tried: ${extensions}`)
+})
+
 test('lease lost: the signal aborts with LeaseLostError and the value comes back on the error', async () => {
   const admin = redis()
   const name = uniq('lost')
