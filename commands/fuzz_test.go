@@ -3,6 +3,8 @@ package commands
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,6 +40,21 @@ func FuzzServe(f *testing.F) {
 	} {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)
+	}
+	// go test -fuzz discards its workers' stderr, so a worker that dies
+	// (a panic outside a command, a fatal error) is reported as "fuzzing
+	// process hung or terminated unexpectedly: exit status 2" and nothing
+	// more. With ONCEKV_FUZZ_CRASH set to a path, each worker writes what
+	// it dies of to that path with its process ID appended.
+	if p := os.Getenv("ONCEKV_FUZZ_CRASH"); p != "" {
+		out, err := os.OpenFile(fmt.Sprintf("%s.%d", p, os.Getpid()), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			f.Fatal(err)
+		}
+		if err := debug.SetCrashOutput(out, debug.CrashOptions{}); err != nil {
+			f.Fatal(err)
+		}
+		out.Close() // SetCrashOutput keeps its own descriptor
 	}
 	core, logs := observer.New(zap.WarnLevel)
 	log := zap.New(core)
