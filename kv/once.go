@@ -247,7 +247,8 @@ func (o *Once[T]) runClaimed(ctx context.Context, f *flight, key, full string, t
 		if returned {
 			return
 		}
-		// fn panicked, or called runtime.Goexit (t.FailNow…).
+		// fn (or the codec encoding its value) panicked, or fn called
+		// runtime.Goexit (t.FailNow…).
 		stop()
 		p := recover()
 		msg := "aborted: the function exited without returning"
@@ -261,10 +262,10 @@ func (o *Once[T]) runClaimed(ctx context.Context, f *flight, key, full string, t
 		}
 	}()
 	v, ferr := fn(runCtx)
-	returned = true
 	stop()
 
 	if ferr != nil {
+		returned = true
 		rep, aerr := o.abort(ctx, full, token, ferr.Error())
 		f.report(rep)
 		if errors.Is(aerr, errStale) || errors.Is(context.Cause(runCtx), ErrLeaseLost) {
@@ -272,7 +273,11 @@ func (o *Once[T]) runClaimed(ctx context.Context, f *flight, key, full string, t
 		}
 		return info, ferr
 	}
+	// Encoding runs under the handler above too: a MarshalJSON or a
+	// codec that panics aborts the claim and tells the flight, as a
+	// panic of fn does, rather than leaving both waiting.
 	data, err := o.codec.Marshal(v)
+	returned = true
 	if err != nil {
 		err = fmt.Errorf("kv: encode the answer of %q: %w", full, err)
 		rep, _ := o.abort(ctx, full, token, err.Error())

@@ -329,6 +329,51 @@ func TestLeaseExtension(t *testing.T) {
 	}
 }
 
+// panicky's encoding panics, as a MarshalJSON method may.
+type panicky struct{ N int }
+
+func (panicky) MarshalJSON() ([]byte, error) { panic("marshal boom") }
+
+// TestEncodingPanicAbortsTheRun (KV-12): fn succeeds but encoding its
+// value panics. The run is aborted as if fn had panicked: the claim is
+// freed, the flight's other caller gets the failure at once rather than
+// waiting, and the runner's caller gets the panic back.
+func TestEncodingPanicAbortsTheRun(t *testing.T) {
+	addr := server(t)
+	rdb := client(t, addr)
+	s := store(t, rdb)
+	o := open[panicky](t, s, "mp", Lease(time.Second))
+	release := make(chan struct{})
+	repanicked := make(chan any, 1)
+	go func() {
+		defer func() { repanicked <- recover() }()
+		_, _ = o.Run(context.Background(), "k", func(context.Context) (panicky, error) {
+			<-release
+			return panicky{1}, nil
+		})
+	}()
+	eventually(t, 5*time.Second, "the claim", func() bool { return status(t, rdb, "mp:k") != nil })
+	out := make(chan error, 1)
+	go func() {
+		_, err := o.Run(context.Background(), "k", func(context.Context) (panicky, error) {
+			return panicky{}, errors.New("the second caller ran")
+		})
+		out <- err
+	}()
+	eventually(t, 5*time.Second, "the second caller in the flight", func() bool { return members(s, "mp:k") == 1 })
+	close(release)
+	if p := recv(t, repanicked); p == nil || !strings.Contains(fmt.Sprint(p), "marshal boom") {
+		t.Fatalf("the runner's caller recovered %v, want the encoding's panic", p)
+	}
+	var failed *FailedError
+	if err := recv(t, out); !errors.As(err, &failed) || !strings.Contains(failed.Message, "marshal boom") {
+		t.Fatalf("the flight's other caller got %v, want the run's failure with the panic", err)
+	}
+	if st := status(t, rdb, "mp:k"); st != nil && st["state"] == "running" {
+		t.Fatalf("the claim is still held after the run panicked: %v", st)
+	}
+}
+
 // failingExtend is a go-redis hook that makes the nth ONCE.EXTEND take
 // delay and then fail, as a slow network would; the others go through.
 type failingExtend struct {
