@@ -286,6 +286,11 @@ func (o *Once[T]) runClaimed(ctx context.Context, f *flight, key, full string, t
 	}
 	info = RunInfo[T]{Value: v, Token: token}
 	err = o.complete(ctx, full, token, data)
+	if err != nil && o.stored(ctx, full, token) {
+		// The reply was lost, and the client's resend (go-redis retries
+		// on network errors) found the claim done: by this run.
+		err = nil
+	}
 	switch {
 	case err == nil:
 		f.report(runReport{kind: reportDone, answer: data, token: token})
@@ -298,6 +303,40 @@ func (o *Once[T]) runClaimed(ctx context.Context, f *flight, key, full string, t
 		f.report(runReport{kind: reportRetry})
 		return info, fmt.Errorf("kv: store the answer of %q: %w", full, err)
 	}
+}
+
+// stored reports whether the server holds an answer of full completed
+// under token (ONCE.STATUS): after a COMPLETE whose reply was lost, or
+// whose resend by the client was answered STALE because the first one
+// had been applied. Any doubt (an error, another state) is false.
+func (o *Once[T]) stored(ctx context.Context, full string, token int64) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+	defer cancel()
+	v, err := o.s.rdb.Do(ctx, "once.status", full).Result()
+	if err != nil {
+		return false
+	}
+	var state any
+	var tok int64 = -1
+	field := func(k, x any) {
+		switch k {
+		case "state":
+			state = x
+		case "token":
+			tok, _ = x.(int64)
+		}
+	}
+	switch v := v.(type) {
+	case map[any]any: // RESP3
+		for k, x := range v {
+			field(k, x)
+		}
+	case []any: // RESP2: field, value, …
+		for i := 0; i+1 < len(v); i += 2 {
+			field(v[i], v[i+1])
+		}
+	}
+	return state == "done" && tok == token
 }
 
 // complete sends ONCE.COMPLETE.

@@ -1,9 +1,12 @@
 package kv
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"runtime"
 	"strconv"
 	"strings"
@@ -371,6 +374,59 @@ func TestEncodingPanicAbortsTheRun(t *testing.T) {
 	}
 	if st := status(t, rdb, "mp:k"); st != nil && st["state"] == "running" {
 		t.Fatalf("the claim is still held after the run panicked: %v", st)
+	}
+}
+
+// replyDropper lets one ONCE.COMPLETE reach the server, reads the reply
+// and closes the connection instead of handing the reply on: a reply lost
+// on the network (a restart, a proxy, a NAT timeout).
+type replyDropper struct {
+	net.Conn
+	armed *atomic.Bool
+	doom  atomic.Bool
+}
+
+func (c *replyDropper) Write(b []byte) (int, error) {
+	if bytes.Contains(bytes.ToLower(b), []byte("once.complete")) && c.armed.CompareAndSwap(true, false) {
+		c.doom.Store(true)
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *replyDropper) Read(b []byte) (int, error) {
+	if c.doom.Load() {
+		_, _ = c.Conn.Read(make([]byte, 4096)) // the server's +OK
+		_ = c.Conn.Close()
+		return 0, io.EOF
+	}
+	return c.Conn.Read(b)
+}
+
+// TestLostCompleteReplyIsNotALostLease (KV-13): the server stored the
+// answer but its reply was lost; go-redis sends the COMPLETE again, which
+// finds the claim done and answers STALE. Run asks ONCE.STATUS, finds the
+// answer stored under its own token, and returns the value, not
+// ErrLeaseLost (which tells the caller that fn may run again elsewhere).
+func TestLostCompleteReplyIsNotALostLease(t *testing.T) {
+	addr := server(t)
+	var armed atomic.Bool
+	armed.Store(true)
+	rdb := client(t, addr, func(o *redis.Options) {
+		o.Dialer = func(ctx context.Context, network, a string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, a)
+			if err != nil {
+				return nil, err
+			}
+			return &replyDropper{Conn: c, armed: &armed}, nil
+		}
+	})
+	o := open[int](t, store(t, rdb), "lc", Keep(time.Hour))
+	v, err := o.Run(ctxFor(t, 5*time.Second), "k", func(context.Context) (int, error) { return 5, nil })
+	if armed.Load() {
+		t.Fatal("no COMPLETE reply was dropped: the test did not test")
+	}
+	if err != nil || v != 5 {
+		t.Fatalf("Run: %d, %v; the server holds %v", v, err, status(t, client(t, addr), "lc:k"))
 	}
 }
 
