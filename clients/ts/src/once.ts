@@ -278,7 +278,12 @@ export class Once<T> {
     }
     const args: (string | number | Buffer)[] = [full, token, data]
     if (this.#keepMs !== undefined) args.push('keep', this.#keepMs)
-    const cerr = await this.#command('once.complete', ...args)
+    let cerr = await this.#command('once.complete', ...args)
+    if (cerr !== undefined && (await this.#stored(full, token))) {
+      // The reply was lost, and the client's resend (ioredis resends on a
+      // reconnect) found the claim done: by this run.
+      cerr = undefined
+    }
     if (cerr === undefined) {
       flight.report({ kind: 'done', answer: data, token })
       return { value, replayed: false, token }
@@ -290,6 +295,28 @@ export class Once<T> {
       throw new LeaseLostError<T>(key, full, token, { value, hasValue: true })
     }
     throw new OnceError(`oncekv: store the answer of ${JSON.stringify(full)}: ${messageOf(cerr)}`, { cause: cerr })
+  }
+
+  /**
+   * stored reports whether the server holds an answer of full completed
+   * under token (ONCE.STATUS): after a COMPLETE whose reply was lost, or
+   * whose resend was answered STALE because the first one had been
+   * applied. Any doubt (an error, another state) is false.
+   */
+  async #stored(full: string, token: number): Promise<boolean> {
+    try {
+      const st = await withTimeout(this.store.redis.call('once.status', full), OP_TIMEOUT)
+      if (!Array.isArray(st)) return false
+      let state: unknown
+      let tok: unknown
+      for (let i = 0; i + 1 < st.length; i += 2) {
+        if (String(st[i]) === 'state') state = String(st[i + 1])
+        if (String(st[i]) === 'token') tok = Number(st[i + 1])
+      }
+      return state === 'done' && tok === token
+    } catch {
+      return false
+    }
   }
 
   /** command sends a short ONCE command, whatever the caller's signal; it returns the error, if any. */

@@ -191,6 +191,33 @@ test('an extension that fails slowly does not cost the claim (KV-13)', async () 
   assert.ok(extensions >= 4, `extensions tried: ${extensions}`)
 })
 
+test('a COMPLETE whose reply is lost is not reported as a lost lease (KV-13)', async () => {
+  // The socket is reset once COMPLETE is written, before its reply is
+  // read: the server stored the answer, and ioredis resends the command on
+  // the new connection, where it finds the claim done (STALE).
+  const admin = redis()
+  const name = uniq('lostreply')
+  const s = store()
+  const o = s.once<number>(name, { keep: '1h' })
+  const r = s.redis as any
+  const real = r.call.bind(r)
+  let dropped = false
+  r.call = (command: string, ...args: unknown[]) => {
+    const p = real(command, ...args)
+    if (command === 'once.complete' && !dropped) {
+      dropped = true
+      setImmediate(() => r.stream.destroy())
+    }
+    return p
+  }
+  const v = await o.run('k', () => 5).catch(async (e) => {
+    const st = await admin.call('once.status', `${name}:k`)
+    assert.fail(`run threw ${e}; the server holds ${JSON.stringify(st)}`)
+  })
+  assert.ok(dropped, 'no COMPLETE reply was dropped: the test did not test')
+  assert.equal(v, 5)
+})
+
 test('lease lost: the signal aborts with LeaseLostError and the value comes back on the error', async () => {
   const admin = redis()
   const name = uniq('lost')
