@@ -37,7 +37,11 @@
 //   - A caller's context bounds only its own wait: when it ends, Run
 //     returns ctx.Err() at once, and a run under way, in this process or
 //     another, goes on. A blocked wait is sent in slices, so no socket read
-//     timeout cuts it short and no deadline is overrun.
+//     timeout cuts it short and no deadline is overrun. The runner's own
+//     caller giving up is no failure either: fn's context (derived from
+//     the caller's) is cancelled, and if fn then returns an error the
+//     claim is handed on, to another caller of the key, here or
+//     elsewhere, who runs fn, rather than aborted.
 //   - Callers of the same key on one Store share one server round trip
 //     and one connection (singleflight), and blocked waits run on
 //     connections of their own, so they never starve the pool that other

@@ -266,6 +266,16 @@ func (o *Once[T]) runClaimed(ctx context.Context, f *flight, key, full string, t
 
 	if ferr != nil {
 		returned = true
+		if ctx.Err() != nil && !errors.Is(context.Cause(runCtx), ErrLeaseLost) {
+			// The caller gave up (its context is done) and fn stopped
+			// with it: the run was left, not failed. Aborting would tell
+			// every caller waiting for this key that it failed; the claim
+			// is handed on instead, as by a caller that never started fn
+			// (to the next caller here, or released as a lapse for the
+			// waiters elsewhere).
+			f.report(runReport{kind: reportGiveBack, token: token})
+			return info, ferr
+		}
 		rep, aerr := o.abort(ctx, full, token, ferr.Error())
 		f.report(rep)
 		if errors.Is(aerr, errStale) || errors.Is(context.Cause(runCtx), ErrLeaseLost) {

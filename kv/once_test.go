@@ -332,6 +332,52 @@ func TestLeaseExtension(t *testing.T) {
 	}
 }
 
+// TestRunnerCallerGivingUpHandsTheRunOn (KV-9, KV-12): the caller that
+// holds the claim gives up (its context is cancelled) and fn stops with
+// it. That is not a failure of the run: another caller waiting for the key,
+// on the same Store or another, runs fn and gets its value rather than
+// the first caller's "context canceled".
+func TestRunnerCallerGivingUpHandsTheRunOn(t *testing.T) {
+	addr := server(t)
+	s := store(t, client(t, addr))
+	o := open[int](t, s, "giveup")
+	elsewhere := open[int](t, store(t, client(t, addr)), "giveup")
+	for _, c := range []struct {
+		key    string
+		waiter *Once[int]
+	}{{"same-store", o}, {"other-store", elsewhere}} {
+		t.Run(c.key, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			started := make(chan struct{})
+			runner := make(chan error, 1)
+			go func() {
+				_, err := o.Run(ctx, c.key, func(ctx context.Context) (int, error) {
+					close(started)
+					<-ctx.Done()
+					return 0, ctx.Err()
+				})
+				runner <- err
+			}()
+			recv(t, started)
+			out := make(chan result[int], 1)
+			go func() {
+				info, err := c.waiter.RunInfo(ctxFor(t, 5*time.Second), c.key, func(context.Context) (int, error) { return 7, nil })
+				out <- result[int]{info: info, err: err}
+			}()
+			eventually(t, 5*time.Second, "the waiter waiting", func() bool {
+				return members(s, "giveup:"+c.key) == 1 || statusInt(t, client(t, addr), "giveup:"+c.key, "waiters") == 1
+			})
+			cancel()
+			if err := recv(t, runner); !errors.Is(err, context.Canceled) {
+				t.Fatalf("the caller that gave up got %v, want context.Canceled", err)
+			}
+			if r := recv(t, out); r.err != nil || r.info.Value != 7 || r.info.Replayed {
+				t.Fatalf("the waiter got %+v, %v; want to run fn itself (7)", r.info, r.err)
+			}
+		})
+	}
+}
+
 // panicky's encoding panics, as a MarshalJSON method may.
 type panicky struct{ N int }
 
