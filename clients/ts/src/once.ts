@@ -254,6 +254,15 @@ export class Once<T> {
       mark.running = false
       await stop()
       joint.dispose()
+      if (signal?.aborted && !lost.signal.aborted) {
+        // The caller gave up (its signal aborted) and fn stopped with it:
+        // the run was left, not failed. Aborting would tell every caller
+        // waiting for this key that it failed; the claim is handed on
+        // instead, as by a caller that never started fn (to the next
+        // caller here, or released as a lapse for the waiters elsewhere).
+        flight.report({ kind: 'giveBack' })
+        throw ferr
+      }
       const msg = messageOf(ferr)
       const aerr = await this.#command('once.abort', full, token, msg)
       flight.report(aerr === undefined ? { kind: 'failed', message: msg } : { kind: 'retry' })

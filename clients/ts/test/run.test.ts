@@ -218,6 +218,33 @@ test('a COMPLETE whose reply is lost is not reported as a lost lease (KV-13)', a
   assert.equal(v, 5)
 })
 
+for (const same of [true, false]) {
+  test(`a runner whose caller gives up hands the run on to a waiter (${same ? 'same store' : 'other store'}) (KV-9, KV-12)`, async () => {
+    const name = uniq('giveup')
+    const o = store().once<number>(name)
+    const waiterOnce = same ? o : store().once<number>(name)
+    const ac = new AbortController()
+    const started = gate<void>()
+    const runner = o
+      .run('k', async ({ signal }) => {
+        started.open()
+        await untilAborted(signal)
+        throw signal.reason
+      }, { signal: ac.signal })
+      .then(
+        () => assert.fail('the runner that gave up returned a value'),
+        (e) => e,
+      )
+    await started.promise
+    const waiter = waiterOnce.runInfo('k', () => 7, { signal: AbortSignal.timeout(5000) })
+    await sleep(200) // the waiter is in the flight, or in the server's wait
+    ac.abort()
+    assert.equal(await runner, ac.signal.reason)
+    const got = await waiter
+    assert.deepEqual([got.value, got.replayed], [7, false], 'the waiter runs fn itself')
+  })
+}
+
 test('lease lost: the signal aborts with LeaseLostError and the value comes back on the error', async () => {
   const admin = redis()
   const name = uniq('lost')
