@@ -121,11 +121,7 @@ func (s *DB) gatherGroup() {
 			g.skip = true
 			break
 		}
-		if g.timer == nil {
-			g.timer = time.NewTimer(left)
-		} else {
-			g.timer.Reset(left)
-		}
+		g.timer = armTimer(g.timer, left)
 		select {
 		case <-s.kick: // a write was staged
 		case <-g.timer.C:

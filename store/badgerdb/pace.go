@@ -122,11 +122,7 @@ func (p *pacer) sleep(d time.Duration) {
 			p.s.paceSleep(step)
 			continue
 		}
-		if p.timer == nil {
-			p.timer = time.NewTimer(step)
-		} else {
-			p.timer.Reset(step)
-		}
+		p.timer = armTimer(p.timer, step)
 		select {
 		case <-p.timer.C:
 		case <-p.s.stop:
@@ -134,4 +130,14 @@ func (p *pacer) sleep(d time.Duration) {
 			return
 		}
 	}
+}
+
+// armTimer returns t set to fire after d, or a new timer if t is nil: a
+// loop that waits again and again keeps one timer.
+func armTimer(t *time.Timer, d time.Duration) *time.Timer {
+	if t == nil {
+		return time.NewTimer(d)
+	}
+	t.Reset(d)
+	return t
 }
