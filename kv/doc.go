@@ -30,8 +30,16 @@
 //     runs; if the runner dies, one waiting caller takes the run over. A
 //     runner that lost its claim is told so: fn's context is cancelled
 //     with cause ErrLeaseLost, and its answer is refused (ErrLeaseLost,
-//     with the value). The token in RunInfo only grows and can be given to
-//     a downstream service as a fencing token (KV-13).
+//     with the value), while the callers of the key that share its run
+//     in this process claim again at once, without waiting for fn to
+//     return. The token in RunInfo only grows and can be given to a
+//     downstream service as a fencing token (KV-13).
+//   - An answer whose COMPLETE failed is checked with ONCE.STATUS: one
+//     stored under the run's token (the reply was lost) is a success; a
+//     claim still held (the COMPLETE never arrived) gets the answer once
+//     more, and if that fails too, Run fails and releases the claim, so
+//     that a waiting caller takes the run over at once rather than when
+//     the lease runs out.
 //   - A key reused with a different fingerprint fails with ErrMismatch
 //     instead of returning another request's answer (KV-15).
 //   - A caller's context bounds only its own wait: when it ends, Run

@@ -336,6 +336,7 @@ func (f *flight) loop() {
 			return
 		}
 	}
+	timeouts := 0 // in a row
 	for {
 		slice, ok := f.slice()
 		if !ok {
@@ -348,16 +349,24 @@ func (f *flight) loop() {
 		}
 		r, err := f.s.claim(f.s.wait, f.k.key, f.lease, slice, fp)
 		<-f.s.sem
-		if err != nil && isTimeout(err) && f.s.shrink(slice) {
-			// The client's read timeout is shorter than the wait: the
-			// connection was dropped (and with it the wait, on the
-			// server). Wait in shorter slices.
-			continue
+		if err != nil && isTimeout(err) {
+			// The connection was dropped, and with it the wait on the
+			// server. When the slice fits under the client's read
+			// timeout, the connection failed (after go-redis' own
+			// retries): wait once more, the same slice; twice in a row
+			// is a failure. Otherwise the client's read timeout, which
+			// New could not see, is shorter than the wait: wait in
+			// shorter slices.
+			timeouts++
+			if f.s.fitted && timeouts == 1 || !f.s.fitted && f.s.shrink(slice) {
+				continue
+			}
 		}
 		if err != nil {
 			f.finish(outcome{err: err})
 			return
 		}
+		timeouts = 0
 		switch r.state {
 		case "running":
 			continue

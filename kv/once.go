@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -240,7 +241,21 @@ func (o *Once[T]) runClaimed(ctx context.Context, f *flight, key, full string, t
 	}
 	runCtx, cancel := context.WithCancelCause(withRun(ctx, o.s, full))
 	defer cancel(nil)
-	stop := o.extend(full, token, cancel)
+	// One report per handed claim: the extender reports a lost lease at
+	// once, and what the run does after that is its caller's alone.
+	var reported atomic.Bool
+	report := func(r runReport) {
+		if reported.CompareAndSwap(false, true) {
+			f.report(r)
+		}
+	}
+	stop := o.extend(full, token, func(err error) {
+		// The claim is gone (another caller holds it, or the key was
+		// deleted): fn is told, and the flight's other callers claim
+		// again now instead of waiting for fn to notice (KV-13).
+		cancel(err)
+		report(runReport{kind: reportRetry})
+	})
 
 	returned := false
 	defer func() {
@@ -256,7 +271,7 @@ func (o *Once[T]) runClaimed(ctx context.Context, f *flight, key, full string, t
 			msg = fmt.Sprintf("panic: %v", p)
 		}
 		rep, _ := o.abort(ctx, full, token, msg)
-		f.report(rep)
+		report(rep)
 		if p != nil {
 			panic(p)
 		}
@@ -273,11 +288,11 @@ func (o *Once[T]) runClaimed(ctx context.Context, f *flight, key, full string, t
 			// is handed on instead, as by a caller that never started fn
 			// (to the next caller here, or released as a lapse for the
 			// waiters elsewhere).
-			f.report(runReport{kind: reportGiveBack, token: token})
+			report(runReport{kind: reportGiveBack, token: token})
 			return info, ferr
 		}
 		rep, aerr := o.abort(ctx, full, token, ferr.Error())
-		f.report(rep)
+		report(rep)
 		if errors.Is(aerr, errStale) || errors.Is(context.Cause(runCtx), ErrLeaseLost) {
 			return info, leaseLost(full, ferr)
 		}
@@ -291,49 +306,76 @@ func (o *Once[T]) runClaimed(ctx context.Context, f *flight, key, full string, t
 	if err != nil {
 		err = fmt.Errorf("kv: encode the answer of %q: %w", full, err)
 		rep, _ := o.abort(ctx, full, token, err.Error())
-		f.report(rep)
+		report(rep)
 		return info, err
 	}
 	info = RunInfo[T]{Value: v, Token: token}
 	err = o.complete(ctx, full, token, data)
-	if err != nil && o.stored(ctx, full, token) {
-		// The reply was lost, and the client's resend (go-redis retries
-		// on network errors) found the claim done: by this run.
-		err = nil
+	if err != nil {
+		err = o.settle(ctx, full, token, data, err)
 	}
 	switch {
 	case err == nil:
-		f.report(runReport{kind: reportDone, answer: data, token: token})
+		report(runReport{kind: reportDone, answer: data, token: token})
 		return info, nil
 	case errors.Is(err, errStale):
-		f.report(runReport{kind: reportRetry})
+		report(runReport{kind: reportRetry})
 		return info, leaseLost(full, nil)
 	default:
-		// Whether the answer was stored is unknown: the others ask again.
-		f.report(runReport{kind: reportRetry})
+		// The answer was not stored, or whether it was is unknown: the
+		// others ask again.
+		report(runReport{kind: reportRetry})
 		return info, fmt.Errorf("kv: store the answer of %q: %w", full, err)
 	}
 }
 
-// stored reports whether the server holds an answer of full completed
-// under token (ONCE.STATUS): after a COMPLETE whose reply was lost, or
-// whose resend by the client was answered STALE because the first one
-// had been applied. Any doubt (an error, another state) is false.
-func (o *Once[T]) stored(ctx context.Context, full string, token int64) bool {
+// settle decides a COMPLETE that failed with err, by asking the server
+// (ONCE.STATUS) what it holds:
+//
+//   - the answer, completed under token: the reply was lost, and the
+//     client's resend (go-redis retries on network errors) found the
+//     claim done by this run. It counts as stored (nil);
+//   - the claim, still held by token: the COMPLETE never took effect. It
+//     is sent once more; if that fails too, the claim is released as a
+//     lapse, so that a waiter elsewhere takes it over now rather than
+//     when the lease runs out, and err is returned;
+//   - anything else, or no answer: err.
+func (o *Once[T]) settle(ctx context.Context, full string, token int64, data []byte, err error) error {
+	for resent := false; ; resent = true {
+		state, tok, ok := o.status(ctx, full)
+		switch {
+		case !ok || tok != token:
+			return err
+		case state == "done":
+			return nil
+		case state != "running":
+			return err
+		case resent:
+			o.s.release(full, token)
+			return err
+		}
+		if err = o.complete(ctx, full, token, data); err == nil {
+			return nil
+		}
+	}
+}
+
+// status is the state of full on the server and the token it holds
+// (ONCE.STATUS); ok is false when it could not be read.
+func (o *Once[T]) status(ctx context.Context, full string) (state string, token int64, ok bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 	defer cancel()
 	v, err := o.s.rdb.Do(ctx, "once.status", full).Result()
 	if err != nil {
-		return false
+		return "", 0, false
 	}
-	var state any
-	var tok int64 = -1
+	token = -1
 	field := func(k, x any) {
 		switch k {
 		case "state":
-			state = x
+			state, _ = x.(string)
 		case "token":
-			tok, _ = x.(int64)
+			token, _ = x.(int64)
 		}
 	}
 	switch v := v.(type) {
@@ -346,7 +388,7 @@ func (o *Once[T]) stored(ctx context.Context, full string, token int64) bool {
 			field(v[i], v[i+1])
 		}
 	}
-	return state == "done" && tok == token
+	return state, token, true
 }
 
 // complete sends ONCE.COMPLETE.
@@ -375,14 +417,14 @@ func (o *Once[T]) abort(ctx context.Context, full string, token int64, msg strin
 }
 
 // extend keeps the claim alive while fn runs: ONCE.EXTEND every third of
-// the lease. When the server says the claim is gone, it cancels fn's
-// context with ErrLeaseLost. The returned function stops it and waits for
+// the lease. When the server says the claim is gone, it calls lost with
+// ErrLeaseLost. The returned function stops it and waits for
 // an extension under way to end.
 //
 // It is a timer, not a goroutine with a ticker: most functions return
 // well within a third of the lease, and then no goroutine was started,
 // nor synchronised with, for a run (BenchmarkRun).
-func (o *Once[T]) extend(full string, token int64, cancel context.CancelCauseFunc) (stop func()) {
+func (o *Once[T]) extend(full string, token int64, lost func(error)) (stop func()) {
 	if o.noExtend {
 		return func() {}
 	}
@@ -402,7 +444,7 @@ func (o *Once[T]) extend(full string, token int64, cancel context.CancelCauseFun
 		err := o.s.do(ctx, "once.extend", full, token, "lease", ms(o.lease))
 		c()
 		if errors.Is(err, errStale) {
-			cancel(leaseLost(full, nil))
+			lost(leaseLost(full, nil))
 			return
 		}
 		// Other errors (the network): try again at the next tick; the

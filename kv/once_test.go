@@ -476,29 +476,229 @@ func TestLostCompleteReplyIsNotALostLease(t *testing.T) {
 	}
 }
 
-// failingExtend is a go-redis hook that makes the nth ONCE.EXTEND take
-// delay and then fail, as a slow network would; the others go through.
-type failingExtend struct {
-	nth     int32
-	delay   time.Duration
-	extends atomic.Int32
+// TestCompleteThatNeverArrivedIsSentAgain (KV-13): a COMPLETE lost on
+// the network, after go-redis' own retries, left the claim running under
+// the run's token. Run asks ONCE.STATUS, sees the claim still its own,
+// and sends the answer again: it is stored, and no one runs fn again.
+func TestCompleteThatNeverArrivedIsSentAgain(t *testing.T) {
+	addr := server(t)
+	rdb := client(t, addr)
+	h := &failingCmd{name: "once.complete", first: 1, last: 1}
+	rdb.AddHook(h)
+	o := open[int](t, store(t, rdb), "resend", Keep(time.Hour))
+	info, err := o.RunInfo(ctxFor(t, 5*time.Second), "k", func(context.Context) (int, error) { return 7, nil })
+	if err != nil || info.Value != 7 || info.Replayed {
+		t.Fatalf("Run: %+v, %v; the server holds %v", info, err, status(t, client(t, addr), "resend:k"))
+	}
+	if h.calls.Load() != 2 {
+		t.Fatalf("%d COMPLETEs sent, want the failed one and one more", h.calls.Load())
+	}
+	st := status(t, client(t, addr), "resend:k")
+	if st["state"] != "done" || st["token"] != info.Token {
+		t.Fatalf("the server holds %v, want done under token %d", st, info.Token)
+	}
+	again, err := open[int](t, store(t, client(t, addr)), "resend").RunInfo(ctxFor(t, 5*time.Second), "k", nil2[int]())
+	if err != nil || again.Value != 7 || !again.Replayed {
+		t.Fatalf("a second Run: %+v, %v", again, err)
+	}
 }
 
-func (h *failingExtend) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *failingExtend) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+// TestRefusedCompleteReleasesTheClaim (KV-13): when the answer cannot be
+// stored (every COMPLETE fails, the claim still held), Run fails and
+// releases the claim as a lapse: a caller waiting elsewhere takes it over
+// at once, not when the 30 s lease would have run out.
+func TestRefusedCompleteReleasesTheClaim(t *testing.T) {
+	addr := server(t)
+	rdb := client(t, addr)
+	rdb.AddHook(&failingCmd{name: "once.complete", first: 1})
+	o := open[string](t, store(t, rdb), "refused", Lease(30*time.Second))
+	other := open[string](t, store(t, client(t, addr)), "refused", Lease(30*time.Second))
+
+	started := make(chan struct{})
+	proceed := make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		_, err := o.Run(ctxFor(t, 10*time.Second), "k", func(context.Context) (string, error) {
+			close(started)
+			<-proceed
+			return "unstorable", nil
+		})
+		first <- err
+	}()
+	recv(t, started)
+	second := make(chan RunInfo[string], 1)
+	secondErr := make(chan error, 1)
+	go func() {
+		info, err := other.RunInfo(ctxFor(t, 10*time.Second), "k", func(context.Context) (string, error) { return "stored", nil })
+		second <- info
+		secondErr <- err
+	}()
+	eventually(t, 5*time.Second, "the other caller waiting on the server", func() bool {
+		return serverWaiters(t, client(t, addr), "refused:k") == 1
+	})
+	close(proceed)
+	if err := recv(t, first); err == nil || errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("the run whose answer was refused: %v, want a store error", err)
+	}
+	info, err := recv(t, second), recv(t, secondErr)
+	if err != nil || info.Value != "stored" || info.Replayed {
+		t.Fatalf("the waiter elsewhere: %+v, %v; want to run after the release", info, err)
+	}
+}
+
+// TestLostLeaseFreesTheFlight (KV-13): when the extender finds the claim
+// gone, the flight's other callers claim again at once, while fn, which
+// ignores its cancelled context, still runs. Before, they waited for fn
+// to return.
+func TestLostLeaseFreesTheFlight(t *testing.T) {
+	addr := server(t)
+	s := store(t, client(t, addr))
+	o := open[string](t, s, "lostlease", Lease(300*time.Millisecond))
+	started := make(chan struct{})
+	release := make(chan struct{})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	first := make(chan error, 1)
+	go func() {
+		_, err := o.Run(ctxFor(t, 20*time.Second), "k", func(context.Context) (string, error) {
+			close(started)
+			<-release // deaf to its context
+			return "late", nil
+		})
+		first <- err
+	}()
+	recv(t, started)
+	second := make(chan RunInfo[string], 1)
+	secondErr := make(chan error, 1)
+	go func() {
+		info, err := o.RunInfo(ctxFor(t, 20*time.Second), "k", func(context.Context) (string, error) { return "second", nil })
+		second <- info
+		secondErr <- err
+	}()
+	eventually(t, 5*time.Second, "the second caller in the flight", func() bool { return members(s, "lostlease:k") == 1 })
+	// The running record is deleted: a lapse; the next EXTEND is STALE.
+	if err := client(t, addr).Del(context.Background(), "lostlease:k").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case info := <-second:
+		if err := <-secondErr; err != nil || info.Value != "second" || info.Replayed {
+			t.Fatalf("second caller: %+v, %v", info, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second caller waited for the first run's fn, whose lease was lost")
+	}
+	close(release)
+	if err := recv(t, first); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("first caller: %v, want ErrLeaseLost", err)
+	}
+	if got, err := o.Run(ctxFor(t, 5*time.Second), "k", nil2[string]()); err != nil || got != "second" {
+		t.Fatalf("kept answer %q %v, want the second run's", got, err)
+	}
+}
+
+// TestWaitTimeoutKeepsAFittedSlice: a wait on a client whose read
+// timeout the store knows (its slice fits under it) that times out
+// anyway lost its connection, not its slice: it is sent again, the same
+// slice, and the store's slice does not shrink for good. Twice in a row
+// is a failure, reported.
+func TestWaitTimeoutKeepsAFittedSlice(t *testing.T) {
+	addr := server(t)
+	short := func(o *redis.Options) { o.ReadTimeout = 400 * time.Millisecond }
+	for _, tc := range []struct {
+		name     string
+		timeouts int32 // waits that time out, in a row
+		wantErr  bool
+	}{
+		{"one timeout", 1, false},
+		{"two in a row", 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := client(t, addr, short)
+			ws := store(t, c, BlockingClient(c))
+			const slice = 200 * time.Millisecond
+			if ws.maxSlice() != slice {
+				t.Fatalf("slice %v, want %v", ws.maxSlice(), slice)
+			}
+			// The waiter's first claim (no WAIT) is call 1; its waits follow.
+			c.AddHook(&failingCmd{name: "once.claim", first: 2, last: 1 + tc.timeouts, err: injectedTimeout{}})
+			runner := open[string](t, store(t, client(t, addr)), "fit")
+			waiter := open[string](t, ws, "fit")
+			started := make(chan struct{})
+			proceed := make(chan struct{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_, _ = runner.Run(ctxFor(t, 10*time.Second), tc.name, func(context.Context) (string, error) {
+					close(started)
+					<-proceed
+					return "answer", nil
+				})
+			}()
+			recv(t, started)
+			go func() {
+				time.Sleep(500 * time.Millisecond)
+				close(proceed)
+			}()
+			got, err := waiter.Run(ctxFor(t, 10*time.Second), tc.name, nil2[string]())
+			<-done
+			switch {
+			case tc.wantErr && !isTimeout(err):
+				t.Fatalf("waiter: %q %v, want the timeout", got, err)
+			case !tc.wantErr && (err != nil || got != "answer"):
+				t.Fatalf("waiter: %q %v", got, err)
+			}
+			if ws.maxSlice() != slice {
+				t.Fatalf("slice %v after a timeout, want %v kept", ws.maxSlice(), slice)
+			}
+		})
+	}
+}
+
+// failingCmd is a go-redis hook that makes the calls first…last (counted
+// from 1; last 0: every one from first on) of the command name take delay
+// and then fail with err, without reaching the server, as a slow or
+// broken network would; the other calls go through.
+type failingCmd struct {
+	name        string
+	first, last int32
+	delay       time.Duration
+	err         error
+	calls       atomic.Int32
+}
+
+func (h *failingCmd) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *failingCmd) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
-func (h *failingExtend) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h *failingCmd) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if strings.EqualFold(cmd.Name(), "once.extend") && h.extends.Add(1) == h.nth {
-			time.Sleep(h.delay)
-			err := errors.New("i/o timeout (injected)")
-			cmd.SetErr(err)
-			return err
+		if strings.EqualFold(cmd.Name(), h.name) {
+			if n := h.calls.Add(1); n >= h.first && (h.last == 0 || n <= h.last) {
+				time.Sleep(h.delay)
+				err := h.err
+				if err == nil {
+					err = errors.New("connection reset (injected)")
+				}
+				cmd.SetErr(err)
+				return err
+			}
 		}
 		return next(ctx, cmd)
 	}
 }
+
+// injectedTimeout is a read timeout, as net.Error says one.
+type injectedTimeout struct{}
+
+func (injectedTimeout) Error() string   { return "i/o timeout (injected)" }
+func (injectedTimeout) Timeout() bool   { return true }
+func (injectedTimeout) Temporary() bool { return true }
 
 // TestSlowFailedExtensionKeepsTheClaim (KV-13): a lease of 600 ms is
 // extended every 200 ms, counted from when each extension starts. One
@@ -508,7 +708,7 @@ func (h *failingExtend) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func TestSlowFailedExtensionKeepsTheClaim(t *testing.T) {
 	addr := server(t)
 	rdb := client(t, addr)
-	h := &failingExtend{nth: 2, delay: 300 * time.Millisecond}
+	h := &failingCmd{name: "once.extend", first: 2, last: 2, delay: 300 * time.Millisecond, err: injectedTimeout{}}
 	rdb.AddHook(h)
 	o := open[int](t, store(t, rdb), "slowext", Lease(600*time.Millisecond))
 	_, err := o.RunInfo(ctxFor(t, 5*time.Second), "k", func(ctx context.Context) (int, error) {
@@ -520,7 +720,7 @@ func TestSlowFailedExtensionKeepsTheClaim(t *testing.T) {
 		}
 	})
 	if err != nil {
-		t.Fatalf("run: %v (extensions tried: %d)", err, h.extends.Load())
+		t.Fatalf("run: %v (extensions tried: %d)", err, h.calls.Load())
 	}
 	if in := serverInfo(t, client(t, addr)); in["lease_lapses"] != 0 {
 		t.Fatalf("a lease lapsed: INFO once %v", in)

@@ -62,7 +62,10 @@ type Store struct {
 	wait    redis.UniversalClient
 	ownWait bool
 	sem     chan struct{}
-	slice   atomic.Int64 // longest wait, ns; shrinks on read timeouts
+	slice   atomic.Int64 // longest wait, ns; shrinks on read timeouts unless fitted
+	// fitted: the wait client's read timeout is known and the slice fits
+	// under it, so a read timeout is the connection's, not the slice's.
+	fitted bool
 
 	mu      sync.Mutex
 	flights map[flightKey]*flight
@@ -126,6 +129,7 @@ func New(rdb redis.UniversalClient, opts ...StoreOption) *Store {
 	s.slice.Store(int64(cfg.slice))
 	if c, ok := rdb.(*redis.Client); ok && cfg.blocking == nil {
 		s.wait, s.ownWait = blockingClone(c.Options(), cfg.slice, cfg.maxConns), true
+		s.fitted = true
 		n := cfg.maxConns
 		if n <= 0 {
 			n = c.Options().PoolSize
@@ -149,6 +153,7 @@ func New(rdb redis.UniversalClient, opts ...StoreOption) *Store {
 	rt := 5 * time.Second
 	if c, ok := s.wait.(interface{ Options() *redis.Options }); ok {
 		rt = c.Options().ReadTimeout // as initialized: > 0 a timeout, else none
+		s.fitted = true
 	}
 	if rt > 0 {
 		s.slice.Store(int64(max(min(cfg.slice, rt/2), time.Millisecond)))
@@ -203,8 +208,10 @@ const minShrinkSlice = 20 * time.Millisecond
 func (s *Store) maxSlice() time.Duration { return time.Duration(s.slice.Load()) }
 
 // shrink quarters the wait slice after a wait of length used hit the
-// client's read timeout (a client whose timeout New could not see); false
-// when it is too short already: the timeout is then a real failure.
+// client's read timeout (a client whose timeout New could not see, so
+// not fitted); false when it is too short already: the timeout is then a
+// real failure. The slice stays short: that client's timeout does not
+// change.
 func (s *Store) shrink(used time.Duration) bool {
 	if used < minShrinkSlice {
 		return false
