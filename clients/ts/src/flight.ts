@@ -24,11 +24,13 @@
 // tell those waiters the run failed.
 
 import type { Redis } from 'ioredis'
+import { NoReplyError, withTimeout } from './store.js'
 import type { ClaimReply, WaitPool } from './store.js'
 
 /** FlightHost is what a flight needs of its store. */
 export interface FlightHost {
   readonly _slice: number
+  readonly _waitMargin: number
   readonly _flights: Map<string, Flight>
   readonly _pool: WaitPool
   _unavailable(): Error | undefined
@@ -189,6 +191,7 @@ export class Flight {
   async #loop(): Promise<void> {
     const h = this.#host
     let first = true
+    let timeouts = 0 // waits in a row that got no reply
     try {
       for (;;) {
         if (!this.#ready()) return
@@ -205,10 +208,23 @@ export class Flight {
           const conn = await h._pool.acquire(this.#abandon.signal)
           if (conn === undefined) return // abandoned while queued
           try {
-            r = await h._claim(conn, this.key, this.#leaseMs, h._slice, this.#fp)
-          } finally {
-            h._pool.release(conn)
+            r = await withTimeout(h._claim(conn, this.key, this.#leaseMs, h._slice, this.#fp), h._slice + h._waitMargin)
+          } catch (e) {
+            if (!(e instanceof NoReplyError)) {
+              h._pool.release(conn)
+              throw e
+            }
+            // The server ends each wait with its slice: no reply long
+            // after it means a connection dead without a reset, which no
+            // socket timeout of ours would notice. Drop it (and with it
+            // the server's wait, if the server is still there) and wait
+            // once more on another; twice in a row is a failure.
+            h._pool.discard(conn)
+            if (++timeouts > 1) throw e
+            continue
           }
+          h._pool.release(conn)
+          timeouts = 0
         }
         switch (r.state) {
           case 'running':

@@ -10,7 +10,7 @@ import {
   RunFailedError,
   messageOf,
 } from './errors.js'
-import type { Flight, FlightMsg, Member } from './flight.js'
+import type { Flight, FlightMsg, Member, RunReport } from './flight.js'
 import { MismatchReply, OP_TIMEOUT, StaleReply, Store, withTimeout } from './store.js'
 
 /** The longest delay a Node.js timer takes (ms); longer ones fire at once. */
@@ -243,9 +243,23 @@ export class Once<T> {
       flight.report({ kind: 'giveBack' })
       throw signal.reason
     }
+    // One report per handed claim: the extender reports a lost lease at
+    // once, and what the run does after that is its caller's alone.
+    let reported = false
+    const report = (r: RunReport) => {
+      if (reported) return
+      reported = true
+      flight.report(r)
+    }
     const lost = new AbortController()
     const joint = joinSignals(signal, lost.signal)
-    const stop = this.#extend(key, full, token, lost)
+    const stop = this.#extend(key, full, token, (e) => {
+      // The claim is gone (another caller holds it, or the key was
+      // deleted): fn is told, and the flight's other callers claim again
+      // now instead of waiting for fn to notice (KV-13).
+      lost.abort(e)
+      report({ kind: 'retry' })
+    })
     const mark: RunMark = { store: this.store, key: full, parent: runs.getStore(), running: true }
     let value: T
     try {
@@ -260,12 +274,12 @@ export class Once<T> {
         // waiting for this key that it failed; the claim is handed on
         // instead, as by a caller that never started fn (to the next
         // caller here, or released as a lapse for the waiters elsewhere).
-        flight.report({ kind: 'giveBack' })
+        report({ kind: 'giveBack' })
         throw ferr
       }
       const msg = messageOf(ferr)
       const aerr = await this.#command('once.abort', full, token, msg)
-      flight.report(aerr === undefined ? { kind: 'failed', message: msg } : { kind: 'retry' })
+      report(aerr === undefined ? { kind: 'failed', message: msg } : { kind: 'retry' })
       if (aerr instanceof StaleReply || lost.signal.aborted) {
         throw new LeaseLostError<T>(key, full, token, { cause: ferr })
       }
@@ -282,24 +296,20 @@ export class Once<T> {
     } catch (e) {
       const err = new CodecError(key, full, 'encode', e)
       const aerr = await this.#command('once.abort', full, token, err.message)
-      flight.report(aerr === undefined ? { kind: 'failed', message: err.message } : { kind: 'retry' })
+      report(aerr === undefined ? { kind: 'failed', message: err.message } : { kind: 'retry' })
       throw err
     }
     const args: (string | number | Buffer)[] = [full, token, data]
     if (this.#keepMs !== undefined) args.push('keep', this.#keepMs)
     let cerr = await this.#command('once.complete', ...args)
-    if (cerr !== undefined && (await this.#stored(full, token))) {
-      // The reply was lost, and the client's resend (ioredis resends on a
-      // reconnect) found the claim done: by this run.
-      cerr = undefined
-    }
+    if (cerr !== undefined) cerr = await this.#settle(full, token, args, cerr)
     if (cerr === undefined) {
-      flight.report({ kind: 'done', answer: data, token })
+      report({ kind: 'done', answer: data, token })
       return { value, replayed: false, token }
     }
-    // Whether the answer was stored is unknown (or it was refused): the
-    // others ask again.
-    flight.report({ kind: 'retry' })
+    // The answer was not stored, or whether it was is unknown: the others
+    // ask again.
+    report({ kind: 'retry' })
     if (cerr instanceof StaleReply) {
       throw new LeaseLostError<T>(key, full, token, { value, hasValue: true })
     }
@@ -307,24 +317,48 @@ export class Once<T> {
   }
 
   /**
-   * stored reports whether the server holds an answer of full completed
-   * under token (ONCE.STATUS): after a COMPLETE whose reply was lost, or
-   * whose resend was answered STALE because the first one had been
-   * applied. Any doubt (an error, another state) is false.
+   * settle decides a COMPLETE that failed with err, by asking the server
+   * (ONCE.STATUS) what it holds; it returns the error that stands, if any:
+   *
+   *  - the answer, completed under token: the reply was lost, and the
+   *    client's resend (ioredis resends on a reconnect) found the claim
+   *    done by this run. It counts as stored;
+   *  - the claim, still held by token: the COMPLETE never took effect. It
+   *    is sent once more; if that fails too, the claim is released as a
+   *    lapse, so that a waiter elsewhere takes it over now rather than when
+   *    the lease runs out;
+   *  - anything else, or no answer: err.
    */
-  async #stored(full: string, token: number): Promise<boolean> {
+  async #settle(full: string, token: number, args: (string | number | Buffer)[], err: unknown): Promise<unknown> {
+    for (let resent = false; ; resent = true) {
+      const st = await this.#status(full)
+      if (st === undefined || st.token !== token) return err
+      if (st.state === 'done') return undefined
+      if (st.state !== 'running') return err
+      if (resent) {
+        await this.store._release(full, token)
+        return err
+      }
+      err = await this.#command('once.complete', ...args)
+      if (err === undefined) return undefined
+    }
+  }
+
+  /** status is the state of full on the server and the token it holds (ONCE.STATUS); undefined when it could not be read. */
+  async #status(full: string): Promise<{ state: string; token: number } | undefined> {
     try {
       const st = await withTimeout(this.store.redis.call('once.status', full), OP_TIMEOUT)
-      if (!Array.isArray(st)) return false
-      let state: unknown
-      let tok: unknown
-      for (let i = 0; i + 1 < st.length; i += 2) {
-        if (String(st[i]) === 'state') state = String(st[i + 1])
-        if (String(st[i]) === 'token') tok = Number(st[i + 1])
+      let state = ''
+      let token = -1
+      if (Array.isArray(st)) {
+        for (let i = 0; i + 1 < st.length; i += 2) {
+          if (String(st[i]) === 'state') state = String(st[i + 1])
+          if (String(st[i]) === 'token') token = Number(st[i + 1])
+        }
       }
-      return state === 'done' && tok === token
+      return { state, token }
     } catch {
-      return false
+      return undefined
     }
   }
 
@@ -340,11 +374,11 @@ export class Once<T> {
 
   /**
    * extend keeps the claim alive while fn runs: ONCE.EXTEND every third of
-   * the lease. When the server says the claim is gone, it aborts lost with
+   * the lease. When the server says the claim is gone, it calls lost with
    * a LeaseLostError. The returned function stops it and waits for the
    * extension under way, if any.
    */
-  #extend(key: string, full: string, token: number, lost: AbortController): () => Promise<void> {
+  #extend(key: string, full: string, token: number, lost: (e: LeaseLostError<T>) => void): () => Promise<void> {
     const lease = this.#leaseMs
     let pending: Promise<void> | undefined
     let stopped = false
@@ -361,7 +395,7 @@ export class Once<T> {
           if (e instanceof StaleReply && !stopped) {
             stopped = true
             clearInterval(timer)
-            lost.abort(new LeaseLostError(key, full, token))
+            lost(new LeaseLostError<T>(key, full, token))
           }
           // Other errors (the network): try again at the next tick; the
           // lease is three ticks long.

@@ -73,6 +73,11 @@ export class Store {
   readonly _pool: WaitPool
   /** @internal */
   readonly _prefix: string
+  /**
+   * @internal waitMargin is how long after its slice a wait's reply may
+   * come before its connection counts as dead (ms); tests shorten it.
+   */
+  _waitMargin = OP_TIMEOUT
   #closed = false
   readonly #onEnd: () => void
 
@@ -181,11 +186,16 @@ export class Store {
 /** OP_TIMEOUT bounds how long a short ONCE command is waited for (ms). */
 export const OP_TIMEOUT = 10_000
 
-/** withTimeout waits for p for at most ms, then rejects (p goes on). */
+/** NoReplyError is withTimeout's: no reply came in time. */
+export class NoReplyError extends OnceError {
+  override name = 'NoReplyError'
+}
+
+/** withTimeout waits for p for at most ms, then rejects with a NoReplyError (p goes on). */
 export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined
   const t = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new OnceError(`oncekv: no reply within ${ms} ms`)), ms)
+    timer = setTimeout(() => reject(new NoReplyError(`oncekv: no reply within ${ms} ms`)), ms)
   })
   return Promise.race([p, t]).finally(() => clearTimeout(timer))
 }
@@ -336,6 +346,15 @@ export class WaitPool {
       }
       this.#queue.push(p)
     })
+  }
+
+  /**
+   * discard closes a connection whose wait got no reply (a connection dead
+   * without a reset): a blocked connection answers nothing else.
+   */
+  discard(conn: Redis): void {
+    this.#drop(conn)
+    this.#wakeAfterDrop()
   }
 
   /** release gives a connection back after its wait. */

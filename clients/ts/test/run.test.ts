@@ -2,7 +2,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { LeaseLostError, RunFailedError } from '../src/index.js'
-import { gate, redis, settle, sleep, store, uniq, untilAborted } from './helpers.js'
+import { eventually, gate, redis, settle, sleep, store, uniq, untilAborted } from './helpers.js'
 
 test('fifty concurrent callers in one process: fn runs once, all get its value', async () => {
   const o = store().once<{ n: number; at: string }>(uniq('fifty'))
@@ -216,6 +216,97 @@ test('a COMPLETE whose reply is lost is not reported as a lost lease (KV-13)', a
   })
   assert.ok(dropped, 'no COMPLETE reply was dropped: the test did not test')
   assert.equal(v, 5)
+})
+
+/** failing makes the calls first…last (from 1; last undefined: all from first) of command on s fail without reaching the server. */
+function failing(s: ReturnType<typeof store>, command: string, first: number, last?: number): { calls: () => number } {
+  const real = s._do.bind(s)
+  let calls = 0
+  s._do = async (c: string, ...args: (string | number | Buffer)[]) => {
+    if (c === command) {
+      const n = ++calls
+      if (n >= first && (last === undefined || n <= last)) throw new Error(`injected: ${command} lost on the network`)
+    }
+    return real(c, ...args)
+  }
+  return { calls: () => calls }
+}
+
+test('a COMPLETE that never arrived is sent again while the claim is still ours (KV-13)', async () => {
+  const admin = redis()
+  const name = uniq('resend')
+  const s = store()
+  const f = failing(s, 'once.complete', 1, 1)
+  const got = await s.once<number>(name, { keep: '1h' }).runInfo('k', () => 7)
+  assert.deepEqual([got.value, got.replayed], [7, false])
+  assert.equal(f.calls(), 2, 'the failed COMPLETE and one more')
+  const st = (await admin.call('once.status', `${name}:k`)) as unknown[]
+  const m = new Map<string, string>()
+  for (let i = 0; i + 1 < st.length; i += 2) m.set(String(st[i]), String(st[i + 1]))
+  assert.deepEqual([m.get('state'), Number(m.get('token'))], ['done', got.token])
+})
+
+test('a COMPLETE refused for good releases the claim to a waiter elsewhere at once (KV-13)', async () => {
+  const admin = redis()
+  const name = uniq('refused')
+  const s = store()
+  failing(s, 'once.complete', 1)
+  const o = s.once<string>(name, { lease: '30s' })
+  const other = store().once<string>(name, { lease: '30s' })
+  const started = gate<void>()
+  const proceed = gate<void>()
+  const first = o
+    .run('k', async () => {
+      started.open()
+      await proceed.promise
+      return 'unstorable'
+    })
+    .then(
+      () => assert.fail('the run whose answer was refused succeeded'),
+      (e) => e,
+    )
+  await started.promise
+  const second = other.runInfo('k', () => 'stored', { signal: AbortSignal.timeout(10_000) })
+  await eventually('the other caller waiting on the server', 5000, async () => {
+    const st = (await admin.call('once.status', `${name}:k`)) as unknown[]
+    for (let i = 0; i + 1 < st.length; i += 2) if (String(st[i]) === 'waiters') return Number(st[i + 1]) === 1
+    return false
+  })
+  proceed.open()
+  const e = await first
+  assert.ok(!(e instanceof LeaseLostError), `the refused run threw ${e}`)
+  const got = await second
+  assert.deepEqual([got.value, got.replayed], ['stored', false], 'the waiter elsewhere runs after the release')
+})
+
+test('a lost lease frees the flight at once, while fn, deaf to its signal, still runs (KV-13)', async () => {
+  const admin = redis()
+  const name = uniq('lostflight')
+  const o = store().once<string>(name, { lease: '300ms' })
+  const started = gate<void>()
+  const release = gate<void>()
+  const first = o
+    .run('k', async () => {
+      started.open()
+      await release.promise // deaf to its signal
+      return 'late'
+    })
+    .then(
+      () => assert.fail('the run whose lease was lost succeeded'),
+      (e) => e,
+    )
+  await started.promise
+  const second = o.runInfo('k', () => 'second', { signal: AbortSignal.timeout(10_000) })
+  await sleep(100) // the second caller is in the flight
+  await admin.del(`${name}:k`) // a lapse: the next EXTEND is STALE
+  try {
+    const got = await second
+    assert.deepEqual([got.value, got.replayed], ['second', false])
+  } finally {
+    release.open()
+  }
+  assert.ok((await first) instanceof LeaseLostError)
+  assert.equal(await o.run('k', () => 'again'), 'second')
 })
 
 for (const same of [true, false]) {

@@ -1,5 +1,6 @@
 // Waiting: AbortSignal, long waits, the in-process flight, the wait pool.
 import { test } from 'node:test'
+import net from 'node:net'
 import assert from 'node:assert/strict'
 import { eventually, clients, gate, info, redis, settle, sleep, store, uniq } from './helpers.js'
 
@@ -194,4 +195,68 @@ test('close() ends the store\'s wait connections; the client given stays open', 
   assert.equal(await s.redis.ping(), 'PONG')
   release.open()
   await r
+})
+
+/** freezer is a TCP proxy to the server whose connections can be frozen: they stay open and carry nothing more, as after a network partition. New connections still go through. */
+async function freezer(): Promise<{ port: number; freeze(): void; close(): void }> {
+  const [host, port] = (process.env.ONCEKV_ADDR ?? '').split(/:(?=[^:]*$)/)
+  const pairs: [net.Socket, net.Socket][] = []
+  const srv = net.createServer((down) => {
+    const up = net.connect(Number(port), host.replace(/^\[|\]$/g, '') || '127.0.0.1')
+    down.pipe(up)
+    up.pipe(down)
+    const quiet = () => {}
+    down.on('error', quiet)
+    up.on('error', quiet)
+    pairs.push([down, up])
+  })
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r))
+  return {
+    port: (srv.address() as net.AddressInfo).port,
+    freeze() {
+      for (const [down, up] of pairs) {
+        down.unpipe(up)
+        up.unpipe(down)
+        down.pause()
+        up.pause()
+      }
+    },
+    close() {
+      srv.close()
+      for (const [down, up] of pairs.splice(0)) {
+        down.destroy()
+        up.destroy()
+      }
+    },
+  }
+}
+
+test('a wait whose connection died without a reset is sent again on another', async () => {
+  const name = uniq('frozen')
+  const proxy = await freezer()
+  const s = store({ waitSlice: 200 }, { host: '127.0.0.1', port: proxy.port })
+  try {
+    s._waitMargin = 300
+    const waiter = s.once<string>(name)
+    const runner = store().once<string>(name)
+    const started = gate<void>()
+    const proceed = gate<void>()
+    const ran = runner.run('k', async () => {
+      started.open()
+      await proceed.promise
+      return 'answer'
+    })
+    await started.promise
+    const got = waiter.run('k', () => 'not me', { signal: AbortSignal.timeout(10_000) })
+    await eventually('the wait connection', 5000, () => s._pool.size === 1)
+    await sleep(100)
+    proxy.freeze() // the wait under way never gets its reply
+    await sleep(300)
+    proceed.open()
+    assert.equal(await ran, 'answer')
+    assert.equal(await got, 'answer')
+  } finally {
+    s.redis.disconnect() // its connection is frozen too: QUIT would wait for ever
+    proxy.close()
+  }
 })
