@@ -491,6 +491,23 @@ func (e *Engine) lapse(tx store.Tx, k wkey, ks *keyState) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ks.fp, ks.hasFP = r.Fingerprint, r.HasFP
+	if r.HasFP {
+		// The waiters joined a record that may have had no fingerprint:
+		// a CLAIM waiter whose own differs from the one the claim now
+		// carries is a reused key (KV-15), not the next heir, nor a
+		// taker of this run's answer.
+		kept := ks.waiters[:0]
+		for _, w := range ks.waiters {
+			if w.claim && w.hasFP && !bytes.Equal(w.fp, r.Fingerprint) {
+				e.Stats.Mismatches.Add(1)
+				e.deliver(w, Result{Err: ErrMismatch})
+				continue
+			}
+			kept = append(kept, w)
+		}
+		clear(ks.waiters[len(kept):])
+		ks.waiters = kept
+	}
 	if len(ks.waiters) == 0 {
 		e.dropLocked(k, ks)
 		return nil
