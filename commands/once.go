@@ -143,9 +143,10 @@ func onceClaim(x *Ctx) {
 		a.Wait = false
 		var r once.Result
 		var err error
-		x.S.updateAndDeliver(func(tx store.Tx) {
+		t := x.S.updateAndDeliver(func(tx store.Tx) {
 			r, _, err = x.S.once.Claim(tx, x.DB, x.Args[1], a)
 		})
+		r.Ticket = t
 		return r, err
 	})
 }
@@ -185,9 +186,10 @@ func onceWait(x *Ctx) {
 	x.blockOn(w, timeout, func() (once.Result, error) {
 		var r once.Result
 		var err error
-		x.S.updateAndDeliver(func(tx store.Tx) {
+		t := x.S.updateAndDeliver(func(tx store.Tx) {
 			r, _, err = x.S.once.Wait(tx, x.DB, x.Args[1], false)
 		})
+		r.Ticket = t
 		return r, err
 	})
 }
@@ -243,9 +245,10 @@ func (x *Ctx) blockOn(w *once.Waiter, timeoutMs int64, again func() (once.Result
 	})
 }
 
-// updateAndDeliver runs fn in an exclusive transaction and delivers the
-// wake-ups it caused.
-func (s *Server) updateAndDeliver(fn func(tx store.Tx)) {
+// updateAndDeliver runs fn in an exclusive transaction, delivers the
+// wake-ups it caused and returns its ticket: a reply that tells what fn
+// wrote or read must wait for it (KV-6).
+func (s *Server) updateAndDeliver(fn func(tx store.Tx)) store.Ticket {
 	var after []func(store.Ticket)
 	t, _ := s.store.Update(func(tx store.Tx) error {
 		fn(s.wrap(tx))
@@ -253,6 +256,7 @@ func (s *Server) updateAndDeliver(fn func(tx store.Tx)) {
 		return nil
 	})
 	runAfter(after, t)
+	return t
 }
 
 // writeResult writes a [state, detail] pair.

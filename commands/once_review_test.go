@@ -1,0 +1,141 @@
+package commands
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/oncekv/oncekv/once"
+	"github.com/oncekv/oncekv/resp"
+	"github.com/oncekv/oncekv/store"
+	"github.com/oncekv/oncekv/store/badgerdb"
+)
+
+// gatedStore is a store whose writes become durable only while its gate
+// is open (as under appendfsync always with a slow fsync), over a Badger
+// store whose clock runs skew ms ahead of the wall clock. It offers
+// neither Hold nor Prefetch, so every transaction goes through Update or
+// View.
+type gatedStore struct {
+	inner  *badgerdb.DB
+	closed atomic.Bool // gate closed: tickets of writes wait
+	gate   chan struct{}
+}
+
+type gatedTicket struct {
+	inner store.Ticket
+	gate  chan struct{}
+}
+
+func (t gatedTicket) Wait(ctx context.Context) error {
+	select {
+	case <-t.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return t.inner.Wait(ctx)
+}
+
+func (g *gatedStore) wrap(t store.Ticket, err error) (store.Ticket, error) {
+	if t != nil && g.closed.Load() {
+		t = gatedTicket{inner: t, gate: g.gate}
+	}
+	return t, err
+}
+
+func (g *gatedStore) View(fn func(store.Tx) error) (store.Ticket, error) {
+	return g.wrap(g.inner.View(fn))
+}
+
+func (g *gatedStore) Update(fn func(store.Tx) error) (store.Ticket, error) {
+	return g.wrap(g.inner.Update(fn))
+}
+
+func (g *gatedStore) Databases() int { return g.inner.Databases() }
+func (g *gatedStore) Close() error   { return g.inner.Close() }
+
+// closeGate makes the tickets of the writes from now on wait until
+// openGate.
+func (g *gatedStore) closeGate() {
+	g.gate = make(chan struct{})
+	g.closed.Store(true)
+}
+
+func (g *gatedStore) openGate() {
+	g.closed.Store(false)
+	close(g.gate)
+}
+
+// gatedOnceServer is onceServer over a gatedStore with appendfsync always,
+// whose clock the test moves with skew.
+func gatedOnceServer(tb testing.TB, skew *atomic.Int64) (*Server, *gatedStore) {
+	tb.Helper()
+	opts := badgerdb.DefaultOptions(tb.TempDir())
+	opts.Fsync = badgerdb.FsyncAlways
+	opts.Clock = func() int64 { return time.Now().UnixMilli() + skew.Load() }
+	st, err := badgerdb.Open(opts)
+	if err != nil {
+		tb.Fatalf("open store: %v", err)
+	}
+	st.Start()
+	g := &gatedStore{inner: st, gate: make(chan struct{})}
+	close(g.gate)
+	tb.Cleanup(func() { st.Close() })
+	eng := once.New(g, once.Config{DefaultLease: time.Second, Logger: zap.NewNop()})
+	if err := eng.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(eng.Close)
+	srv := New(Config{Logger: zap.NewNop()}, g)
+	srv.EnableOnce(eng)
+	srv.Attach(resp.NewServer(resp.Config{}, srv))
+	return srv, g
+}
+
+// A CLAIM … WAIT whose WAIT runs out answers as if it had not waited: a
+// second CLAIM, in a transaction of its own. When that CLAIM claims the
+// key (the lease it waited on had lapsed, and the lapse timer had not run
+// yet: here the store's clock is ahead of the timers'), the reply is an
+// acknowledged claim, so it must wait until the claim is durable, as any
+// acknowledged write (KV-6, KV-16; "a waiter is woken only with what is
+// as durable as any acknowledged write"). Under appendfsync always a
+// kill -9 right after the reply would otherwise lose a claim its client
+// runs, and let a second runner in (KV-9).
+func TestOnceWaitTimeoutReplyAwaitsDurability(t *testing.T) {
+	var skew atomic.Int64
+	srv, g := gatedOnceServer(t, &skew)
+	runner := &resp.Conn{W: resp.NewWriter(2), Authed: true}
+	waiter := &resp.Conn{W: resp.NewWriter(2), Authed: true}
+	if r := send(srv, runner, "ONCE.CLAIM", "k", "LEASE", "60000"); !strings.HasPrefix(r, "*2\r\n$7\r\nclaimed\r\n:") {
+		t.Fatalf("claim: %q", r)
+	}
+	if r := send(srv, waiter, "ONCE.CLAIM", "k", "WAIT", "50", "LEASE", "60000"); r != "" {
+		t.Fatalf("a waiting claim answered at once: %q", r)
+	}
+	fn := waiter.TakeBlock()
+	if fn == nil {
+		t.Fatal("the waiting claim did not block")
+	}
+	if err := waiter.Settle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The runner's lease lapses (by the store's clock) while the gate
+	// holds every write back from durability.
+	skew.Store(120_000)
+	g.closeGate()
+	defer g.openGate()
+	fn(make(chan struct{}))
+	out := string(waiter.W.Bytes())
+	if !strings.HasPrefix(out, "*2\r\n$7\r\nclaimed\r\n:") {
+		t.Fatalf("after its WAIT ran out on a lapsed lease: %q, want claimed", out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := waiter.Settle(ctx); err == nil {
+		t.Fatalf("the reply %q may be sent before the claim it acknowledges is durable", out)
+	}
+}
