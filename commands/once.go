@@ -2,6 +2,7 @@ package commands
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -203,7 +204,9 @@ func (x *Ctx) blockOn(w *once.Waiter, timeoutMs int64, again func() (once.Result
 	c, wr := x.Conn, x.W
 	c.Block(func(gone <-chan struct{}) {
 		var timer <-chan time.Time
-		if timeoutMs > 0 {
+		// A timeout too long for a time.Duration (some 292 years) is as
+		// good as none: it must not wrap into one that runs out at once.
+		if timeoutMs > 0 && timeoutMs <= math.MaxInt64/int64(time.Millisecond) {
 			t := time.NewTimer(time.Duration(timeoutMs) * time.Millisecond)
 			defer t.Stop()
 			timer = t.C

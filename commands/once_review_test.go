@@ -139,3 +139,96 @@ func TestOnceWaitTimeoutReplyAwaitsDurability(t *testing.T) {
 		t.Fatalf("the reply %q may be sent before the claim it acknowledges is durable", out)
 	}
 }
+
+// Large LEASE, KEEP, WAIT and TIMEOUT values are positive milliseconds
+// like any other: they must not wrap around. A deadline of now + ms that
+// overflows int64 came out negative, in the past: a claim with LEASE
+// 9223372036854775807 read as free at once and a second CLAIM was
+// claimed too (KV-9); an answer kept with such a KEEP was gone at once
+// (KV-8, KV-14); a WAIT whose milliseconds overflow a time.Duration ran
+// out at once instead of waiting (WAIT 0 and large WAITs wait).
+func TestOnceHugeMillisecondsDoNotWrap(t *testing.T) {
+	const huge = "9223372036854775807"
+	claimed := "*2\r\n$7\r\nclaimed\r\n:"
+	cases := []struct {
+		name string
+		// steps run in order on one connection; want is the prefix of
+		// each reply ("" skips the check).
+		steps [][]string
+		want  []string
+	}{
+		{"LEASE", [][]string{
+			{"ONCE.CLAIM", "k", "LEASE", huge},
+			{"ONCE.CLAIM", "k"},
+		}, []string{claimed, "*2\r\n$7\r\nrunning\r\n"}},
+		{"EXTEND", [][]string{
+			{"ONCE.CLAIM", "k"},
+			{"ONCE.EXTEND", "k", "$tok", "LEASE", huge},
+			{"ONCE.CLAIM", "k"},
+		}, []string{claimed, "+OK", "*2\r\n$7\r\nrunning\r\n"}},
+		{"KEEP", [][]string{
+			{"ONCE.CLAIM", "k"},
+			{"ONCE.COMPLETE", "k", "$tok", "answer", "KEEP", huge},
+			{"ONCE.CLAIM", "k"},
+		}, []string{claimed, "+OK", "*2\r\n$4\r\ndone\r\n$6\r\nanswer\r\n"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv := onceServer(t)
+			conn := &resp.Conn{W: resp.NewWriter(2), Authed: true}
+			var tok string
+			for i, step := range c.steps {
+				args := append([]string(nil), step...)
+				for j := range args {
+					if args[j] == "$tok" {
+						args[j] = tok
+					}
+				}
+				r := send(srv, conn, args...)
+				if !strings.HasPrefix(r, c.want[i]) {
+					t.Fatalf("%q: %q, want %q…", args, r, c.want[i])
+				}
+				if i == 0 {
+					tok = strings.TrimSuffix(strings.TrimPrefix(r, claimed), "\r\n")
+				}
+			}
+		})
+	}
+	waits := []struct {
+		name string
+		args []string
+	}{
+		{"CLAIM WAIT", []string{"ONCE.CLAIM", "w", "WAIT", huge}},
+		{"ONCE.WAIT TIMEOUT", []string{"ONCE.WAIT", "w", "TIMEOUT", huge}},
+	}
+	for _, c := range waits {
+		t.Run(c.name, func(t *testing.T) {
+			srv := onceServer(t)
+			runner := &resp.Conn{W: resp.NewWriter(2), Authed: true}
+			waiter := &resp.Conn{W: resp.NewWriter(2), Authed: true}
+			if r := send(srv, runner, "ONCE.CLAIM", "w", "LEASE", "60000"); !strings.HasPrefix(r, claimed) {
+				t.Fatalf("claim: %q", r)
+			}
+			if r := send(srv, waiter, c.args...); r != "" {
+				t.Fatalf("%q answered at once: %q", c.args, r)
+			}
+			fn := waiter.TakeBlock()
+			if fn == nil {
+				t.Fatalf("%q did not block", c.args)
+			}
+			gone := make(chan struct{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				fn(gone)
+			}()
+			select {
+			case <-done:
+				t.Fatalf("%q stopped waiting at once: %q", c.args, waiter.W.Bytes())
+			case <-time.After(200 * time.Millisecond):
+			}
+			close(gone) // the client leaves: the wait is dropped
+			<-done
+		})
+	}
+}

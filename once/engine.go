@@ -29,6 +29,7 @@ package once
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -301,6 +302,16 @@ func (e *Engine) newToken(tx store.Tx) (uint64, error) {
 	return e.next, nil
 }
 
+// after is the deadline ms (> 0) after now, both Unix ms: the largest
+// deadline rather than one that wraps into the past, which would free a
+// claim or drop an answer at once (KV-9, KV-14).
+func after(now, ms int64) int64 {
+	if ms > math.MaxInt64-now {
+		return math.MaxInt64
+	}
+	return now + ms
+}
+
 func (e *Engine) lease(ms int64) int64 {
 	if ms > 0 {
 		return ms
@@ -337,7 +348,7 @@ func (e *Engine) Claim(tx store.Tx, db int, key []byte, a ClaimArgs) (Result, *W
 		if err != nil {
 			return Result{}, nil, err
 		}
-		r = Record{State: Running, Token: tok, Fingerprint: a.FP, HasFP: a.HasFP, Deadline: now + e.lease(a.Lease)}
+		r = Record{State: Running, Token: tok, Fingerprint: a.FP, HasFP: a.HasFP, Deadline: after(now, e.lease(a.Lease))}
 		if err := e.save(tx, k, r); err != nil {
 			return Result{}, nil, err
 		}
@@ -478,7 +489,7 @@ func (e *Engine) lapse(tx store.Tx, k wkey, ks *keyState) error {
 		return err
 	}
 	r := Record{State: Running, Token: tok, Fingerprint: ks.fp, HasFP: ks.hasFP,
-		Deadline: e.now(tx) + e.lease(next.lease)}
+		Deadline: after(e.now(tx), e.lease(next.lease))}
 	if !r.HasFP && next.hasFP {
 		r.Fingerprint, r.HasFP = next.fp, true
 	}
@@ -587,7 +598,7 @@ func (e *Engine) Complete(tx store.Tx, db int, key []byte, token uint64, answer 
 	} else {
 		done := Record{State: Done, Token: r.Token, Fingerprint: r.Fingerprint, HasFP: r.HasFP, Answer: answer}
 		if keep > 0 {
-			done.Deadline = e.now(tx) + keep
+			done.Deadline = after(e.now(tx), keep)
 		}
 		err = e.save(tx, k, done)
 	}
@@ -623,7 +634,7 @@ func (e *Engine) Extend(tx store.Tx, db int, key []byte, token uint64, lease int
 	if err != nil {
 		return err
 	}
-	r.Deadline = e.now(tx) + lease
+	r.Deadline = after(e.now(tx), lease)
 	if err := e.save(tx, k, r); err != nil {
 		return err
 	}
