@@ -223,9 +223,14 @@ func (e *Engine) Commit() func(store.Ticket) {
 }
 
 // update runs fn in the engine's own transaction and delivers its wake-ups.
-func (e *Engine) update(fn func(tx store.Tx)) {
+//
+// It returns the store's error when the store refused the transaction
+// (fn did not run: a full disk, a closed store).
+func (e *Engine) update(fn func(tx store.Tx)) error {
 	var after func(store.Ticket)
+	ran := false
 	t, err := e.st.Update(func(tx store.Tx) error {
+		ran = true
 		fn(tx)
 		after = e.Commit()
 		return nil
@@ -236,6 +241,10 @@ func (e *Engine) update(fn func(tx store.Tx)) {
 	if after != nil {
 		after(t)
 	}
+	if ran {
+		return nil
+	}
+	return err
 }
 
 func (e *Engine) now(tx store.Tx) int64 { return tx.Now() }
@@ -419,13 +428,32 @@ func (e *Engine) armLocked(k wkey, ks *keyState, deadline int64) {
 		return
 	}
 	ks.timer = time.AfterFunc(d, func() {
-		e.update(func(tx store.Tx) {
-			if _, _, err := e.settle(tx, k); err != nil && err != ErrWrongType {
-				e.log.Warn("once: lapse", zap.Error(err))
+		var serr error
+		err := e.update(func(tx store.Tx) {
+			if _, _, serr = e.settle(tx, k); serr == ErrWrongType {
+				serr = nil
 			}
 		})
+		if err == nil {
+			err = serr
+		}
+		if err == nil {
+			return
+		}
+		// The lapse could not be written (the store refuses writes: a
+		// full disk). Its waiters were told nothing, and no one else
+		// may touch the key: try again until it is written.
+		e.log.Warn("once: lapse", zap.Error(err))
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if !e.closed && e.keys[k] == ks {
+			ks.timer.Reset(lapseRetry)
+		}
 	})
 }
+
+// lapseRetry is how soon a lapse that could not be written is tried again.
+const lapseRetry = 500 * time.Millisecond
 
 // settle loads a key's record after first resolving a lapse that its
 // waiters have not been told of yet: the lease passed (or the record was
@@ -484,9 +512,18 @@ func (e *Engine) lapse(tx store.Tx, k wkey, ks *keyState) error {
 		e.wakeAll(k, Result{State: "free"})
 		return nil
 	}
+	// A handover that cannot be written leaves the heir first in line
+	// for the next try, rather than waiting for an answer that no one
+	// will send it.
+	requeue := func(err error) error {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		ks.waiters = append([]*Waiter{next}, ks.waiters...)
+		return err
+	}
 	tok, err := e.newToken(tx)
 	if err != nil {
-		return err
+		return requeue(err)
 	}
 	r := Record{State: Running, Token: tok, Fingerprint: ks.fp, HasFP: ks.hasFP,
 		Deadline: after(e.now(tx), e.lease(next.lease))}
@@ -494,7 +531,7 @@ func (e *Engine) lapse(tx store.Tx, k wkey, ks *keyState) error {
 		r.Fingerprint, r.HasFP = next.fp, true
 	}
 	if err := e.save(tx, k, r); err != nil {
-		return err
+		return requeue(err)
 	}
 	e.Stats.Handoffs.Add(1)
 	e.Stats.Claims.Add(1)

@@ -2,10 +2,14 @@ package once_test
 
 import (
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/oncekv/oncekv/once"
+	"github.com/oncekv/oncekv/store"
+	"github.com/oncekv/oncekv/store/badgerdb"
 )
 
 // TestHandoverFingerprintReachesOtherWaiters: waiters may join a running
@@ -58,6 +62,84 @@ func TestHandoverFingerprintReachesOtherWaiters(t *testing.T) {
 			if rw.Err != nil {
 				t.Fatalf("WAIT waiter: %+v", rw)
 			}
+		})
+	}
+}
+
+// refusingStore is a store that, while refuse is set, refuses whole
+// transactions (as the Badger store does while its disk is full,
+// store.ErrWrite), or with setsOnly the writes inside them.
+type refusingStore struct {
+	*badgerdb.DB
+	setsOnly bool
+	refuse   atomic.Bool
+	refused  atomic.Int32
+}
+
+var errRefused = fmt.Errorf("%w: no space left on device (injected)", store.ErrWrite)
+
+func (s *refusingStore) Update(fn func(store.Tx) error) (store.Ticket, error) {
+	if !s.refuse.Load() {
+		return s.DB.Update(fn)
+	}
+	if !s.setsOnly {
+		s.refused.Add(1)
+		return nil, errRefused
+	}
+	return s.DB.Update(func(tx store.Tx) error { return fn(refusingTx{tx, s}) })
+}
+
+type refusingTx struct {
+	store.Tx
+	s *refusingStore
+}
+
+func (t refusingTx) Set(db int, key []byte, v store.Value) error {
+	t.s.refused.Add(1)
+	return errRefused
+}
+
+// TestLapseRefusedByTheStoreIsTriedAgain (KV-13): a lease that lapses
+// while the store refuses writes (a full disk) cannot be handed over then.
+// Its waiter, which no one else may wake, gets the claim once the store
+// writes again: the lapse is tried again, not dropped, and a heir whose
+// handover could not be written stays first in line.
+func TestLapseRefusedByTheStoreIsTriedAgain(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		setsOnly bool
+	}{
+		{"transactions refused", false},
+		{"the handover's write refused", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			v := openEnv(t, "", 30*time.Second)
+			rs := &refusingStore{DB: v.st, setsOnly: tc.setsOnly}
+			e := once.New(rs, once.Config{DefaultLease: 30 * time.Second})
+			v.e.Close()
+			if err := e.Start(); err != nil {
+				t.Fatal(err)
+			}
+			v.e = e // closed by the env; the env's own transactions bypass the refusal
+			v.mustClaim("k", lease(150))
+			w := v.waiter("k", true, lease(5000))
+			rs.refuse.Store(true)
+			deadline := time.Now().Add(5 * time.Second)
+			for rs.refused.Load() == 0 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if rs.refused.Load() == 0 {
+				t.Fatal("the lapse never reached the store")
+			}
+			select {
+			case r := <-w.C():
+				t.Fatalf("the waiter was answered while the store refused writes: %+v", r)
+			case <-time.After(100 * time.Millisecond):
+			}
+			rs.refuse.Store(false)
+			wantState(t, "the waiter, once the store writes again", recv(t, w, 3*time.Second), "claimed", "")
 		})
 	}
 }
