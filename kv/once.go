@@ -241,21 +241,9 @@ func (o *Once[T]) runClaimed(ctx context.Context, f *flight, key, full string, t
 	}
 	runCtx, cancel := context.WithCancelCause(withRun(ctx, o.s, full))
 	defer cancel(nil)
-	// One report per handed claim: the extender reports a lost lease at
-	// once, and what the run does after that is its caller's alone.
-	var reported atomic.Bool
-	report := func(r runReport) {
-		if reported.CompareAndSwap(false, true) {
-			f.report(r)
-		}
-	}
-	stop := o.extend(full, token, func(err error) {
-		// The claim is gone (another caller holds it, or the key was
-		// deleted): fn is told, and the flight's other callers claim
-		// again now instead of waiting for fn to notice (KV-13).
-		cancel(err)
-		report(runReport{kind: reportRetry})
-	})
+	run := &claimRun{f: f, cancel: cancel}
+	report := run.report
+	stop := o.extend(full, token, run)
 
 	returned := false
 	defer func() {
@@ -327,6 +315,30 @@ func (o *Once[T]) runClaimed(ctx context.Context, f *flight, key, full string, t
 		report(runReport{kind: reportRetry})
 		return info, fmt.Errorf("kv: store the answer of %q: %w", full, err)
 	}
+}
+
+// claimRun is a run under a claim, as the flight and the extender see it.
+type claimRun struct {
+	f        *flight
+	cancel   context.CancelCauseFunc // fn's context
+	reported atomic.Bool
+}
+
+// report tells the flight r, once per handed claim: the extender reports
+// a lost lease at once, and what the run does after that is its
+// caller's alone.
+func (c *claimRun) report(r runReport) {
+	if c.reported.CompareAndSwap(false, true) {
+		c.f.report(r)
+	}
+}
+
+// lost is the extender's: the claim is gone (another caller holds it, or
+// the key was deleted). fn is told, and the flight's other callers claim
+// again now instead of waiting for fn to notice (KV-13).
+func (c *claimRun) lost(err error) {
+	c.cancel(err)
+	c.report(runReport{kind: reportRetry})
 }
 
 // settle decides a COMPLETE that failed with err, by asking the server
@@ -417,14 +429,14 @@ func (o *Once[T]) abort(ctx context.Context, full string, token int64, msg strin
 }
 
 // extend keeps the claim alive while fn runs: ONCE.EXTEND every third of
-// the lease. When the server says the claim is gone, it calls lost with
-// ErrLeaseLost. The returned function stops it and waits for
+// the lease. When the server says the claim is gone, it tells run (lost,
+// with ErrLeaseLost). The returned function stops it and waits for
 // an extension under way to end.
 //
 // It is a timer, not a goroutine with a ticker: most functions return
 // well within a third of the lease, and then no goroutine was started,
 // nor synchronised with, for a run (BenchmarkRun).
-func (o *Once[T]) extend(full string, token int64, lost func(error)) (stop func()) {
+func (o *Once[T]) extend(full string, token int64, run *claimRun) (stop func()) {
 	if o.noExtend {
 		return func() {}
 	}
@@ -444,7 +456,7 @@ func (o *Once[T]) extend(full string, token int64, lost func(error)) (stop func(
 		err := o.s.do(ctx, "once.extend", full, token, "lease", ms(o.lease))
 		c()
 		if errors.Is(err, errStale) {
-			lost(leaseLost(full, nil))
+			run.lost(leaseLost(full, nil))
 			return
 		}
 		// Other errors (the network): try again at the next tick; the
