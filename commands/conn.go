@@ -310,50 +310,97 @@ func (s *Server) clients(self *resp.Conn) []*resp.Conn {
 
 func clientKill(x *Ctx) {
 	rest := x.Args[2:]
-	if len(rest) == 1 {
-		// Old form: CLIENT KILL addr:port.
-		for _, c := range x.S.clients(x.Conn) {
-			if c.Addr == string(rest[0]) {
-				x.S.wire.Kill(c.ID)
-				x.W.OK()
-				return
-			}
-		}
-		x.W.Error("ERR No such client")
-		return
-	}
-	var killed int64
-	if len(rest)%2 != 0 {
+	// Redis's filters: 0 or "" means no filter. The old form, CLIENT KILL
+	// addr:port, may kill the caller itself; the new one skips it unless
+	// SKIPME no.
+	var id int64
+	var addr, laddr []byte
+	var typeMismatch bool
+	skipme := true
+	old := len(rest) == 1
+	if old {
+		addr, skipme = rest[0], false
+	} else if len(rest)%2 != 0 {
 		x.Fail(ErrSyntax)
 		return
 	}
-	var id int64 = -1
-	var addr string
-	for i := 0; i < len(rest); i += 2 {
+	for i := 0; !old && i < len(rest); i += 2 {
+		v := rest[i+1]
 		switch {
 		case eq(rest[i], "id"):
-			n, ok := parseInt(rest[i+1])
+			n, ok := parseInt(v)
 			if !ok || n <= 0 {
 				x.W.Error("ERR client-id should be greater than 0")
 				return
 			}
 			id = n
+		case eq(rest[i], "type"):
+			// Every client here is a normal one: no replicas, no Pub/Sub.
+			switch {
+			case eq(v, "normal"):
+				typeMismatch = false
+			case eq(v, "master"), eq(v, "slave"), eq(v, "replica"), eq(v, "pubsub"):
+				typeMismatch = true
+			default:
+				x.W.Error("ERR Unknown client type '" + string(v) + "'")
+				return
+			}
 		case eq(rest[i], "addr"):
-			addr = string(rest[i+1])
-		case eq(rest[i], "skipme"), eq(rest[i], "type"), eq(rest[i], "user"), eq(rest[i], "laddr"):
+			addr = v
+		case eq(rest[i], "laddr"):
+			laddr = v
+		case eq(rest[i], "user"):
+			// The only user is "default" (ACL names are case-sensitive).
+			if string(v) != "default" {
+				x.W.Error("ERR No such user '" + string(v) + "'")
+				return
+			}
+		case eq(rest[i], "skipme"):
+			switch {
+			case eq(v, "yes"):
+				skipme = true
+			case eq(v, "no"):
+				skipme = false
+			default:
+				x.Fail(ErrSyntax)
+				return
+			}
 		default:
 			x.Fail(ErrSyntax)
 			return
 		}
 	}
+	var killed int64
+	self := false
 	for _, c := range x.S.clients(x.Conn) {
-		if (id < 0 || c.ID == id) && (addr == "" || c.Addr == addr) && c != x.Conn && x.S.wire != nil {
-			if x.S.wire.Kill(c.ID) {
-				killed++
+		if typeMismatch || (addr != nil && c.Addr != string(addr)) ||
+			(laddr != nil && c.LocalAddr != string(laddr)) || (id != 0 && c.ID != id) {
+			continue
+		}
+		if c == x.Conn {
+			if skipme {
+				continue
 			}
+			// Closed once the reply is sent, as Redis does.
+			self = true
+			killed++
+			continue
+		}
+		if x.S.wire != nil && x.S.wire.Kill(c.ID) {
+			killed++
 		}
 	}
-	x.W.Int(killed)
+	if self {
+		x.CloseAfterReply()
+	}
+	switch {
+	case old && killed == 0:
+		x.W.Error("ERR No such client")
+	case old:
+		x.W.OK()
+	default:
+		x.W.Int(killed)
+	}
 }
 
 func clientOnOff(x *Ctx) {

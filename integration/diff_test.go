@@ -58,6 +58,10 @@ type Step struct {
 	Sleep time.Duration
 	// Proto, when non-zero, runs the step only in that protocol (2 or 3).
 	Proto int
+	// Closed makes the step a check, sending nothing, that both sides
+	// closed connection Conn (CLIENT KILL); the connection is then
+	// forgotten, so that a later step on it dials afresh.
+	Closed bool
 }
 
 // On returns the step run on connection n.
@@ -70,6 +74,8 @@ func (s Step) String() string {
 	switch {
 	case s.Sleep > 0:
 		return fmt.Sprintf("sleep %v", s.Sleep)
+	case s.Closed:
+		return fmt.Sprintf("conn %d closed", s.Conn)
 	case s.Raw != nil && len(s.Raw) == 0:
 		return "read the next reply"
 	case s.Raw != nil:
@@ -118,6 +124,9 @@ func raw(b string) Step { return Step{Raw: []byte(b)} }
 // readNext is a step that sends nothing and compares the next reply (after
 // a reply that comes in two frames, such as a push and then the answer).
 func readNext() Step { return Step{Raw: []byte{}} }
+
+// closed is a step that checks that both sides closed connection n.
+func closed(n int) Step { return Step{Closed: true, Conn: n} }
 
 // sleep is a pause of ms milliseconds.
 func sleep(ms int) Step { return Step{Sleep: time.Duration(ms) * time.Millisecond} }
@@ -339,6 +348,9 @@ func (r *scriptRun) step(i int, st Step) bool {
 	if st.Mode == ScanAll {
 		return r.scanStep(i, st)
 	}
+	if st.Closed {
+		return r.afterQuit(i, st)
+	}
 	var replies [2]reply
 	for k, sd := range r.sides {
 		c := r.conn(sd, st.Conn)
@@ -373,17 +385,23 @@ func (r *scriptRun) step(i int, st Step) bool {
 	return true
 }
 
-// afterQuit checks that both sides closed the connection QUIT was sent on,
-// and forgets it, so that a later step on it dials afresh.
+// afterQuit checks that both sides closed the connection QUIT was sent on
+// (or the one a closed step names), and forgets it, so that a later step
+// on it dials afresh.
 func (r *scriptRun) afterQuit(i int, st Step) bool {
 	r.t.Helper()
 	ok := true
 	for _, sd := range r.sides {
 		c := sd.conns[st.Conn]
+		if c == nil {
+			r.fails++
+			r.t.Errorf("script %q step %d %s: connection %d was never opened", r.script.Name, i, st, st.Conn)
+			return false
+		}
 		c.Timeout = time.Second
 		if f, err := c.TryReadFrame(); err == nil {
 			r.fails++
-			r.t.Errorf("script %q step %d %s: %s did not close the connection after QUIT; sent %q",
+			r.t.Errorf("script %q step %d %s: %s did not close the connection; sent %q",
 				r.script.Name, i, st, sd.name, f.Raw)
 			ok = false
 		}

@@ -155,6 +155,42 @@ func serverScripts() []Script {
 			cmd("CLIENT", "FOO"),
 			cmd("CLIENT", "foo", "bar"),
 		}},
+		// CLIENT KILL's filters: a client that one of them does not match
+		// is not killed (every client here is a normal one of the user
+		// default), and a bad value is an error that kills nothing.
+		// Killing oneself (SKIPME no) answers, then closes.
+		{"client-kill", []Step{
+			cmd("PING").On(1),
+			cmd("CLIENT", "KILL", "LADDR", "192.0.2.1:1"),
+			cmd("CLIENT", "KILL", "TYPE", "pubsub"),
+			cmd("CLIENT", "KILL", "TYPE", "master"),
+			cmd("CLIENT", "KILL", "TYPE", "replica"),
+			cmd("CLIENT", "KILL", "type", "SLAVE"),
+			cmd("CLIENT", "KILL", "ADDR", "192.0.2.1:1"),
+			cmd("CLIENT", "KILL", "ID", "999999"),
+			cmd("CLIENT", "KILL", "TYPE", "normal", "ID", "999999"),
+			cmd("CLIENT", "KILL", "USER", "default", "ID", "999999"),
+			cmd("PING").On(1),
+			cmd("CLIENT", "KILL", "TYPE", "foo"),
+			cmd("CLIENT", "KILL", "USER", "nosuch"),
+			cmd("CLIENT", "KILL", "USER", "DEFAULT"),
+			cmd("CLIENT", "KILL", "SKIPME", "maybe"),
+			cmd("CLIENT", "KILL", "ID", "0"),
+			cmd("CLIENT", "KILL", "ID", "x"),
+			cmd("CLIENT", "KILL", "FOO", "bar"),
+			cmd("CLIENT", "KILL", "ID", "1", "TYPE"),
+			cmd("CLIENT", "KILL", "192.0.2.1:1"),
+			cmd("CLIENT", "KILL"),
+			cmd("PING").On(1),
+			// The counts include the setup connection if the server has
+			// not seen it close yet.
+			typeOnly("CLIENT", "KILL", "SKIPME", "yes", "USER", "default"),
+			closed(1),
+			cmd("PING"),
+			typeOnly("CLIENT", "KILL", "SKIPME", "no"),
+			closed(0),
+			cmd("PING"),
+		}},
 		// CLIENT SETINFO is a Redis 7.2 command: Debian's 7.0 answers that it
 		// does not know it. go-redis v9 sends it on connect and ignores the
 		// error.
