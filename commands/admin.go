@@ -19,8 +19,8 @@ func serverCommands() []*Command {
 		{Name: "flushall", Arity: -1, Flags: Write, Categories: []string{"keyspace", "write", "slow", "dangerous"}, Run: flushCmd(true)},
 		{Name: "time", Arity: 1, Flags: Loading | Stale | Fast, Categories: []string{"fast"}, Run: timeCmd},
 		{Name: "lastsave", Arity: 1, Flags: Loading | Stale | Fast, Categories: []string{"admin", "fast", "dangerous"}, Run: lastsaveCmd},
-		{Name: "save", Arity: 1, Flags: Admin | NoScript | NoMulti, Categories: srv("slow", "dangerous"), Run: saveCmd},
-		{Name: "bgsave", Arity: -1, Flags: Admin | NoScript, Categories: srv("slow", "dangerous"), Run: saveCmd},
+		{Name: "save", Arity: 1, Flags: Admin | NoScript | NoAsyncLoading | NoMulti, Categories: srv("slow", "dangerous"), Run: saveCmd},
+		{Name: "bgsave", Arity: -1, Flags: Admin | NoScript | NoAsyncLoading, Categories: srv("slow", "dangerous"), Run: saveCmd},
 		{Name: "shutdown", Arity: -1, Flags: Admin | NoScript | Loading | Stale | NoMulti | AllowBusy, Categories: srv("slow", "dangerous"), Run: shutdownCmd},
 		{Name: "config", Arity: -2, Categories: []string{"slow"}, Subcommands: []*Command{
 			cfgSub("get", -3, configGet),
@@ -163,7 +163,8 @@ func configHelp(x *Ctx) {
 		"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
 		"SET <directive> <value>", "    Set the configuration <directive> to <value>.",
 		"RESETSTAT", "    Reset statistics reported by the INFO command.",
-		"HELP", "    Print this help.",
+		"REWRITE", "    Rewrite the configuration file.",
+		"HELP", "    Prints this help.",
 	}
 	x.W.Array(len(lines))
 	for _, l := range lines {

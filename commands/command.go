@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -204,32 +205,49 @@ func commandGetKeysCmd(withFlags bool) Handler {
 			}
 			x.W.Array(2)
 			x.W.Bulk(args[p])
-			writeSimpleSet(x.W, specs[specOf(c, p)].flags)
+			writeSimpleSet(x.W, resolvedKeyFlags(c, args, specs[specOf(c, p)].flags))
 		}
 	}
+}
+
+// resolvedKeyFlags are the flags GETKEYSANDFLAGS reports for a key of
+// the command line args whose spec has flags: a spec with variable_flags
+// (SET's) is resolved for this line, as Redis's setGetKeys does.
+func resolvedKeyFlags(c *Command, args [][]byte, flags []string) []string {
+	if c.Name != "set" {
+		return flags
+	}
+	for _, a := range args[min(3, len(args)):] {
+		if eq(a, "get") {
+			return []string{"RW", "access", "update"}
+		}
+	}
+	return []string{"OW", "update"}
 }
 
 func commandHelpCmd(x *Ctx) {
 	lines := []string{
 		"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 		"(no subcommand)",
-		"    Return the details of every command.",
+		"    Return details about all Redis commands.",
 		"COUNT",
-		"    Return the number of commands.",
-		"LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
-		"    Return the names of the commands and subcommands, optionally filtered.",
+		"    Return the total number of commands in this Redis server.",
+		"LIST",
+		"    Return a list of all commands in this Redis server.",
 		"INFO [<command-name> ...]",
-		"    Return the details of the given commands, or of every command when",
-		"    none is given.",
+		"    Return details about multiple Redis commands.",
+		"    If no command names are given, documentation details for all",
+		"    commands are returned.",
 		"DOCS [<command-name> ...]",
-		"    Return the documentation of the given commands, or of every command",
-		"    when none is given.",
+		"    Return documentation details about multiple Redis commands.",
+		"    If no command names are given, documentation details for all",
+		"    commands are returned.",
 		"GETKEYS <full-command>",
-		"    Return the key names of a full command.",
+		"    Return the keys from a full Redis command.",
 		"GETKEYSANDFLAGS <full-command>",
-		"    Return the key names of a full command with their access flags.",
+		"    Return the keys and the access flags from a full Redis command.",
 		"HELP",
-		"    Print this help.",
+		"    Prints this help.",
 	}
 	x.W.Array(len(lines))
 	for _, l := range lines {
@@ -272,6 +290,7 @@ func keyStep(c *Command) int {
 // key at a fixed index, or a range of keys from an index to an offset
 // from the end.
 type keySpec struct {
+	notes   string // Redis's notes on the spec, if any
 	flags   []string
 	index   int
 	lastKey int // 0: the key at index only; negative: from the end
@@ -287,13 +306,20 @@ func keySpecs(c *Command) []keySpec {
 		return nil
 	}
 	if c.LastKey < 0 {
-		return []keySpec{{flags: keySpecFlagsOf(c, 0), index: c.FirstKey, lastKey: c.LastKey, keyStep: keyStep(c)}}
+		return []keySpec{{notes: keySpecNotes[c.Name], flags: keySpecFlagsOf(c, 0), index: c.FirstKey, lastKey: c.LastKey, keyStep: keyStep(c)}}
 	}
 	var specs []keySpec
 	for i, p := 0, c.FirstKey; p <= c.LastKey || i == 0; i, p = i+1, p+keyStep(c) {
 		specs = append(specs, keySpec{flags: keySpecFlagsOf(c, i), index: p, keyStep: 1})
 	}
+	specs[0].notes = keySpecNotes[c.Name]
 	return specs
+}
+
+// keySpecNotes are the notes Redis 7.0 gives a command's first key spec.
+var keySpecNotes = map[string]string{
+	"set":   "RW and ACCESS due to the optional `GET` argument",
+	"getex": "RW and UPDATE because it changes the TTL",
 }
 
 // specOf is the index of the key spec that covers argument p.
@@ -352,35 +378,38 @@ func keySpecFlagsOf(c *Command, i int) []string {
 // commandTips are the hints about the reply that Redis 7 gives for these
 // commands in COMMAND INFO.
 var commandTips = map[string][]string{
-	"mget":         {"request_policy:multi_shard"},
-	"mset":         {"request_policy:multi_shard", "response_policy:all_succeeded"},
-	"msetnx":       {"request_policy:multi_shard", "response_policy:agg_min"},
-	"del":          {"request_policy:multi_shard", "response_policy:agg_sum"},
-	"unlink":       {"request_policy:multi_shard", "response_policy:agg_sum"},
-	"exists":       {"request_policy:multi_shard", "response_policy:agg_sum"},
-	"touch":        {"request_policy:multi_shard", "response_policy:agg_sum"},
-	"ttl":          {"nondeterministic_output"},
-	"pttl":         {"nondeterministic_output"},
-	"keys":         {"request_policy:all_shards", "nondeterministic_output_order"},
-	"scan":         {"nondeterministic_output", "request_policy:special"},
-	"randomkey":    {"request_policy:all_shards", "nondeterministic_output"},
-	"ping":         {"request_policy:all_shards", "response_policy:all_succeeded"},
-	"info":         {"nondeterministic_output", "request_policy:all_shards", "response_policy:special"},
-	"dbsize":       {"request_policy:all_shards", "response_policy:agg_sum"},
-	"flushdb":      {"request_policy:all_shards", "response_policy:all_succeeded"},
-	"flushall":     {"request_policy:all_shards", "response_policy:all_succeeded"},
-	"time":         {"nondeterministic_output"},
-	"lastsave":     {"nondeterministic_output"},
-	"config|set":   {"request_policy:all_nodes", "response_policy:all_succeeded"},
-	"client|info":  {"nondeterministic_output"},
-	"client|list":  {"nondeterministic_output"},
-	"command":      {"nondeterministic_output_order"},
-	"command|docs": {"nondeterministic_output_order"},
-	"command|info": {"nondeterministic_output_order"},
-	"command|list": {"nondeterministic_output_order"},
-	"once.claim":   {"nondeterministic_output"},
-	"once.wait":    {"nondeterministic_output"},
-	"once.status":  {"nondeterministic_output"},
+	"mget":          {"request_policy:multi_shard"},
+	"mset":          {"request_policy:multi_shard", "response_policy:all_succeeded"},
+	"msetnx":        {"request_policy:multi_shard", "response_policy:agg_min"},
+	"del":           {"request_policy:multi_shard", "response_policy:agg_sum"},
+	"unlink":        {"request_policy:multi_shard", "response_policy:agg_sum"},
+	"exists":        {"request_policy:multi_shard", "response_policy:agg_sum"},
+	"touch":         {"request_policy:multi_shard", "response_policy:agg_sum"},
+	"ttl":           {"nondeterministic_output"},
+	"pttl":          {"nondeterministic_output"},
+	"keys":          {"request_policy:all_shards", "nondeterministic_output_order"},
+	"scan":          {"nondeterministic_output", "request_policy:special"},
+	"randomkey":     {"request_policy:all_shards", "nondeterministic_output"},
+	"ping":          {"request_policy:all_shards", "response_policy:all_succeeded"},
+	"info":          {"nondeterministic_output", "request_policy:all_shards", "response_policy:special"},
+	"dbsize":        {"request_policy:all_shards", "response_policy:agg_sum"},
+	"flushdb":       {"request_policy:all_shards", "response_policy:all_succeeded"},
+	"flushall":      {"request_policy:all_shards", "response_policy:all_succeeded"},
+	"time":          {"nondeterministic_output"},
+	"lastsave":      {"nondeterministic_output"},
+	"config|set":    {"request_policy:all_nodes", "response_policy:all_succeeded"},
+	"slowlog|get":   {"request_policy:all_nodes", "nondeterministic_output"},
+	"slowlog|len":   {"request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"},
+	"slowlog|reset": {"request_policy:all_nodes", "response_policy:all_succeeded"},
+	"client|info":   {"nondeterministic_output"},
+	"client|list":   {"nondeterministic_output"},
+	"command":       {"nondeterministic_output_order"},
+	"command|docs":  {"nondeterministic_output_order"},
+	"command|info":  {"nondeterministic_output_order"},
+	"command|list":  {"nondeterministic_output_order"},
+	"once.claim":    {"nondeterministic_output"},
+	"once.wait":     {"nondeterministic_output"},
+	"once.status":   {"nondeterministic_output"},
 }
 
 // writeCommandInfo writes c's COMMAND INFO entry: name, arity, flags,
@@ -399,8 +428,12 @@ func writeCommandInfo(w *resp.Writer, c *Command) {
 		w.Int(0)
 		w.Int(0)
 	}
-	w.Set(len(c.Categories))
-	for _, cat := range c.Categories {
+	cats := slices.Clone(c.Categories)
+	slices.SortStableFunc(cats, func(a, b string) int {
+		return aclCategoryRank(a) - aclCategoryRank(b)
+	})
+	w.Set(len(cats))
+	for _, cat := range cats {
 		w.Simple("@" + cat)
 	}
 	tips := commandTips[c.Name]
@@ -423,8 +456,30 @@ func writeCommandInfo(w *resp.Writer, c *Command) {
 	}
 }
 
+// aclCategories are Redis 7's ACL categories in the order COMMAND INFO
+// lists a command's (its ACLCommandCategories table).
+var aclCategories = []string{
+	"keyspace", "read", "write", "set", "sortedset", "list", "hash", "string",
+	"bitmap", "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow",
+	"blocking", "dangerous", "connection", "transaction", "scripting",
+}
+
+// aclCategoryRank is cat's place in aclCategories (unknown ones last).
+func aclCategoryRank(cat string) int {
+	if i := slices.Index(aclCategories, cat); i >= 0 {
+		return i
+	}
+	return len(aclCategories)
+}
+
 func writeKeySpec(w *resp.Writer, s keySpec) {
-	w.Map(3)
+	if s.notes != "" {
+		w.Map(4)
+		w.BulkString("notes")
+		w.BulkString(s.notes)
+	} else {
+		w.Map(3)
+	}
 	w.BulkString("flags")
 	writeSimpleSet(w, s.flags)
 	w.BulkString("begin_search")

@@ -21,7 +21,7 @@ func connCommands() []*Command {
 	}
 	return []*Command{
 		{Name: "ping", Arity: -1, Flags: Fast | Borrows, Categories: conn("fast"), Run: pingCmd},
-		{Name: "echo", Arity: 2, Flags: Fast | Borrows, Categories: conn("fast"), Run: echoCmd},
+		{Name: "echo", Arity: 2, Flags: Loading | Stale | Fast | Borrows, Categories: conn("fast"), Run: echoCmd},
 		{Name: "quit", Arity: -1, Flags: AtOnce | AllowBusy | NoScript | Loading | Stale | Fast | NoAuth, Categories: conn("fast"), Run: quitCmd},
 		{Name: "select", Arity: 2, Flags: Loading | Stale | Fast, Categories: conn("fast"), Run: selectCmd},
 		{Name: "hello", Arity: -1, Flags: NoScript | Loading | Stale | Fast | NoAuth | AllowBusy, Categories: conn("fast"), Run: helloCmd},
@@ -38,7 +38,7 @@ func connCommands() []*Command {
 			admin(sub("no-evict", 3, Admin, clientOnOff)),
 			sub("no-touch", 3, 0, clientOnOff),
 			sub("reply", 3, 0, clientReply),
-			sub("help", 2, Loading|Stale, clientHelp),
+			clientHelpCommand(sub("help", 2, 0, clientHelp)),
 		}},
 	}
 }
@@ -417,6 +417,13 @@ func clientReply(x *Ctx) {
 		return
 	}
 	x.Fail(ErrSyntax)
+}
+
+// clientHelpCommand is CLIENT HELP's entry: Redis 7.0 does not flag it
+// noscript, as it does the other CLIENT subcommands.
+func clientHelpCommand(c *Command) *Command {
+	c.Flags &^= NoScript
+	return c
 }
 
 func clientHelp(x *Ctx) {

@@ -26,6 +26,7 @@ const (
 	SkipSlowlog
 	AllowBusy
 	NoMandatoryKeys
+	NoAsyncLoading // refused while loading asynchronously (SAVE, BGSAVE)
 	Pubsub
 	// Borrows is not one of Redis's flags (COMMAND does not list it): the
 	// handler keeps none of its arguments once it returns, unless it
@@ -59,7 +60,8 @@ var flagNames = []struct {
 	{Pubsub, "pubsub"}, {NoScript, "noscript"}, {Blocking, "blocking"},
 	{Loading, "loading"}, {Stale, "stale"}, {SkipMonitor, "skip_monitor"},
 	{SkipSlowlog, "skip_slowlog"}, {Fast, "fast"}, {NoAuth, "no_auth"},
-	{NoMulti, "no_multi"}, {AllowBusy, "allow_busy"}, {NoMandatoryKeys, "no_mandatory_keys"},
+	{NoMandatoryKeys, "no_mandatory_keys"}, {NoAsyncLoading, "no_async_loading"},
+	{NoMulti, "no_multi"}, {AllowBusy, "allow_busy"},
 }
 
 // Names lists the flags' names in Redis's order.

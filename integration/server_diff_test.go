@@ -155,6 +155,24 @@ func serverScripts() []Script {
 			cmd("CLIENT", "FOO"),
 			cmd("CLIENT", "foo", "bar"),
 		}},
+		// COMMAND INFO lists ACL categories in Redis's fixed order
+		// (@fast before @connection), Redis 7.0's flags, tips and key
+		// spec notes; GETKEYSANDFLAGS resolves SET's variable flags; the
+		// HELP texts are Redis 7.0's.
+		{"command-info-entries", []Step{
+			cmd("COMMAND", "INFO", "auth", "echo", "ping", "select", "hello", "quit", "reset"),
+			cmd("COMMAND", "INFO", "client|getname", "client|help", "client|id", "client|setname", "client|info"),
+			cmd("COMMAND", "INFO", "save", "bgsave"),
+			cmd("COMMAND", "INFO", "slowlog|get", "slowlog|len", "slowlog|reset", "slowlog|help"),
+			cmd("COMMAND", "INFO", "set", "getex", "get", "getdel", "mset"),
+			cmd("COMMAND", "GETKEYSANDFLAGS", "set", "k", "v"),
+			cmd("COMMAND", "GETKEYSANDFLAGS", "set", "k", "v", "GET"),
+			cmd("COMMAND", "GETKEYSANDFLAGS", "set", "k", "v", "EX", "10", "get"),
+			cmd("COMMAND", "GETKEYSANDFLAGS", "set", "k", "get"),
+			cmd("COMMAND", "GETKEYSANDFLAGS", "getex", "k", "PERSIST"),
+			cmd("COMMAND", "HELP"),
+			cmd("CONFIG", "HELP"),
+		}},
 		// CLIENT KILL's filters: a client that one of them does not match
 		// is not killed (every client here is a normal one of the user
 		// default), and a bad value is an error that kills nothing.
