@@ -304,16 +304,41 @@ func (c *scanCursors) get(id uint64) ([]byte, bool) {
 	return k, ok
 }
 
-func scanCmd(x *Ctx) {
-	var cursor uint64
-	var err error
-	if len(x.Args[1]) > 0 {
-		// strtoul reads "" as 0, as Redis does.
-		if cursor, err = strconv.ParseUint(string(x.Args[1]), 10, 64); err != nil {
-			x.Fail(ErrCursor)
-			return
-		}
+// parseCursor reads a SCAN cursor as Redis does, with strtoul: "" is 0,
+// a sign may lead ("+5" is 5, "-0" is 0, "-5" wraps around to 2^64-5),
+// and anything else but decimal digits that fit 64 bits is refused.
+func parseCursor(b []byte) (uint64, bool) {
+	if len(b) == 0 {
+		return 0, true
 	}
+	neg := false
+	digits := b
+	switch b[0] {
+	case '-':
+		neg, digits = true, b[1:]
+	case '+':
+		digits = b[1:]
+	}
+	if len(digits) == 0 || digits[0] < '0' || digits[0] > '9' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(digits), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+func scanCmd(x *Ctx) {
+	cursor, ok := parseCursor(x.Args[1])
+	if !ok {
+		x.Fail(ErrCursor)
+		return
+	}
+	var err error
 	count := int64(10)
 	var pattern, typ []byte
 	rest := x.Args[2:]
