@@ -40,6 +40,10 @@ var (
 	// ErrKeyTooLong has no Redis counterpart: Redis takes keys of up to
 	// proto-max-bulk-len, the storage engine here store.MaxKeyLen.
 	ErrKeyTooLong = errors.New("ERR key is too long (at most " + strconv.Itoa(store.MaxKeyLen) + " bytes)")
+	// ErrValueTooLong has no Redis counterpart either: Redis takes values
+	// of up to proto-max-bulk-len, the storage engine here
+	// store.MaxValueLen.
+	ErrValueTooLong = errors.New("ERR value is too long (at most " + strconv.Itoa(store.MaxValueLen) + " bytes)")
 )
 
 // errorText maps any error to the text of its RESP error reply. It is the
@@ -55,6 +59,8 @@ func errorText(err error) string {
 		return ErrDBIndex.Error()
 	case errors.Is(err, store.ErrKeyTooLong):
 		return ErrKeyTooLong.Error()
+	case errors.Is(err, store.ErrValueTooLong):
+		return ErrValueTooLong.Error()
 	case errors.Is(err, store.ErrClosed):
 		return "ERR server is shutting down"
 	}
@@ -71,7 +77,7 @@ var sentinels = []error{
 	ErrNoSuchKey, ErrDBIndex, ErrNoAuth, ErrNoPassSet, ErrWrongPass, ErrStringTooBig,
 	ErrOffsetRange, ErrNoProto, ErrExecNoMulti, ErrDiscardNoMult, ErrNestedMulti,
 	ErrWatchInMulti, ErrNotInMulti, ErrExecAbort, ErrClientName, ErrMisconf, ErrShutdown, ErrCursor,
-	ErrTimeout, ErrKeyTooLong,
+	ErrTimeout, ErrKeyTooLong, ErrValueTooLong,
 }
 
 // misconf words a refused write as Redis's MISCONF, naming the cause.

@@ -351,13 +351,28 @@ func msetCmd(x *Ctx) {
 		x.W.Error("ERR wrong number of arguments for '" + x.Cmd.Name + "' command")
 		return
 	}
+	if msetWrite(x) {
+		x.W.OK()
+	}
+}
+
+// msetWrite writes MSET's pairs, or answers the error that stopped it.
+func msetWrite(x *Ctx) bool {
+	for i := 2; i < len(x.Args); i += 2 {
+		if len(x.Args[i]) > store.MaxValueLen {
+			// Refused before the first key is written: an MSET writes
+			// all its keys or none.
+			x.Fail(store.ErrValueTooLong)
+			return false
+		}
+	}
 	for i := 1; i < len(x.Args); i += 2 {
 		if err := x.Tx.Set(x.DB, x.Args[i], store.Value{Kind: store.KindString, Data: x.Args[i+1]}); err != nil {
 			x.Fail(err)
-			return
+			return false
 		}
 	}
-	x.W.OK()
+	return true
 }
 
 func msetnxCmd(x *Ctx) {
@@ -376,9 +391,9 @@ func msetnxCmd(x *Ctx) {
 			return
 		}
 	}
-	msetCmd(x)
-	x.W.Truncate(x.W.Len() - len("+OK\r\n"))
-	x.W.Int(1)
+	if msetWrite(x) {
+		x.W.Int(1)
+	}
 }
 
 func appendCmd(x *Ctx) {

@@ -11,6 +11,9 @@ var (
 	ErrBadDB = errors.New("DB index is out of range")
 	// ErrKeyTooLong is returned by a write of a key longer than MaxKeyLen.
 	ErrKeyTooLong = errors.New("key is too long")
+	// ErrValueTooLong is returned by a write of a value longer than
+	// MaxValueLen.
+	ErrValueTooLong = errors.New("value is too long")
 	// ErrWrite is wrapped around a failure to persist writes, such as a full
 	// disk: the store refuses writes until it can write again.
 	ErrWrite = errors.New("store cannot persist writes")
@@ -20,3 +23,11 @@ var (
 // Badger takes keys of up to 65,000 bytes, and the longest key the store
 // builds from a client's key is its expiry index entry, 11 bytes more.
 const MaxKeyLen = 65000 - 11
+
+// MaxValueLen is the longest value a store accepts for writing, in bytes:
+// Badger takes values of up to its value log's file size, 64 MiB, and the
+// store keeps a value behind a 9-byte header (kind and deadline). Badger
+// refuses a longer one only once the log holds it, for good: every later
+// write would wait behind it, and the log's replay would fail at every
+// start.
+const MaxValueLen = 64<<20 - 9

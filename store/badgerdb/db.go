@@ -761,7 +761,7 @@ func badgerOptions(opts Options) badger.Options {
 		WithDetectConflicts(false).
 		WithNumCompactors(2).
 		WithNumMemtables(3).
-		WithValueLogFileSize(64 << 20).
+		WithValueLogFileSize(valueLogFileSize).
 		WithCompression(compressions[opts.Compression]).
 		WithNumLevelZeroTables(levelZeroTables).
 		WithNumLevelZeroTablesStall(levelZeroStall).
@@ -815,6 +815,10 @@ const (
 // tables (616 with 10M keys), each open while the table lives; Go raises
 // the soft limit of open files to the hard one at start.
 const tableSizeMultiplier = 1
+
+// valueLogFileSize is the size of Badger's value log files, which is also
+// the longest value it takes (store.MaxValueLen and the value's header).
+const valueLogFileSize = store.MaxValueLen + headerLen
 
 // badgerMaxKey is the longest key Badger takes, in bytes.
 const badgerMaxKey = 65000

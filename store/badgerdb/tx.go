@@ -140,6 +140,9 @@ func (t *tx) Set(db int, key []byte, v store.Value) error {
 		// log's replay at the next start would fail on it again.
 		return store.ErrKeyTooLong
 	}
+	if len(v.Data) > store.MaxValueLen {
+		return store.ErrValueTooLong
+	}
 	old, raw, existed, err := t.getAny(db, key)
 	if err != nil {
 		return err
