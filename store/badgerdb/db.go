@@ -817,23 +817,32 @@ const (
 const tableSizeMultiplier = 1
 
 // valueLogFileSize is the size of Badger's value log files, which is also
-// the longest value it takes (store.MaxValueLen and the value's header).
-const valueLogFileSize = store.MaxValueLen + headerLen
+// the longest value it takes (store.MaxValueLen and the value's header). A
+// variable for the tests of the replay's limit, which are cheaper with
+// Badger's smallest (1 MiB).
+var valueLogFileSize int64 = store.MaxValueLen + headerLen
 
 // badgerMaxKey is the longest key Badger takes, in bytes.
 const badgerMaxKey = 65000
 
-// refused reports whether Badger refuses a replayed write of key, with an
-// error in the log: writes of keys over badgerMaxKey, which servers before
-// store.MaxKeyLen logged and could not apply (the replay of such a log
-// failed at every start). Badger never held them.
-func (s *DB) refused(key []byte) bool {
-	if len(key) <= badgerMaxKey {
-		return false
+// refused reports whether Badger refuses a replayed write of key and val,
+// with an error in the log: writes of keys over badgerMaxKey, or of values
+// over valueLogFileSize, which servers before store.MaxKeyLen and
+// store.MaxValueLen logged and could not apply (the replay of such a log
+// failed at every start). Badger never held them: the key keeps what it
+// held before.
+func (s *DB) refused(key, val []byte) bool {
+	switch {
+	case len(key) > badgerMaxKey:
+		s.log.Error("log replay: dropped a write of a key longer than Badger takes (written before keys were limited to 64,989 bytes)",
+			zap.Int("bytes", len(key)), zap.ByteString("key_start", key[:32]))
+		return true
+	case int64(len(val)) > valueLogFileSize:
+		s.log.Error("log replay: dropped a write of a value longer than Badger takes (written before values were limited to 67,108,855 bytes)",
+			zap.Int("bytes", len(val)), zap.ByteString("key", key[:min(len(key), 64)]))
+		return true
 	}
-	s.log.Error("log replay: dropped a write of a key longer than Badger takes (written before keys were limited to 64,989 bytes)",
-		zap.Int("bytes", len(key)), zap.ByteString("key_start", key[:32]))
-	return true
+	return false
 }
 
 // valueThreshold is the size from which Badger keeps a value in its value
@@ -1982,7 +1991,7 @@ func (r *replayer) add(record []byte) error {
 
 // put gathers one op of a record.
 func (r *replayer) put(del bool, key, val []byte) {
-	if r.s.refused(key) {
+	if r.s.refused(key, val) {
 		return
 	}
 	r.stats.read++

@@ -225,6 +225,33 @@ func TestReplayDropsKeysBadgerRefuses(t *testing.T) {
 	}
 }
 
+// A log that holds a write of a value longer than Badger takes (servers
+// before store.MaxValueLen logged them) opens: that write is dropped, with
+// an error in the log, the key keeps what it held, and the writes around
+// it are replayed. Before, every start failed on it. Badger's value limit
+// is lowered to its smallest, 1 MiB, for the test.
+func TestReplayDropsValuesBadgerRefuses(t *testing.T) {
+	defer func(n int64) { valueLogFileSize = n }(valueLogFileSize)
+	valueLogFileSize = 1 << 20
+	dir := t.TempDir()
+	opts := DefaultOptions(dir)
+	opts.SweepInterval, opts.GCInterval = 0, 0
+	s, _ := openHeldBack(t, opts)
+	set(t, s, 0, "before", str("1", 0))
+	set(t, s, 0, "big", str("small", 0))
+	huge := encodeValue(str(strings.Repeat("v", 1<<20), 0))
+	if err := s.wal.append([]op{{key: string(dataKey(0, []byte("big"))), val: huge}}); err != nil {
+		t.Fatal(err)
+	}
+	set(t, s, 0, "after", str("2", 0))
+	c := crashImage(t, dir)
+	for k, want := range map[string]string{"before": "1", "big": "small", "after": "2"} {
+		if got, ok := get(t, c, 0, k); !ok || got != want {
+			t.Errorf("%s after replay: %q %v, want %q", k, got, ok, want)
+		}
+	}
+}
+
 // TestReplayCollapsesRewrites: a crash image whose log holds many
 // rewrites of a few keys, none of them in Badger yet, reopens with the
 // last write of each key (values, deadlines, deletions, counts), and the
