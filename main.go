@@ -65,12 +65,12 @@ func run(args []string) error {
 	if cfg.Upstream != "" {
 		log.Info("oncekv started as a proxy",
 			zap.String("version", commands.Version),
-			zap.Strings("addr", cfg.Addrs()),
+			zap.Strings("addr", srv.ListenAddrs()),
 			zap.String("upstream", config.MaskPassword(cfg.Upstream)))
 	} else {
 		log.Info("oncekv started",
 			zap.String("version", commands.Version),
-			zap.Strings("addr", cfg.Addrs()),
+			zap.Strings("addr", srv.ListenAddrs()),
 			zap.String("dir", cfg.Dir),
 			zap.String("appendfsync", cfg.AppendFsync))
 	}

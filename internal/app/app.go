@@ -241,6 +241,17 @@ func (a *App) ShutdownRequested() <-chan struct{} { return a.shutdown }
 // Addr is the first address listened on.
 func (a *App) Addr() net.Addr { return a.Wire.Addrs()[0] }
 
+// ListenAddrs are the plain addresses listened on, as host:port, with the
+// port the system picked where the configuration says 0: what the startup
+// line shows, so that a server started with --port 0 can be found.
+func (a *App) ListenAddrs() []string {
+	var out []string
+	for _, ad := range a.Wire.Addrs() {
+		out = append(out, ad.String())
+	}
+	return out
+}
+
 // Close stops accepting, lets commands in flight finish, wakes waiters,
 // then syncs and closes the store.
 func (a *App) Close() error {

@@ -177,3 +177,17 @@ func TestReadsAreStoreActivity(t *testing.T) {
 		t.Fatalf("the store's activity moved by %d over %d GETs, want at least %d", moved, reads, reads)
 	}
 }
+
+// TestListenAddrsShowThePortPicked: with port 0 the startup line (main.go
+// logs ListenAddrs) names the port the system picked, not ":0", so that
+// the user can connect to it.
+func TestListenAddrsShowThePortPicked(t *testing.T) {
+	a, err := startFromFile(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := a.ListenAddrs()
+	if len(got) != 1 || got[0] != a.Addr().String() || strings.HasSuffix(got[0], ":0") {
+		t.Fatalf("ListenAddrs() = %q, want [%q], the port picked", got, a.Addr().String())
+	}
+}
