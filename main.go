@@ -9,6 +9,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -22,13 +23,42 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "oncekv:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+// usage is what `oncekv --help` prints.
+const usage = `Usage: oncekv [/path/to/oncekv.conf] [--directive value ...]
+       oncekv backup [--dir DIR] FILE
+       oncekv restore [--dir DIR] FILE
+       oncekv ping [--host HOST] [--port PORT] [--password P]
+       oncekv -h | --help | -v | --version
+
+A Redis-compatible server that runs a function once per key (ONCE.*).
+Directives are read from the defaults, then the config file, then the
+ONCEKV_<DIRECTIVE> environment variables, then the --directive flags.
+
+Examples:
+       oncekv                          (127.0.0.1:6379, data in ./data)
+       oncekv --port 6380 --dir /var/lib/oncekv --appendfsync always
+       oncekv /etc/oncekv.conf --bind 0.0.0.0 --requirepass secret
+
+Every directive is listed in the README's Configuration section.
+`
+
+func run(args []string, stdout io.Writer) error {
+	if len(args) == 1 {
+		switch args[0] {
+		case "-h", "--help", "help":
+			_, err := io.WriteString(stdout, usage)
+			return err
+		case "-v", "--version":
+			_, err := fmt.Fprintf(stdout, "oncekv v=%s redis=%s\n", commands.OncekvVersion, commands.Version)
+			return err
+		}
+	}
 	if len(args) > 0 && (args[0] == "backup" || args[0] == "restore") {
 		return backupTool(args[0], args[1:])
 	}
