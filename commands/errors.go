@@ -83,9 +83,17 @@ var sentinels = []error{
 // misconf words a refused write as Redis's MISCONF, naming the cause.
 func misconf(err error) string {
 	cause := strings.TrimPrefix(err.Error(), store.ErrWrite.Error()+": ")
+	if len(cause) > maxCause {
+		// A storage engine's error may quote what it refused (kilobytes
+		// of a value, in hex): the server's log has it whole.
+		cause = strings.ToValidUTF8(cause[:maxCause], "") + "…"
+	}
 	return "MISCONF Errors writing to the data directory (" + cause +
 		"): writes are refused until it can be written again; reads keep working."
 }
+
+// maxCause is the most of a storage error's text that a reply quotes.
+const maxCause = 200
 
 // replyError is an error whose text is already a complete RESP error
 // (used for messages with parameters, such as the command name).
