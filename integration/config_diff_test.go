@@ -43,6 +43,7 @@ func configSetScripts() []Script {
 			cmd("CONFIG", "SET", "always-show-logo", "yes"),
 			cmd("CONFIG", "SET", "set-proc-title", "no"),
 			cmd("CONFIG", "SET", "appendfilename", "x"),
+			cmd("CONFIG", "SET", "appenddirname", "x"),
 			cmd("CONFIG", "SET", "timeout", "1", "timeout", "2"),
 			cmd("CONFIG", "SET", "TimeOut", "5", "timeout", "6"),
 			cmd("CONFIG", "SET", "maxclients", "50", "MAXCLIENTS", "60"),
@@ -55,6 +56,9 @@ func configSetScripts() []Script {
 			cmd("CONFIG", "SET", "min-free-disk"),
 			cmd("CONFIG", "GET", "timeout"),
 			cmd("CONFIG", "GET", "maxclients"),
+			cmd("CONFIG", "GET", "dbfilename"),
+			cmd("CONFIG", "GET", "appendfilename"),
+			cmd("CONFIG", "GET", "appenddirname"),
 		}},
 		{"config-set-values", []Step{
 			cmd("CONFIG", "SET", "timeout", "abc"),

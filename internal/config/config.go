@@ -146,7 +146,7 @@ var ErrUnknown = errors.New("unknown directive")
 // nothing here (persistence is always on; there is no RDB).
 var ignored = map[string]bool{
 	"appendonly": true, "save": true,
-	"dbfilename": true, "appendfilename": true, "supervised": true, "logfile": true,
+	"dbfilename": true, "appendfilename": true, "appenddirname": true, "supervised": true, "logfile": true,
 	"always-show-logo": true, "set-proc-title": true, "hz": true,
 }
 
@@ -585,6 +585,11 @@ func (c Config) Directives() map[string]string {
 		"maxmemory":        "0",
 		"maxmemory-policy": "noeviction",
 		"hz":               "10",
+		// Redis's defaults: accepted (and ignored) as directives, and
+		// read by tools that locate a server's files.
+		"dbfilename":     "dump.rdb",
+		"appendfilename": "appendonly.aof",
+		"appenddirname":  "appendonlydir",
 
 		"slowlog-log-slower-than": strconv.FormatInt(c.SlowlogLogSlowerThan, 10),
 		"slowlog-max-len":         strconv.FormatInt(c.SlowlogMaxLen, 10),

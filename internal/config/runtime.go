@@ -79,6 +79,7 @@ var runtimeKinds = map[string]runtimeKind{
 	"always-show-logo": kindImmutable,
 	"set-proc-title":   kindImmutable,
 	"appendfilename":   kindImmutable,
+	"appenddirname":    kindImmutable,
 
 	// Where the server writes: a client must not choose it.
 	"dir":        kindProtected,
