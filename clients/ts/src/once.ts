@@ -350,11 +350,19 @@ export class Once<T> {
       const st = await withTimeout(this.store.redis.call('once.status', full), OP_TIMEOUT)
       let state = ''
       let token = -1
+      const field = (k: unknown, v: unknown) => {
+        if (String(k) === 'state') state = String(v)
+        if (String(k) === 'token') token = Number(v)
+      }
       if (Array.isArray(st)) {
-        for (let i = 0; i + 1 < st.length; i += 2) {
-          if (String(st[i]) === 'state') state = String(st[i + 1])
-          if (String(st[i]) === 'token') token = Number(st[i + 1])
-        }
+        // RESP2, or RESP3 under ioredis' default "legacy" reply mapping:
+        // field, value, …
+        for (let i = 0; i + 1 < st.length; i += 2) field(st[i], st[i + 1])
+      } else if (st instanceof Map) {
+        for (const [k, v] of st) field(k, v)
+      } else if (st !== null && typeof st === 'object') {
+        // RESP3 with replyMapping "resp3": a map reply is a plain object.
+        for (const [k, v] of Object.entries(st)) field(k, v)
       }
       return { state, token }
     } catch {

@@ -246,6 +246,17 @@ test('a COMPLETE that never arrived is sent again while the claim is still ours 
   assert.deepEqual([m.get('state'), Number(m.get('token'))], ['done', got.token])
 })
 
+for (const replyMapping of ['legacy', 'resp3'] as const) {
+  test(`a COMPLETE that never arrived is sent again, whatever the client's RESP3 reply mapping (${replyMapping}) (KV-13)`, async () => {
+    const name = uniq('resend3')
+    const s = store({}, { protocol: 3, replyMapping })
+    const f = failing(s, 'once.complete', 1, 1)
+    const got = await s.once<number>(name, { keep: '1h' }).runInfo('k', () => 7)
+    assert.deepEqual([got.value, got.replayed], [7, false])
+    assert.equal(f.calls(), 2, 'the failed COMPLETE and one more')
+  })
+}
+
 test('a COMPLETE refused for good releases the claim to a waiter elsewhere at once (KV-13)', async () => {
   const admin = redis()
   const name = uniq('refused')
