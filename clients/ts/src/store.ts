@@ -191,13 +191,24 @@ export class NoReplyError extends OnceError {
   override name = 'NoReplyError'
 }
 
-/** withTimeout waits for p for at most ms, then rejects with a NoReplyError (p goes on). */
+/**
+ * withTimeout waits for p for at most ms, then rejects with a NoReplyError
+ * (p goes on). A reply that came in time but was not read yet, because
+ * the event loop was busy past ms (timers run before sockets are read),
+ * still counts: the timeout lets one round of I/O go first.
+ */
 export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined
+  let immediate: NodeJS.Immediate | undefined
   const t = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new NoReplyError(`oncekv: no reply within ${ms} ms`)), ms)
+    timer = setTimeout(() => {
+      immediate = setImmediate(() => reject(new NoReplyError(`oncekv: no reply within ${ms} ms`)))
+    }, ms)
   })
-  return Promise.race([p, t]).finally(() => clearTimeout(timer))
+  return Promise.race([p, t]).finally(() => {
+    clearTimeout(timer)
+    if (immediate !== undefined) clearImmediate(immediate)
+  })
 }
 
 /** claimArgs are ONCE.CLAIM's arguments after the command; waitMs undefined: no WAIT. */

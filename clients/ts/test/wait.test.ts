@@ -260,3 +260,29 @@ test('a wait whose connection died without a reset is sent again on another', as
     proxy.close()
   }
 })
+
+test('a wait reply that came while the event loop was busy is taken, not cut as a dead connection (KV-10)', async () => {
+  // KEEP 0: the answer goes only to the callers waiting when the run
+  // completes. A reply already read by the kernel, whose processing the
+  // event loop delayed past slice + margin, must still be that answer.
+  const admin = redis()
+  const name = uniq('busyloop')
+  const s = store({ waitSlice: 1000 })
+  s._waitMargin = 100
+  const full = `${name}:k`
+  const claimed = (await admin.call('once.claim', full, 'lease', 30_000)) as [string, number]
+  assert.equal(claimed[0], 'claimed')
+  const got = s.once<string>(name).run('k', () => 'ran again', { signal: AbortSignal.timeout(10_000) })
+  await eventually('the waiter waiting on the server', 5000, async () => {
+    const st = (await admin.call('once.status', full)) as unknown[]
+    for (let i = 0; i + 1 < st.length; i += 2) if (String(st[i]) === 'waiters') return Number(st[i + 1]) === 1
+    return false
+  })
+  const done = admin.call('once.complete', full, claimed[1], JSON.stringify('answer'), 'keep', 0)
+  const until = Date.now() + 1500 // past slice + margin: the event loop is busy
+  while (Date.now() < until) {
+    // a synchronous computation
+  }
+  assert.equal(await done, 'OK')
+  assert.equal(await got, 'answer')
+})
