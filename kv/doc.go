@@ -35,11 +35,14 @@
 //     return. The token in RunInfo only grows and can be given to a
 //     downstream service as a fencing token (KV-13).
 //   - An answer whose COMPLETE failed is checked with ONCE.STATUS: one
-//     stored under the run's token (the reply was lost) is a success; a
-//     claim still held (the COMPLETE never arrived) gets the answer once
-//     more, and if that fails too, Run fails and releases the claim, so
-//     that a waiting caller takes the run over at once rather than when
-//     the lease runs out.
+//     stored under the run's token (the reply was lost) is a success. A
+//     claim still held after an error reply (the server refused the
+//     answer: too long, a full disk) is aborted with that reply, and the
+//     callers waiting for the run fail with it (KV-12). A claim still held
+//     after a network error (the COMPLETE never arrived) gets the answer
+//     once more, and if that fails too, Run fails and releases the claim,
+//     so that a waiting caller takes the run over at once rather than
+//     when the lease runs out.
 //   - A key reused with a different fingerprint fails with ErrMismatch
 //     instead of returning another request's answer (KV-15).
 //   - A caller's context bounds only its own wait: when it ends, Run

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // DefaultLease is the lease of a Once opened without Lease: how long a
@@ -299,8 +301,9 @@ func (o *Once[T]) runClaimed(ctx context.Context, f *flight, key, full string, t
 	}
 	info = RunInfo[T]{Value: v, Token: token}
 	err = o.complete(ctx, full, token, data)
+	var aborted string
 	if err != nil {
-		err = o.settle(ctx, full, token, data, err)
+		err, aborted = o.settle(ctx, full, token, data, err)
 	}
 	switch {
 	case err == nil:
@@ -309,6 +312,9 @@ func (o *Once[T]) runClaimed(ctx context.Context, f *flight, key, full string, t
 	case errors.Is(err, errStale):
 		report(runReport{kind: reportRetry})
 		return info, leaseLost(full, nil)
+	case aborted != "":
+		report(runReport{kind: reportFailed, msg: aborted})
+		return info, fmt.Errorf("kv: store the answer of %q: %w", full, err)
 	default:
 		// The answer was not stored, or whether it was is unknown: the
 		// others ask again.
@@ -347,27 +353,41 @@ func (c *claimRun) lost(err error) {
 //   - the answer, completed under token: the reply was lost, and the
 //     client's resend (go-redis retries on network errors) found the
 //     claim done by this run. It counts as stored (nil);
-//   - the claim, still held by token: the COMPLETE never took effect. It
-//     is sent once more; if that fails too, the claim is released as a
-//     lapse, so that a waiter elsewhere takes it over now rather than
-//     when the lease runs out, and err is returned;
+//   - the claim, still held by token, and err an error reply: the server
+//     refused the answer (too long, a full disk). Sent again, or computed
+//     again by another caller, it would be refused too: the claim is
+//     aborted with a message saying so (returned as aborted), and the
+//     callers waiting for the run fail with it (KV-12);
+//   - the claim, still held by token, and err the network's: the COMPLETE
+//     never took effect. It is sent once more; if that fails too, the
+//     claim is released as a lapse, so that a waiter elsewhere takes it
+//     over now rather than when the lease runs out;
 //   - anything else, or no answer: err.
-func (o *Once[T]) settle(ctx context.Context, full string, token int64, data []byte, err error) error {
+func (o *Once[T]) settle(ctx context.Context, full string, token int64, data []byte, err error) (_ error, aborted string) {
 	for resent := false; ; resent = true {
 		state, tok, ok := o.status(ctx, full)
 		switch {
 		case !ok || tok != token:
-			return err
+			return err, ""
 		case state == "done":
-			return nil
+			return nil, ""
 		case state != "running":
-			return err
-		case resent:
+			return err, ""
+		}
+		var reply redis.Error
+		if errors.As(err, &reply) {
+			msg := "the answer could not be stored: " + err.Error()
+			if _, aerr := o.abort(ctx, full, token, msg); aerr == nil {
+				return err, msg
+			}
+			resent = true
+		}
+		if resent {
 			o.s.release(full, token)
-			return err
+			return err, ""
 		}
 		if err = o.complete(ctx, full, token, data); err == nil {
-			return nil
+			return nil, ""
 		}
 	}
 }

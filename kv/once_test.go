@@ -503,11 +503,12 @@ func TestCompleteThatNeverArrivedIsSentAgain(t *testing.T) {
 	}
 }
 
-// TestRefusedCompleteReleasesTheClaim (KV-13): when the answer cannot be
-// stored (every COMPLETE fails, the claim still held), Run fails and
-// releases the claim as a lapse: a caller waiting elsewhere takes it over
-// at once, not when the 30 s lease would have run out.
-func TestRefusedCompleteReleasesTheClaim(t *testing.T) {
+// TestCompleteLostTwiceReleasesTheClaim (KV-13): when the answer cannot
+// be stored (every COMPLETE is lost on the network, the claim still
+// held), Run fails and releases the claim as a lapse: a caller waiting
+// elsewhere takes it over at once, not when the 30 s lease would have
+// run out.
+func TestCompleteLostTwiceReleasesTheClaim(t *testing.T) {
 	addr := server(t)
 	rdb := client(t, addr)
 	rdb.AddHook(&failingCmd{name: "once.complete", first: 1})
@@ -543,6 +544,70 @@ func TestRefusedCompleteReleasesTheClaim(t *testing.T) {
 	info, err := recv(t, second), recv(t, secondErr)
 	if err != nil || info.Value != "stored" || info.Replayed {
 		t.Fatalf("the waiter elsewhere: %+v, %v; want to run after the release", info, err)
+	}
+}
+
+// replyErr is an error reply of the server, as go-redis gives one.
+type replyErr string
+
+func (e replyErr) Error() string { return string(e) }
+func (replyErr) RedisError()     {}
+
+// TestRefusedAnswerFailsTheRun (KV-12, KV-13): a COMPLETE the server
+// refuses with an error reply (an answer too long for it) would be
+// refused again, sent again or computed again by another caller: the run
+// is aborted with the server's word, and the callers waiting for it, here
+// and elsewhere, fail with it rather than run fn again one after another.
+func TestRefusedAnswerFailsTheRun(t *testing.T) {
+	addr := server(t)
+	rdb := client(t, addr)
+	const refusal = "ERR value is too long (at most 67108855 bytes)"
+	h := &failingCmd{name: "once.complete", first: 1, err: replyErr(refusal)}
+	rdb.AddHook(h)
+	s := store(t, rdb)
+	o := open[string](t, s, "refusedanswer")
+	other := open[string](t, store(t, client(t, addr)), "refusedanswer")
+
+	started := make(chan struct{})
+	proceed := make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		_, err := o.Run(ctxFor(t, 10*time.Second), "k", func(context.Context) (string, error) {
+			close(started)
+			<-proceed
+			return "too long", nil
+		})
+		first <- err
+	}()
+	recv(t, started)
+	local := make(chan error, 1)
+	go func() {
+		_, err := o.Run(ctxFor(t, 10*time.Second), "k", nil2[string]())
+		local <- err
+	}()
+	elsewhere := make(chan error, 1)
+	go func() {
+		_, err := other.Run(ctxFor(t, 10*time.Second), "k", nil2[string]())
+		elsewhere <- err
+	}()
+	eventually(t, 5*time.Second, "a caller in the flight and one waiting on the server", func() bool {
+		return members(s, "refusedanswer:k") == 1 && serverWaiters(t, client(t, addr), "refusedanswer:k") == 1
+	})
+	close(proceed)
+	if err := recv(t, first); err == nil || !strings.Contains(err.Error(), refusal) {
+		t.Fatalf("the runner: %v, want the refusal", err)
+	}
+	for what, ch := range map[string]chan error{"the caller in the flight": local, "the caller elsewhere": elsewhere} {
+		var fe *FailedError
+		if err := recv(t, ch); !errors.As(err, &fe) || !strings.Contains(fe.Message, refusal) {
+			t.Fatalf("%s: %v, want the run failed with the refusal", what, err)
+		}
+	}
+	if n := h.calls.Load(); n != 1 {
+		t.Fatalf("%d COMPLETEs sent, want the refused one only", n)
+	}
+	if st := status(t, client(t, addr), "refusedanswer:k"); st != nil {
+		t.Fatalf("the key holds %v, want it free", st)
 	}
 }
 
