@@ -302,14 +302,16 @@ export class Once<T> {
     const args: (string | number | Buffer)[] = [full, token, data]
     if (this.#keepMs !== undefined) args.push('keep', this.#keepMs)
     let cerr = await this.#command('once.complete', ...args)
-    if (cerr !== undefined) cerr = await this.#settle(full, token, args, cerr)
+    let aborted: string | undefined
+    if (cerr !== undefined) ({ err: cerr, aborted } = await this.#settle(full, token, args, cerr))
     if (cerr === undefined) {
       report({ kind: 'done', answer: data, token })
       return { value, replayed: false, token }
     }
-    // The answer was not stored, or whether it was is unknown: the others
-    // ask again.
-    report({ kind: 'retry' })
+    // The claim was aborted with the server's refusal, and the others fail
+    // with it; or the answer was not stored, or whether it was is unknown,
+    // and the others ask again.
+    report(aborted !== undefined ? { kind: 'failed', message: aborted } : { kind: 'retry' })
     if (cerr instanceof StaleReply) {
       throw new LeaseLostError<T>(key, full, token, { value, hasValue: true })
     }
@@ -318,29 +320,45 @@ export class Once<T> {
 
   /**
    * settle decides a COMPLETE that failed with err, by asking the server
-   * (ONCE.STATUS) what it holds; it returns the error that stands, if any:
+   * (ONCE.STATUS) what it holds; it returns the error that stands, if any,
+   * and the message the claim was aborted with, if it was:
    *
    *  - the answer, completed under token: the reply was lost, and the
    *    client's resend (ioredis resends on a reconnect) found the claim
    *    done by this run. It counts as stored;
-   *  - the claim, still held by token: the COMPLETE never took effect. It
-   *    is sent once more; if that fails too, the claim is released as a
-   *    lapse, so that a waiter elsewhere takes it over now rather than when
-   *    the lease runs out;
+   *  - the claim, still held by token, and err an error reply: the server
+   *    refused the answer (too long, a full disk). Sent again, or computed
+   *    again by another caller, it would be refused too: the claim is
+   *    aborted with a message saying so, and the callers waiting for the
+   *    run fail with it (KV-12);
+   *  - the claim, still held by token, and err the network's: the COMPLETE
+   *    never took effect. It is sent once more; if that fails too, the
+   *    claim is released as a lapse, so that a waiter elsewhere takes it
+   *    over now rather than when the lease runs out;
    *  - anything else, or no answer: err.
    */
-  async #settle(full: string, token: number, args: (string | number | Buffer)[], err: unknown): Promise<unknown> {
+  async #settle(
+    full: string,
+    token: number,
+    args: (string | number | Buffer)[],
+    err: unknown,
+  ): Promise<{ err: unknown; aborted?: string }> {
     for (let resent = false; ; resent = true) {
       const st = await this.#status(full)
-      if (st === undefined || st.token !== token) return err
-      if (st.state === 'done') return undefined
-      if (st.state !== 'running') return err
+      if (st === undefined || st.token !== token) return { err }
+      if (st.state === 'done') return { err: undefined }
+      if (st.state !== 'running') return { err }
+      if (err instanceof Error && err.name === 'ReplyError') {
+        const msg = `the answer could not be stored: ${err.message}`
+        if ((await this.#command('once.abort', full, token, msg)) === undefined) return { err, aborted: msg }
+        resent = true
+      }
       if (resent) {
         await this.store._release(full, token)
-        return err
+        return { err }
       }
       err = await this.#command('once.complete', ...args)
-      if (err === undefined) return undefined
+      if (err === undefined) return { err: undefined }
     }
   }
 

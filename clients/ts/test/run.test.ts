@@ -1,6 +1,7 @@
 // run: one runner for any number of callers, keep, failure, leases.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { ReplyError } from 'ioredis'
 import { LeaseLostError, RunFailedError } from '../src/index.js'
 import { eventually, gate, redis, settle, sleep, store, uniq, untilAborted } from './helpers.js'
 
@@ -218,14 +219,20 @@ test('a COMPLETE whose reply is lost is not reported as a lost lease (KV-13)', a
   assert.equal(v, 5)
 })
 
-/** failing makes the calls first…last (from 1; last undefined: all from first) of command on s fail without reaching the server. */
-function failing(s: ReturnType<typeof store>, command: string, first: number, last?: number): { calls: () => number } {
+/**
+ * failing makes the calls first…last (from 1; last undefined: all from
+ * first) of command on s fail without reaching the server: with reply, as
+ * the server's error reply; else as lost on the network.
+ */
+function failing(s: ReturnType<typeof store>, command: string, first: number, last?: number, reply?: string): { calls: () => number } {
   const real = s._do.bind(s)
   let calls = 0
   s._do = async (c: string, ...args: (string | number | Buffer)[]) => {
     if (c === command) {
       const n = ++calls
-      if (n >= first && (last === undefined || n <= last)) throw new Error(`injected: ${command} lost on the network`)
+      if (n >= first && (last === undefined || n <= last)) {
+        throw reply !== undefined ? new ReplyError(reply) : new Error(`injected: ${command} lost on the network`)
+      }
     }
     return real(c, ...args)
   }
@@ -257,7 +264,7 @@ for (const replyMapping of ['legacy', 'resp3'] as const) {
   })
 }
 
-test('a COMPLETE refused for good releases the claim to a waiter elsewhere at once (KV-13)', async () => {
+test('a COMPLETE lost twice releases the claim to a waiter elsewhere at once (KV-13)', async () => {
   const admin = redis()
   const name = uniq('refused')
   const s = store()
@@ -288,6 +295,47 @@ test('a COMPLETE refused for good releases the claim to a waiter elsewhere at on
   assert.ok(!(e instanceof LeaseLostError), `the refused run threw ${e}`)
   const got = await second
   assert.deepEqual([got.value, got.replayed], ['stored', false], 'the waiter elsewhere runs after the release')
+})
+
+test('an answer the server refuses fails the run for every caller instead of running fn again (KV-12, KV-13)', async () => {
+  const admin = redis()
+  const name = uniq('refusedanswer')
+  const refusal = 'ERR value is too long (at most 67108855 bytes)'
+  const s = store()
+  const f = failing(s, 'once.complete', 1, undefined, refusal)
+  const o = s.once<string>(name)
+  const other = store().once<string>(name)
+  const started = gate<void>()
+  const proceed = gate<void>()
+  const first = o
+    .run('k', async () => {
+      started.open()
+      await proceed.promise
+      return 'too long'
+    })
+    .then(
+      () => assert.fail('the run whose answer was refused succeeded'),
+      (e) => e,
+    )
+  await started.promise
+  const callers = [o, other].map((x) =>
+    x.run('k', () => 'ran again', { signal: AbortSignal.timeout(10_000) }).then(
+      (v) => assert.fail(`a waiting caller got ${v}`),
+      (e) => e,
+    ),
+  )
+  await eventually('a caller waiting on the server', 5000, async () => {
+    const st = (await admin.call('once.status', `${name}:k`)) as unknown[]
+    for (let i = 0; i + 1 < st.length; i += 2) if (String(st[i]) === 'waiters') return Number(st[i + 1]) === 1
+    return false
+  })
+  proceed.open()
+  assert.ok(String(await first).includes(refusal), `the runner threw ${await first}`)
+  for (const e of await Promise.all(callers)) {
+    assert.ok(e instanceof RunFailedError && e.runMessage.includes(refusal), `a waiting caller threw ${e}`)
+  }
+  assert.equal(f.calls(), 1, 'the refused COMPLETE only')
+  assert.equal(await admin.call('once.status', `${name}:k`), null, 'the key is free')
 })
 
 test('a lost lease frees the flight at once, while fn, deaf to its signal, still runs (KV-13)', async () => {
