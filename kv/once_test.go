@@ -547,6 +547,98 @@ func TestCompleteLostTwiceReleasesTheClaim(t *testing.T) {
 	}
 }
 
+// freezer dials connections that it can freeze: from then on they carry
+// no reply (what arrives is dropped), and stay open, as after a partition.
+type freezer struct {
+	mu    sync.Mutex
+	conns []*freezable
+}
+
+type freezable struct {
+	net.Conn
+	frozen atomic.Bool
+}
+
+func (c *freezable) Read(b []byte) (int, error) {
+	for {
+		n, err := c.Conn.Read(b)
+		if !c.frozen.Load() || err != nil {
+			return n, err // frozen: the read deadline, or the close
+		}
+	}
+}
+
+func (f *freezer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	fc := &freezable{Conn: c}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.conns = append(f.conns, fc)
+	return fc, nil
+}
+
+func (f *freezer) freeze() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.conns {
+		c.frozen.Store(true)
+	}
+}
+
+// TestWaitOnADeadConnectionIsBounded (KV-10): a client with no read
+// timeout (ReadTimeout -1) still gives the store's wait client one, a
+// margin past the slice: a wait whose connection died without a reset is
+// cut and sent again on another, and gets the answer. Before, it waited
+// for the kernel to notice, if ever.
+func TestWaitOnADeadConnectionIsBounded(t *testing.T) {
+	defer func(d time.Duration) { waitMargin = d }(waitMargin)
+	waitMargin = 300 * time.Millisecond
+	addr := server(t)
+	fz := &freezer{}
+	c := client(t, addr, func(o *redis.Options) {
+		o.ReadTimeout = -1
+		o.Dialer = fz.dial
+	})
+	ws := store(t, c, WaitSlice(200*time.Millisecond))
+	runner := open[string](t, store(t, client(t, addr)), "frozen")
+	waiter := open[string](t, ws, "frozen")
+	started := make(chan struct{})
+	proceed := make(chan struct{})
+	go func() {
+		_, _ = runner.Run(ctxFor(t, 20*time.Second), "k", func(context.Context) (string, error) {
+			close(started)
+			<-proceed
+			return "answer", nil
+		})
+	}()
+	recv(t, started)
+	got := make(chan string, 1)
+	go func() {
+		v, err := waiter.Run(context.Background(), "k", nil2[string]())
+		if err != nil {
+			v = err.Error()
+		}
+		got <- v
+	}()
+	eventually(t, 5*time.Second, "the wait on the server", func() bool {
+		return serverWaiters(t, client(t, addr), "frozen:k") == 1
+	})
+	fz.freeze()
+	time.Sleep(100 * time.Millisecond)
+	close(proceed)
+	select {
+	case v := <-got:
+		if v != "answer" {
+			t.Fatalf("waiter: %q", v)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the wait on a dead connection was never cut")
+	}
+}
+
 // replyErr is an error reply of the server, as go-redis gives one.
 type replyErr string
 

@@ -164,12 +164,15 @@ func New(rdb redis.UniversalClient, opts ...StoreOption) *Store {
 // blockingClone makes a client for blocked waits from the options of an
 // initialized client: same server and credentials, its own pool, and a
 // read timeout longer than any wait slice.
+//
+// Even when the original has none: the server ends every wait with its
+// slice, so no reply long after it means a connection dead without a
+// reset (a partition), which only the timeout notices.
 func blockingClone(src *redis.Options, slice time.Duration, poolSize int) *redis.Client {
 	o := *src
+	o.ReadTimeout = slice + waitMargin
 	if src.ReadTimeout > 0 {
 		o.ReadTimeout = slice + src.ReadTimeout
-	} else {
-		o.ReadTimeout = -1 // no timeout, as the original
 	}
 	if poolSize > 0 {
 		o.PoolSize = poolSize
@@ -200,6 +203,11 @@ func (s *Store) Close() error {
 	}
 	return nil
 }
+
+// waitMargin is how long after its slice a wait's reply may come, on a
+// wait client made from one with no read timeout, before its connection
+// counts as dead. A variable for the tests.
+var waitMargin = opTimeout
 
 // minShrinkSlice is the shortest wait slice that a read timeout shortens.
 const minShrinkSlice = 20 * time.Millisecond
