@@ -180,7 +180,7 @@ func (e *Engine) Start() error {
 // Close wakes every waiter with ErrShutdown and stops the timers.
 func (e *Engine) Close() {
 	var wake []*Waiter
-	_, _ = e.st.Update(func(store.Tx) error {
+	shut := func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		e.closed = true
@@ -194,8 +194,20 @@ func (e *Engine) Close() {
 			}
 			delete(e.keys, k)
 		}
+	}
+	ran := false
+	_, _ = e.st.Update(func(store.Tx) error {
+		ran = true
+		shut()
 		return nil
 	})
+	if !ran {
+		// The store refuses transactions (a full disk, or it is closed
+		// already), so none runs now, but a lapse it refused would be
+		// tried again for good: the timers stop and the waiters are
+		// woken all the same.
+		shut()
+	}
 	for _, w := range wake {
 		e.Stats.waiting.Add(-1)
 		w.ch <- Result{Err: ErrShutdown, Ticket: store.Done{}}

@@ -1,0 +1,47 @@
+package once_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/oncekv/oncekv/once"
+)
+
+// TestCloseWhileTheStoreRefusesWakesWaitersAndStopsRetrying (KV-13): a
+// lapse that the store refuses is tried again every lapseRetry. Close must
+// still end that: it wakes the waiters with ErrShutdown and stops the
+// timers, though the store refuses its transaction too (a full disk, or
+// the store closed first), and no lapse is tried after it.
+func TestCloseWhileTheStoreRefusesWakesWaitersAndStopsRetrying(t *testing.T) {
+	t.Parallel()
+	v := openEnv(t, "", 30*time.Second)
+	rs := &refusingStore{DB: v.st}
+	e := once.New(rs, once.Config{DefaultLease: 30 * time.Second})
+	v.e.Close()
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	v.e = e
+	v.mustClaim("k", lease(100))
+	w := v.waiter("k", true, lease(5000))
+	rs.refuse.Store(true)
+	deadline := time.Now().Add(5 * time.Second)
+	for rs.refused.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if rs.refused.Load() == 0 {
+		t.Fatal("the lapse never reached the store")
+	}
+	e.Close()
+	r := recv(t, w, 2*time.Second)
+	if !errors.Is(r.Err, once.ErrShutdown) {
+		t.Fatalf("waiter after Close: %+v, want ErrShutdown", r)
+	}
+	n := rs.refused.Load()
+	time.Sleep(1200 * time.Millisecond) // more than two retries
+	if m := rs.refused.Load(); m != n {
+		t.Fatalf("the lapse was tried %d more times after Close", m-n)
+	}
+	rs.refuse.Store(false)
+}
