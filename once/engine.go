@@ -29,6 +29,7 @@ package once
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -507,6 +508,12 @@ func (e *Engine) settle(tx store.Tx, k wkey) (Record, bool, error) {
 // or frees the key and tells the WAIT waiters so.
 func (e *Engine) lapse(tx store.Tx, k wkey, ks *keyState) error {
 	e.Stats.LeaseLapses.Add(1)
+	return e.handOver(tx, k, ks)
+}
+
+// handOver is lapse's work: the claim goes to the oldest Claim waiter, or
+// the key becomes free.
+func (e *Engine) handOver(tx store.Tx, k wkey, ks *keyState) error {
 	e.mu.Lock()
 	var next *Waiter
 	for i, w := range ks.waiters {
@@ -543,6 +550,14 @@ func (e *Engine) lapse(tx store.Tx, k wkey, ks *keyState) error {
 		r.Fingerprint, r.HasFP = next.fp, true
 	}
 	if err := e.save(tx, k, r); err != nil {
+		if errors.Is(err, store.ErrValueTooLong) {
+			// The heir's own fingerprint makes the record longer than
+			// the store takes: that is for good, not for a while (a
+			// full disk). The heir gets the error its CLAIM would have
+			// had on a free key, and the claim goes to the next one.
+			e.deliver(next, Result{Err: err})
+			return e.handOver(tx, k, ks)
+		}
 		return requeue(err)
 	}
 	e.Stats.Handoffs.Add(1)

@@ -1,11 +1,13 @@
 package once_test
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/oncekv/oncekv/once"
+	"github.com/oncekv/oncekv/store"
 )
 
 // TestCloseWhileTheStoreRefusesWakesWaitersAndStopsRetrying (KV-13): a
@@ -44,4 +46,24 @@ func TestCloseWhileTheStoreRefusesWakesWaitersAndStopsRetrying(t *testing.T) {
 		t.Fatalf("the lapse was tried %d more times after Close", m-n)
 	}
 	rs.refuse.Store(false)
+}
+
+// TestHeirWhoseFingerprintIsTooLongDoesNotWedgeTheKey (KV-13, KV-5): a
+// CLAIM … WAIT whose fingerprint is too long to be stored may join a
+// running record that has none. At the lapse it is the heir, and the
+// handover's write is refused (store.ErrValueTooLong) — not for a while,
+// as a full disk, but for good. The heir must get that error and the claim
+// pass to the next waiter, not be retried forever with the key wedged.
+func TestHeirWhoseFingerprintIsTooLongDoesNotWedgeTheKey(t *testing.T) {
+	t.Parallel()
+	v := openEnv(t, "", 30*time.Second)
+	huge := bytes.Repeat([]byte("f"), store.MaxValueLen)
+	v.mustClaim("k", lease(500)) // no fingerprint
+	w1 := v.waiter("k", true, once.ClaimArgs{Lease: 5000, FP: huge, HasFP: true})
+	w2 := v.waiter("k", true, lease(5000))
+	r1 := recv(t, w1, 3*time.Second)
+	if !errors.Is(r1.Err, store.ErrValueTooLong) {
+		t.Fatalf("heir with a too-long fingerprint: %+v, want ErrValueTooLong", r1)
+	}
+	wantState(t, "the next waiter", recv(t, w2, 3*time.Second), "claimed", "")
 }
