@@ -320,11 +320,14 @@ func clientKill(x *Ctx) {
 	old := len(rest) == 1
 	if old {
 		addr, skipme = rest[0], false
-	} else if len(rest)%2 != 0 {
-		x.Fail(ErrSyntax)
-		return
 	}
+	// The pairs are read in order, as Redis does: a bad value before a
+	// lone last word is its own error, the lone word a syntax error.
 	for i := 0; !old && i < len(rest); i += 2 {
+		if i+1 >= len(rest) {
+			x.Fail(ErrSyntax)
+			return
+		}
 		v := rest[i+1]
 		switch {
 		case eq(rest[i], "id"):

@@ -197,6 +197,14 @@ func serverScripts() []Script {
 			cmd("CLIENT", "KILL", "ID", "x"),
 			cmd("CLIENT", "KILL", "FOO", "bar"),
 			cmd("CLIENT", "KILL", "ID", "1", "TYPE"),
+			// With an odd number of filter words, Redis reads the pairs
+			// in order: a bad value before the lone word is its own
+			// error, not a syntax error.
+			cmd("CLIENT", "KILL", "ID", "0", "TYPE"),
+			cmd("CLIENT", "KILL", "TYPE", "foo", "ID"),
+			cmd("CLIENT", "KILL", "USER", "nosuch", "SKIPME"),
+			cmd("CLIENT", "KILL", "SKIPME", "maybe", "ID"),
+			cmd("CLIENT", "KILL", "TYPE", "normal", "ID", "x", "LADDR"),
 			cmd("CLIENT", "KILL", "192.0.2.1:1"),
 			cmd("CLIENT", "KILL"),
 			cmd("PING").On(1),
