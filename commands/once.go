@@ -144,9 +144,12 @@ func onceClaim(x *Ctx) {
 		a.Wait = false
 		var r once.Result
 		var err error
-		t := x.S.updateAndDeliver(func(tx store.Tx) {
+		t, serr := x.S.updateAndDeliver(func(tx store.Tx) {
 			r, _, err = x.S.once.Claim(tx, x.DB, x.Args[1], a)
 		})
+		if serr != nil {
+			return r, serr
+		}
 		r.Ticket = t
 		return r, err
 	})
@@ -187,9 +190,12 @@ func onceWait(x *Ctx) {
 	x.blockOn(w, timeout, func() (once.Result, error) {
 		var r once.Result
 		var err error
-		t := x.S.updateAndDeliver(func(tx store.Tx) {
+		t, serr := x.S.updateAndDeliver(func(tx store.Tx) {
 			r, _, err = x.S.once.Wait(tx, x.DB, x.Args[1], false)
 		})
+		if serr != nil {
+			return r, serr
+		}
 		r.Ticket = t
 		return r, err
 	})
@@ -250,16 +256,22 @@ func (x *Ctx) blockOn(w *once.Waiter, timeoutMs int64, again func() (once.Result
 
 // updateAndDeliver runs fn in an exclusive transaction, delivers the
 // wake-ups it caused and returns its ticket: a reply that tells what fn
-// wrote or read must wait for it (KV-6).
-func (s *Server) updateAndDeliver(fn func(tx store.Tx)) store.Ticket {
+// wrote or read must wait for it (KV-6). The error is the store's when it
+// refused the transaction, and fn did not run.
+func (s *Server) updateAndDeliver(fn func(tx store.Tx)) (store.Ticket, error) {
 	var after []func(store.Ticket)
-	t, _ := s.store.Update(func(tx store.Tx) error {
+	ran := false
+	t, err := s.store.Update(func(tx store.Tx) error {
+		ran = true
 		fn(s.wrap(tx))
 		after = s.commit()
 		return nil
 	})
 	runAfter(after, t)
-	return t
+	if !ran {
+		return nil, err
+	}
+	return t, nil
 }
 
 // writeResult writes a [state, detail] pair.
