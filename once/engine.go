@@ -555,16 +555,20 @@ func (e *Engine) handOver(tx store.Tx, k wkey, ks *keyState) error {
 			// the store takes: that is for good, not for a while (a
 			// full disk). The heir gets the error its CLAIM would have
 			// had on a free key, and the claim goes to the next one.
+			e.mu.Lock()
 			e.deliver(next, Result{Err: err})
+			e.mu.Unlock()
 			return e.handOver(tx, k, ks)
 		}
 		return requeue(err)
 	}
 	e.Stats.Handoffs.Add(1)
 	e.Stats.Claims.Add(1)
-	e.deliver(next, Result{State: "claimed", Token: tok})
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	// Under e.mu, as Cancel reads gone without a transaction when the
+	// store refuses one.
+	e.deliver(next, Result{State: "claimed", Token: tok})
 	ks.fp, ks.hasFP = r.Fingerprint, r.HasFP
 	if r.HasFP {
 		// The waiters joined a record that may have had no fingerprint:
@@ -745,7 +749,7 @@ func (e *Engine) Status(tx store.Tx, db int, key []byte) (Status, bool, error) {
 // passed on at once, so no claim waits out a lease on a dead waiter.
 func (e *Engine) Cancel(w *Waiter, gone bool) (r Result, ok bool) {
 	delivered := false
-	e.update(func(tx store.Tx) {
+	withdraw := func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		if w.gone {
@@ -765,7 +769,13 @@ func (e *Engine) Cancel(w *Waiter, gone bool) (r Result, ok bool) {
 				e.dropLocked(w.k, ks)
 			}
 		}
-	})
+	}
+	if e.update(func(store.Tx) { withdraw() }) != nil {
+		// The store refuses transactions (a full disk): the waiter must
+		// leave its line all the same, or a later lapse hands the claim
+		// to no one. It writes nothing, and the waiters are e.mu's.
+		withdraw()
+	}
 	if !delivered {
 		return Result{}, false
 	}

@@ -67,3 +67,36 @@ func TestHeirWhoseFingerprintIsTooLongDoesNotWedgeTheKey(t *testing.T) {
 	}
 	wantState(t, "the next waiter", recv(t, w2, 3*time.Second), "claimed", "")
 }
+
+// TestCancelWhileTheStoreRefusesWithdrawsTheWaiter (KV-13): a waiter whose
+// client went away (or whose wait ran out) is withdrawn by Cancel, in a
+// transaction of its own. While the store refuses transactions that one
+// never ran, and the waiter stayed in line: once the store wrote again,
+// the next lapse handed the claim to it, no one ran it, and the key was
+// held for the gone waiter's whole lease.
+func TestCancelWhileTheStoreRefusesWithdrawsTheWaiter(t *testing.T) {
+	t.Parallel()
+	v := openEnv(t, "", 30*time.Second)
+	rs := &refusingStore{DB: v.st}
+	e := once.New(rs, once.Config{DefaultLease: 30 * time.Second})
+	v.e.Close()
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	v.e = e
+	v.mustClaim("k", lease(400))
+	w := v.waiter("k", true, lease(60_000))
+	rs.refuse.Store(true)
+	if r, ok := e.Cancel(w, true); ok {
+		t.Fatalf("Cancel: the waiter had a result already: %+v", r)
+	}
+	rs.refuse.Store(false)
+	if st, _ := v.status("k"); st.Waiters != 0 {
+		t.Fatalf("after Cancel: %d waiters, want 0", st.Waiters)
+	}
+	time.Sleep(600 * time.Millisecond) // the runner's lease lapses
+	r, _, err := v.claim("k", lease(1000))
+	if err != nil || r.State != "claimed" {
+		t.Fatalf("CLAIM after the runner's lease lapsed: %+v %v, want claimed (not held by the gone waiter)", r, err)
+	}
+}
