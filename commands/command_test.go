@@ -650,3 +650,22 @@ func TestCommandHelpAndErrors(t *testing.T) {
 		}
 	}
 }
+
+// The CLIENT container's own ACL categories are Redis 7.0's: @slow only
+// (client.json names none; the subcommands are @connection). COMMAND LIST
+// FILTERBY ACLCAT connection lists client|… but not client.
+func TestClientContainerCategories(t *testing.T) {
+	s := newCmdTestServer(t)
+	got := cmdTestRun(t, s, 2, "command", "info", "client")
+	if len(got.elems) != 1 || len(got.elems[0].elems) != 10 {
+		t.Fatalf("COMMAND INFO client: %v", got)
+	}
+	if cats := strings.Join(got.elems[0].elems[6].strs(), " "); cats != "@slow" {
+		t.Errorf("client's categories: %q, want @slow (Redis 7.0)", cats)
+	}
+	for _, n := range cmdTestRun(t, s, 2, "command", "list", "filterby", "aclcat", "connection").strs() {
+		if n == "client" {
+			t.Errorf("COMMAND LIST FILTERBY ACLCAT connection lists client; Redis 7.0 does not")
+		}
+	}
+}

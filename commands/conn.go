@@ -27,7 +27,7 @@ func connCommands() []*Command {
 		{Name: "hello", Arity: -1, Flags: NoScript | Loading | Stale | Fast | NoAuth | AllowBusy, Categories: conn("fast"), Run: helloCmd},
 		{Name: "auth", Arity: -2, Flags: NoScript | Loading | Stale | Fast | NoAuth | AllowBusy, Categories: conn("fast"), Run: authCmd},
 		{Name: "reset", Arity: 1, Flags: AtOnce | NoScript | Loading | Stale | Fast | NoAuth | AllowBusy, Categories: conn("fast"), Run: resetCmd},
-		{Name: "client", Arity: -2, Categories: conn("slow"), Subcommands: []*Command{
+		{Name: "client", Arity: -2, Categories: []string{"slow"}, Subcommands: []*Command{
 			sub("setname", 3, 0, clientSetname),
 			sub("getname", 2, 0, clientGetname),
 			sub("id", 2, 0, clientID),
