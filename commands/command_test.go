@@ -669,3 +669,24 @@ func TestClientContainerCategories(t *testing.T) {
 		}
 	}
 }
+
+// CLIENT HELP lists a subset of Redis's subcommands, but the lines it has
+// are Redis 7.0's: KILL names the filters it takes since 1fa5f62 (TYPE,
+// LADDR, USER, SKIPME), and HELP "Prints this help." as every other HELP.
+func TestClientHelpKillLinesAreRedis(t *testing.T) {
+	s := newCmdTestServer(t)
+	got := strings.Join(cmdTestRun(t, s, 2, "client", "help").strs(), "\n")
+	for _, want := range []string{
+		"KILL <option> <value> [<option> <value> [...]]\n    Kill connections. Options are:\n" +
+			"    * ADDR (<ip:port>|<unixsocket>:0)\n      Kill connections made from the specified address\n" +
+			"    * LADDR (<ip:port>|<unixsocket>:0)\n      Kill connections made to specified local address\n" +
+			"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)\n      Kill connections by type.\n" +
+			"    * USER <username>\n      Kill connections authenticated by <username>.\n" +
+			"    * SKIPME (YES|NO)\n      Skip killing current connection (default: yes).\n",
+		"HELP\n    Prints this help.",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("CLIENT HELP lacks Redis 7.0's\n%s\ngot:\n%s", want, got)
+		}
+	}
+}

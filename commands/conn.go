@@ -436,11 +436,16 @@ func clientHelp(x *Ctx) {
 		"ID", "    Return the ID of the current connection.",
 		"INFO", "    Return information about the current client connection.",
 		"KILL <ip:port>", "    Kill connection made from <ip:port>.",
-		"KILL <option> <value> [<option> <value> [...]]", "    Kill connections. Options are: ID <client-id>, ADDR <ip:port>.",
+		"KILL <option> <value> [<option> <value> [...]]", "    Kill connections. Options are:",
+		"    * ADDR (<ip:port>|<unixsocket>:0)", "      Kill connections made from the specified address",
+		"    * LADDR (<ip:port>|<unixsocket>:0)", "      Kill connections made to specified local address",
+		"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Kill connections by type.",
+		"    * USER <username>", "      Kill connections authenticated by <username>.",
+		"    * SKIPME (YES|NO)", "      Skip killing current connection (default: yes).",
 		"LIST [TYPE NORMAL] [ID <id> [<id> ...]]", "    Return information about client connections.",
 		"SETNAME <name>", "    Assign the name <name> to the current connection.",
 		"SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
-		"HELP", "    Print this help.",
+		"HELP", "    Prints this help.",
 	}
 	x.W.Array(len(lines))
 	for _, l := range lines {
