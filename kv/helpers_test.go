@@ -201,3 +201,26 @@ func recv[T any](tb testing.TB, ch <-chan T) T {
 		panic("unreachable")
 	}
 }
+
+// hold starts o.Run of key with a function that returns v once release
+// is called, deaf to its context, and returns when the function runs;
+// done gets Run's error. The test's end releases it too.
+func hold[T any](tb testing.TB, o *Once[T], key string, v T) (release func(), done <-chan error) {
+	tb.Helper()
+	started := make(chan struct{})
+	proceed := make(chan struct{})
+	errs := make(chan error, 1)
+	go func() {
+		_, err := o.Run(ctxFor(tb, 20*time.Second), key, func(context.Context) (T, error) {
+			close(started)
+			<-proceed
+			return v, nil
+		})
+		errs <- err
+	}()
+	recv(tb, started)
+	var once sync.Once
+	release = func() { once.Do(func() { close(proceed) }) }
+	tb.Cleanup(release)
+	return release, errs
+}

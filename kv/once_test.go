@@ -515,18 +515,7 @@ func TestCompleteLostTwiceReleasesTheClaim(t *testing.T) {
 	o := open[string](t, store(t, rdb), "refused", Lease(30*time.Second))
 	other := open[string](t, store(t, client(t, addr)), "refused", Lease(30*time.Second))
 
-	started := make(chan struct{})
-	proceed := make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		_, err := o.Run(ctxFor(t, 10*time.Second), "k", func(context.Context) (string, error) {
-			close(started)
-			<-proceed
-			return "unstorable", nil
-		})
-		first <- err
-	}()
-	recv(t, started)
+	release, first := hold(t, o, "k", "unstorable")
 	second := make(chan RunInfo[string], 1)
 	secondErr := make(chan error, 1)
 	go func() {
@@ -537,7 +526,7 @@ func TestCompleteLostTwiceReleasesTheClaim(t *testing.T) {
 	eventually(t, 5*time.Second, "the other caller waiting on the server", func() bool {
 		return serverWaiters(t, client(t, addr), "refused:k") == 1
 	})
-	close(proceed)
+	release()
 	if err := recv(t, first); err == nil || errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("the run whose answer was refused: %v, want a store error", err)
 	}
@@ -605,16 +594,7 @@ func TestWaitOnADeadConnectionIsBounded(t *testing.T) {
 	ws := store(t, c, WaitSlice(200*time.Millisecond))
 	runner := open[string](t, store(t, client(t, addr)), "frozen")
 	waiter := open[string](t, ws, "frozen")
-	started := make(chan struct{})
-	proceed := make(chan struct{})
-	go func() {
-		_, _ = runner.Run(ctxFor(t, 20*time.Second), "k", func(context.Context) (string, error) {
-			close(started)
-			<-proceed
-			return "answer", nil
-		})
-	}()
-	recv(t, started)
+	release, _ := hold(t, runner, "k", "answer")
 	got := make(chan string, 1)
 	go func() {
 		v, err := waiter.Run(context.Background(), "k", nil2[string]())
@@ -628,7 +608,7 @@ func TestWaitOnADeadConnectionIsBounded(t *testing.T) {
 	})
 	fz.freeze()
 	time.Sleep(100 * time.Millisecond)
-	close(proceed)
+	release()
 	select {
 	case v := <-got:
 		if v != "answer" {
@@ -660,18 +640,7 @@ func TestRefusedAnswerFailsTheRun(t *testing.T) {
 	o := open[string](t, s, "refusedanswer")
 	other := open[string](t, store(t, client(t, addr)), "refusedanswer")
 
-	started := make(chan struct{})
-	proceed := make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		_, err := o.Run(ctxFor(t, 10*time.Second), "k", func(context.Context) (string, error) {
-			close(started)
-			<-proceed
-			return "too long", nil
-		})
-		first <- err
-	}()
-	recv(t, started)
+	release, first := hold(t, o, "k", "too long")
 	local := make(chan error, 1)
 	go func() {
 		_, err := o.Run(ctxFor(t, 10*time.Second), "k", nil2[string]())
@@ -685,7 +654,7 @@ func TestRefusedAnswerFailsTheRun(t *testing.T) {
 	eventually(t, 5*time.Second, "a caller in the flight and one waiting on the server", func() bool {
 		return members(s, "refusedanswer:k") == 1 && serverWaiters(t, client(t, addr), "refusedanswer:k") == 1
 	})
-	close(proceed)
+	release()
 	if err := recv(t, first); err == nil || !strings.Contains(err.Error(), refusal) {
 		t.Fatalf("the runner: %v, want the refusal", err)
 	}
@@ -711,25 +680,7 @@ func TestLostLeaseFreesTheFlight(t *testing.T) {
 	addr := server(t)
 	s := store(t, client(t, addr))
 	o := open[string](t, s, "lostlease", Lease(300*time.Millisecond))
-	started := make(chan struct{})
-	release := make(chan struct{})
-	defer func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	}()
-	first := make(chan error, 1)
-	go func() {
-		_, err := o.Run(ctxFor(t, 20*time.Second), "k", func(context.Context) (string, error) {
-			close(started)
-			<-release // deaf to its context
-			return "late", nil
-		})
-		first <- err
-	}()
-	recv(t, started)
+	release, first := hold(t, o, "k", "late") // fn is deaf to its context
 	second := make(chan RunInfo[string], 1)
 	secondErr := make(chan error, 1)
 	go func() {
@@ -750,7 +701,7 @@ func TestLostLeaseFreesTheFlight(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the second caller waited for the first run's fn, whose lease was lost")
 	}
-	close(release)
+	release()
 	if err := recv(t, first); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("first caller: %v, want ErrLeaseLost", err)
 	}
@@ -786,22 +737,8 @@ func TestWaitTimeoutKeepsAFittedSlice(t *testing.T) {
 			c.AddHook(&failingCmd{name: "once.claim", first: 2, last: 1 + tc.timeouts, err: injectedTimeout{}})
 			runner := open[string](t, store(t, client(t, addr)), "fit")
 			waiter := open[string](t, ws, "fit")
-			started := make(chan struct{})
-			proceed := make(chan struct{})
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				_, _ = runner.Run(ctxFor(t, 10*time.Second), tc.name, func(context.Context) (string, error) {
-					close(started)
-					<-proceed
-					return "answer", nil
-				})
-			}()
-			recv(t, started)
-			go func() {
-				time.Sleep(500 * time.Millisecond)
-				close(proceed)
-			}()
+			release, done := hold(t, runner, tc.name, "answer")
+			time.AfterFunc(500*time.Millisecond, release)
 			got, err := waiter.Run(ctxFor(t, 10*time.Second), tc.name, nil2[string]())
 			<-done
 			switch {

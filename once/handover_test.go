@@ -89,6 +89,33 @@ func (s *refusingStore) Update(fn func(store.Tx) error) (store.Ticket, error) {
 	return s.DB.Update(func(tx store.Tx) error { return fn(refusingTx{tx, s}) })
 }
 
+// refusingEnv is an env whose engine runs over a refusingStore (the
+// env's own transactions bypass it).
+func refusingEnv(t *testing.T, setsOnly bool) (*env, *refusingStore) {
+	t.Helper()
+	v := openEnv(t, "", 30*time.Second)
+	rs := &refusingStore{DB: v.st, setsOnly: setsOnly}
+	e := once.New(rs, once.Config{DefaultLease: 30 * time.Second})
+	v.e.Close()
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	v.e = e // closed by the env
+	return v, rs
+}
+
+// awaitRefusal waits until the store refused something.
+func (s *refusingStore) awaitRefusal(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.refused.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if s.refused.Load() == 0 {
+		t.Fatal("the lapse never reached the store")
+	}
+}
+
 type refusingTx struct {
 	store.Tx
 	s *refusingStore
@@ -115,24 +142,11 @@ func TestLapseRefusedByTheStoreIsTriedAgain(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			v := openEnv(t, "", 30*time.Second)
-			rs := &refusingStore{DB: v.st, setsOnly: tc.setsOnly}
-			e := once.New(rs, once.Config{DefaultLease: 30 * time.Second})
-			v.e.Close()
-			if err := e.Start(); err != nil {
-				t.Fatal(err)
-			}
-			v.e = e // closed by the env; the env's own transactions bypass the refusal
+			v, rs := refusingEnv(t, tc.setsOnly)
 			v.mustClaim("k", lease(150))
 			w := v.waiter("k", true, lease(5000))
 			rs.refuse.Store(true)
-			deadline := time.Now().Add(5 * time.Second)
-			for rs.refused.Load() == 0 && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
-			if rs.refused.Load() == 0 {
-				t.Fatal("the lapse never reached the store")
-			}
+			rs.awaitRefusal(t)
 			select {
 			case r := <-w.C():
 				t.Fatalf("the waiter was answered while the store refused writes: %+v", r)

@@ -17,25 +17,12 @@ import (
 // the store closed first), and no lapse is tried after it.
 func TestCloseWhileTheStoreRefusesWakesWaitersAndStopsRetrying(t *testing.T) {
 	t.Parallel()
-	v := openEnv(t, "", 30*time.Second)
-	rs := &refusingStore{DB: v.st}
-	e := once.New(rs, once.Config{DefaultLease: 30 * time.Second})
-	v.e.Close()
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
-	v.e = e
+	v, rs := refusingEnv(t, false)
 	v.mustClaim("k", lease(100))
 	w := v.waiter("k", true, lease(5000))
 	rs.refuse.Store(true)
-	deadline := time.Now().Add(5 * time.Second)
-	for rs.refused.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if rs.refused.Load() == 0 {
-		t.Fatal("the lapse never reached the store")
-	}
-	e.Close()
+	rs.awaitRefusal(t)
+	v.e.Close()
 	r := recv(t, w, 2*time.Second)
 	if !errors.Is(r.Err, once.ErrShutdown) {
 		t.Fatalf("waiter after Close: %+v, want ErrShutdown", r)
@@ -76,14 +63,8 @@ func TestHeirWhoseFingerprintIsTooLongDoesNotWedgeTheKey(t *testing.T) {
 // held for the gone waiter's whole lease.
 func TestCancelWhileTheStoreRefusesWithdrawsTheWaiter(t *testing.T) {
 	t.Parallel()
-	v := openEnv(t, "", 30*time.Second)
-	rs := &refusingStore{DB: v.st}
-	e := once.New(rs, once.Config{DefaultLease: 30 * time.Second})
-	v.e.Close()
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
-	v.e = e
+	v, rs := refusingEnv(t, false)
+	e := v.e
 	v.mustClaim("k", lease(400))
 	w := v.waiter("k", true, lease(60_000))
 	rs.refuse.Store(true)

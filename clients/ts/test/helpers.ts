@@ -2,8 +2,9 @@
 // address is in ONCEKV_ADDR (host:port), with the password in
 // ONCEKV_PASSWORD when it has one.
 import { after } from 'node:test'
+import assert from 'node:assert/strict'
 import { Redis, RedisOptions } from 'ioredis'
-import { Store, StoreOptions } from '../src/index.js'
+import { Once, Store, StoreOptions } from '../src/index.js'
 
 function target(): { host: string; port: number; password?: string } {
   const addr = process.env.ONCEKV_ADDR
@@ -97,4 +98,33 @@ export function gate<T = void>(): { promise: Promise<T>; open: (v: T) => void } 
   let open!: (v: T) => void
   const promise = new Promise<T>((r) => (open = r))
   return { promise, open }
+}
+
+/**
+ * held starts o.run(key) with a function that returns value once release()
+ * is called, deaf to its signal, and resolves when the function runs.
+ * error is what the run throws; a run that returns fails the test.
+ */
+export async function held<T>(o: Once<T>, key: string, value: T): Promise<{ release(): void; error: Promise<unknown> }> {
+  const started = gate<void>()
+  const proceed = gate<void>()
+  const error = o
+    .run(key, async () => {
+      started.open()
+      await proceed.promise
+      return value
+    })
+    .then(
+      (v) => assert.fail(`the held run of ${key} returned ${JSON.stringify(v)}`),
+      (e) => e,
+    )
+  await started.promise
+  return { release: () => proceed.open(undefined), error }
+}
+
+/** waiters is the number of callers waiting on the server for full (ONCE.STATUS), 0 when it is free. */
+export async function waiters(r: Redis, full: string): Promise<number> {
+  const st = (await r.call('once.status', full)) as unknown[] | null
+  for (let i = 0; st !== null && i + 1 < st.length; i += 2) if (String(st[i]) === 'waiters') return Number(st[i + 1])
+  return 0
 }

@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ReplyError } from 'ioredis'
 import { LeaseLostError, RunFailedError } from '../src/index.js'
-import { eventually, gate, redis, settle, sleep, store, uniq, untilAborted } from './helpers.js'
+import { eventually, gate, held, redis, settle, sleep, store, uniq, untilAborted, waiters } from './helpers.js'
 
 test('fifty concurrent callers in one process: fn runs once, all get its value', async () => {
   const o = store().once<{ n: number; at: string }>(uniq('fifty'))
@@ -271,27 +271,11 @@ test('a COMPLETE lost twice releases the claim to a waiter elsewhere at once (KV
   failing(s, 'once.complete', 1)
   const o = s.once<string>(name, { lease: '30s' })
   const other = store().once<string>(name, { lease: '30s' })
-  const started = gate<void>()
-  const proceed = gate<void>()
-  const first = o
-    .run('k', async () => {
-      started.open()
-      await proceed.promise
-      return 'unstorable'
-    })
-    .then(
-      () => assert.fail('the run whose answer was refused succeeded'),
-      (e) => e,
-    )
-  await started.promise
+  const first = await held(o, 'k', 'unstorable')
   const second = other.runInfo('k', () => 'stored', { signal: AbortSignal.timeout(10_000) })
-  await eventually('the other caller waiting on the server', 5000, async () => {
-    const st = (await admin.call('once.status', `${name}:k`)) as unknown[]
-    for (let i = 0; i + 1 < st.length; i += 2) if (String(st[i]) === 'waiters') return Number(st[i + 1]) === 1
-    return false
-  })
-  proceed.open()
-  const e = await first
+  await eventually('the other caller waiting on the server', 5000, async () => (await waiters(admin, `${name}:k`)) === 1)
+  first.release()
+  const e = await first.error
   assert.ok(!(e instanceof LeaseLostError), `the refused run threw ${e}`)
   const got = await second
   assert.deepEqual([got.value, got.replayed], ['stored', false], 'the waiter elsewhere runs after the release')
@@ -305,32 +289,17 @@ test('an answer the server refuses fails the run for every caller instead of run
   const f = failing(s, 'once.complete', 1, undefined, refusal)
   const o = s.once<string>(name)
   const other = store().once<string>(name)
-  const started = gate<void>()
-  const proceed = gate<void>()
-  const first = o
-    .run('k', async () => {
-      started.open()
-      await proceed.promise
-      return 'too long'
-    })
-    .then(
-      () => assert.fail('the run whose answer was refused succeeded'),
-      (e) => e,
-    )
-  await started.promise
+  const first = await held(o, 'k', 'too long')
   const callers = [o, other].map((x) =>
     x.run('k', () => 'ran again', { signal: AbortSignal.timeout(10_000) }).then(
       (v) => assert.fail(`a waiting caller got ${v}`),
       (e) => e,
     ),
   )
-  await eventually('a caller waiting on the server', 5000, async () => {
-    const st = (await admin.call('once.status', `${name}:k`)) as unknown[]
-    for (let i = 0; i + 1 < st.length; i += 2) if (String(st[i]) === 'waiters') return Number(st[i + 1]) === 1
-    return false
-  })
-  proceed.open()
-  assert.ok(String(await first).includes(refusal), `the runner threw ${await first}`)
+  await eventually('a caller waiting on the server', 5000, async () => (await waiters(admin, `${name}:k`)) === 1)
+  first.release()
+  const e = await first.error
+  assert.ok(String(e).includes(refusal), `the runner threw ${e}`)
   for (const e of await Promise.all(callers)) {
     assert.ok(e instanceof RunFailedError && e.runMessage.includes(refusal), `a waiting caller threw ${e}`)
   }
@@ -342,19 +311,7 @@ test('a lost lease frees the flight at once, while fn, deaf to its signal, still
   const admin = redis()
   const name = uniq('lostflight')
   const o = store().once<string>(name, { lease: '300ms' })
-  const started = gate<void>()
-  const release = gate<void>()
-  const first = o
-    .run('k', async () => {
-      started.open()
-      await release.promise // deaf to its signal
-      return 'late'
-    })
-    .then(
-      () => assert.fail('the run whose lease was lost succeeded'),
-      (e) => e,
-    )
-  await started.promise
+  const first = await held(o, 'k', 'late') // deaf to its signal
   const second = o.runInfo('k', () => 'second', { signal: AbortSignal.timeout(10_000) })
   await sleep(100) // the second caller is in the flight
   await admin.del(`${name}:k`) // a lapse: the next EXTEND is STALE
@@ -362,9 +319,9 @@ test('a lost lease frees the flight at once, while fn, deaf to its signal, still
     const got = await second
     assert.deepEqual([got.value, got.replayed], ['second', false])
   } finally {
-    release.open()
+    first.release()
   }
-  assert.ok((await first) instanceof LeaseLostError)
+  assert.ok((await first.error) instanceof LeaseLostError)
   assert.equal(await o.run('k', () => 'again'), 'second')
 })
 
