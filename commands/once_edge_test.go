@@ -7,9 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
-	"github.com/oncekv/oncekv/once"
 	"github.com/oncekv/oncekv/resp"
 	"github.com/oncekv/oncekv/store"
 	"github.com/oncekv/oncekv/store/badgerdb"
@@ -85,15 +82,7 @@ func gatedOnceServer(tb testing.TB, skew *atomic.Int64) (*Server, *gatedStore) {
 	g := &gatedStore{inner: st, gate: make(chan struct{})}
 	close(g.gate)
 	tb.Cleanup(func() { st.Close() })
-	eng := once.New(g, once.Config{DefaultLease: time.Second, Logger: zap.NewNop()})
-	if err := eng.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(eng.Close)
-	srv := New(Config{Logger: zap.NewNop()}, g)
-	srv.EnableOnce(eng)
-	srv.Attach(resp.NewServer(resp.Config{}, srv))
-	return srv, g
+	return onceServerOver(tb, g), g
 }
 
 // A CLAIM … WAIT whose WAIT runs out answers as if it had not waited: a

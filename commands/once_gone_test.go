@@ -10,6 +10,7 @@ import (
 
 	"github.com/oncekv/oncekv/once"
 	"github.com/oncekv/oncekv/resp"
+	"github.com/oncekv/oncekv/store"
 )
 
 // onceServer is a command server with the ONCE engine over a fresh store,
@@ -17,7 +18,12 @@ import (
 // made by hand.
 func onceServer(tb testing.TB) *Server {
 	tb.Helper()
-	st := openTestStore(tb)
+	return onceServerOver(tb, openTestStore(tb))
+}
+
+// onceServerOver is onceServer over st.
+func onceServerOver(tb testing.TB, st store.Store) *Server {
+	tb.Helper()
 	eng := once.New(st, once.Config{DefaultLease: time.Second, Logger: zap.NewNop()})
 	if err := eng.Start(); err != nil {
 		tb.Fatal(err)

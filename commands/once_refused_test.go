@@ -5,11 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"go.uber.org/zap"
-
-	"github.com/oncekv/oncekv/once"
 	"github.com/oncekv/oncekv/resp"
 	"github.com/oncekv/oncekv/store"
 	"github.com/oncekv/oncekv/store/badgerdb"
@@ -38,14 +34,7 @@ func (s *refusingStore) Update(fn func(store.Tx) error) (store.Ticket, error) {
 // an empty ["", nil] pair that no state of the contract has.
 func TestOnceWaitTimeoutWhileTheStoreRefuses(t *testing.T) {
 	rs := &refusingStore{DB: openTestStore(t)}
-	eng := once.New(rs, once.Config{DefaultLease: time.Second, Logger: zap.NewNop()})
-	if err := eng.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(eng.Close)
-	srv := New(Config{Logger: zap.NewNop()}, rs)
-	srv.EnableOnce(eng)
-	srv.Attach(resp.NewServer(resp.Config{}, srv))
+	srv := onceServerOver(t, rs)
 	runner := &resp.Conn{W: resp.NewWriter(2), Authed: true}
 	if r := send(srv, runner, "ONCE.CLAIM", "k", "LEASE", "60000"); !strings.HasPrefix(r, "*2\r\n$7\r\nclaimed\r\n:") {
 		t.Fatalf("claim: %q", r)
