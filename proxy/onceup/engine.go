@@ -382,10 +382,22 @@ func (e *Engine) reqID() string {
 
 func (e *Engine) leaseMs(ms int64) int64 {
 	if ms > 0 {
-		return ms
+		return clampMs(ms)
 	}
 	return e.cfg.DefaultLease.Milliseconds()
 }
+
+// maxMs is the longest lease or keep sent to the upstream. The embedded
+// engine saturates a deadline too far to count (as good as forever); the
+// upstream refuses a PEXPIRE whose deadline overflows, and the scripts'
+// Lua numbers (doubles, formatted with 17 digits when passed to a
+// command) are exact integers only below 2^53: a longer lease or keep
+// made PEXPIRE fail inside a script that had already written. 2^52 ms
+// is some 140,000 years.
+const maxMs = 1 << 52
+
+// clampMs bounds a lease or keep (ms > 0) to maxMs.
+func clampMs(ms int64) int64 { return min(ms, maxMs) }
 
 func b01(b bool) string {
 	if b {
@@ -670,6 +682,9 @@ func (e *Engine) complete(ctx context.Context, db int, key []byte, token uint64,
 	slot := Slot(key)
 	pub := e.cfg.WaitReplicas <= 0
 	ch := Channel(slot, db)
+	if keep > 0 {
+		keep = clampMs(keep)
+	}
 	rep, err := e.run(ctx, completeScript, db, key, slot, acked, strconv.FormatUint(token, 10), answer, keep,
 		b01(pub), e.cfg.OutcomeTTL.Milliseconds(), e.leaseMs(0), ch)
 	if err != nil {
@@ -714,7 +729,7 @@ func (e *Engine) extend(ctx context.Context, db int, key []byte, token uint64, l
 		return ErrInvalidLease
 	}
 	slot := Slot(key)
-	rep, err := e.run(ctx, extendScript, db, key, slot, acked, strconv.FormatUint(token, 10), lease)
+	rep, err := e.run(ctx, extendScript, db, key, slot, acked, strconv.FormatUint(token, 10), clampMs(lease))
 	if err != nil {
 		return err
 	}
