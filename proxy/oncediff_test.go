@@ -7,6 +7,7 @@ package proxy_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"regexp"
@@ -270,5 +271,67 @@ func TestOnceDiffHugeDurations(t *testing.T) {
 		{{"ONCE.CLAIM", "d", "LEASE", "100000000000000000"}, {"ONCE.COMPLETE", "d", "$1", "y", "KEEP", "0"}, {"ONCE.CLAIM", "d"}},
 	} {
 		runOnceDiff(t, n, p, script)
+	}
+}
+
+// A WAIT or TIMEOUT too long for a time.Duration waits without limit in
+// the embedded server (as good as none); in the proxy it wrapped into a
+// negative duration and ran out at once.
+func TestOnceDiffHugeWaitTimeout(t *testing.T) {
+	t.Parallel()
+	n, p, _ := startOncePair(t)
+	const maxI64 = "9223372036854775807"
+	for _, addr := range []string{n, p} {
+		a, b := ddial(t, addr), ddial(t, addr)
+		if r := a.do("ONCE.CLAIM", "k", "LEASE", "60000"); !claimedRe.MatchString(r) {
+			t.Fatalf("%s: claim: %q", addr, r)
+		}
+		for _, cmd := range [][]string{{"ONCE.WAIT", "k", "TIMEOUT", maxI64}, {"ONCE.CLAIM", "k", "WAIT", maxI64}} {
+			b.send(cmd...)
+			if r := b.readWithin(300 * time.Millisecond); r != "" {
+				t.Errorf("%s: %q answered %q at once; want it to wait", addr, cmd, r)
+				continue
+			}
+			// Unblock it: a fresh connection for the next command.
+			b.nc.Close()
+			b = ddial(t, addr)
+		}
+	}
+}
+
+// A waiter on a claim whose lease is too long for a time.Duration (more
+// than some 292 years) must wait quietly: its timer at the lease deadline
+// wrapped into a negative duration, fired at once and re-armed itself in
+// a loop of scripts against the upstream.
+func TestOnceHugeLeaseWaiterDoesNotSpin(t *testing.T) {
+	t.Parallel()
+	_, p, up := startOncePair(t)
+	a, b := ddial(t, p), ddial(t, p)
+	if r := a.do("ONCE.CLAIM", "k", "LEASE", "10000000000000"); !claimedRe.MatchString(r) {
+		t.Fatalf("claim: %q", r)
+	}
+	evals := func() int64 {
+		s, err := up.Client().Info(context.Background(), "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, line := range strings.Split(s, "\r\n") {
+			if strings.HasPrefix(line, "cmdstat_evalsha:calls=") || strings.HasPrefix(line, "cmdstat_eval:calls=") {
+				v, _, _ := strings.Cut(strings.SplitN(line, "=", 2)[1], ",")
+				x, _ := strconv.ParseInt(v, 10, 64)
+				n += x
+			}
+		}
+		return n
+	}
+	before := evals()
+	b.send("ONCE.CLAIM", "k", "WAIT", "500")
+	r := b.readWithin(3 * time.Second)
+	if !runningRe.MatchString(r) {
+		t.Errorf("CLAIM … WAIT 500 = %q, want running", r)
+	}
+	if n := evals() - before; n > 20 {
+		t.Errorf("%d scripts ran upstream while one caller waited 500 ms: the lease timer spins", n)
 	}
 }

@@ -3,6 +3,7 @@ package onceup
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"time"
 
@@ -279,7 +280,10 @@ func (e *Engine) cmdWait(ctx context.Context, c *resp.Conn, w *resp.Writer, db i
 func (e *Engine) block(c *resp.Conn, w *resp.Writer, wt *waiter, timeoutMs int64, again func(context.Context) (result, error)) {
 	c.Block(func(gone <-chan struct{}) {
 		var timer <-chan time.Time
-		if timeoutMs > 0 {
+		// A timeout too long for a time.Duration (some 292 years) is as
+		// good as none, as in the embedded server: it must not wrap into
+		// one that runs out at once.
+		if timeoutMs > 0 && timeoutMs <= math.MaxInt64/int64(time.Millisecond) {
 			t := time.NewTimer(time.Duration(timeoutMs) * time.Millisecond)
 			defer t.Stop()
 			timer = t.C

@@ -387,6 +387,10 @@ func (e *Engine) leaseMs(ms int64) int64 {
 	return e.cfg.DefaultLease.Milliseconds()
 }
 
+// maxTimerMs bounds a waited key's timer (a day): a longer lease is
+// looked at again then.
+const maxTimerMs = 24 * 60 * 60 * 1000
+
 // maxMs is the longest lease or keep sent to the upstream. The embedded
 // engine saturates a deadline too far to count (as good as forever); the
 // upstream refuses a PEXPIRE whose deadline overflows, and the scripts'
@@ -924,8 +928,14 @@ func (ks *keyState) hasClaimWaiter() bool {
 // runs out (with no expiry, after the default lease).
 func (e *Engine) armLocked(ks *keyState, pttl int64) {
 	d := time.Duration(pttl)*time.Millisecond + time.Millisecond
-	if pttl < 0 {
+	switch {
+	case pttl < 0:
 		d = e.cfg.DefaultLease
+	case pttl > maxTimerMs:
+		// Too long for a time.Duration (or nearly): look again after a
+		// day, which re-arms, rather than wrap into a timer that fires
+		// at once, over and over.
+		d = maxTimerMs * time.Millisecond
 	}
 	if !ks.hasClaimWaiter() {
 		d += waitGrace
