@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -333,5 +334,325 @@ func TestOnceHugeLeaseWaiterDoesNotSpin(t *testing.T) {
 	}
 	if n := evals() - before; n > 20 {
 		t.Errorf("%d scripts ran upstream while one caller waited 500 ms: the lease timer spins", n)
+	}
+}
+
+// startOnceTrio starts a native oncekv and two proxies over one
+// redis-server, all with a short default lease.
+func startOnceTrio(tb testing.TB, extra ...string) (native, p1, p2 string, up *testredis.Server) {
+	tb.Helper()
+	up = testredis.Standalone(tb)
+	n := testserver.Start(tb, extra...)
+	a := testserver.Start(tb, append([]string{"--upstream", "redis://" + up.Addr()}, extra...)...)
+	b := testserver.Start(tb, append([]string{"--upstream", "redis://" + up.Addr()}, extra...)...)
+	return n.Addr().String(), a.Addr().String(), b.Addr().String(), up
+}
+
+// scenario runs fn against the native server (both addresses the same)
+// and against two proxies (a on the first, b on the second), and
+// compares the observations fn returns, normalised.
+func scenario(t *testing.T, name string, fn func(t *testing.T, a, b string) []string) {
+	t.Run(name, func(t *testing.T) {
+		t.Parallel()
+		n, p1, p2, _ := startOnceTrio(t)
+		want := fn(t, n, n)
+		for _, pair := range [][2]string{{p1, p1}, {p1, p2}} {
+			got := fn(t, pair[0], pair[1])
+			if strings.Join(got, "|") != strings.Join(want, "|") {
+				t.Errorf("same=%v:\nnative %q\nproxy  %q", pair[0] == pair[1], want, got)
+			}
+		}
+	})
+}
+
+func normTok(r string) string {
+	if claimedRe.MatchString(r) {
+		return "claimed"
+	}
+	if m := runningRe.FindStringSubmatch(r); m != nil {
+		return "running"
+	}
+	return r
+}
+
+func tokenOf(tb testing.TB, r string) string {
+	m := claimedRe.FindStringSubmatch(r)
+	if m == nil {
+		tb.Fatalf("not claimed: %q", r)
+	}
+	return m[1]
+}
+
+var keySeq atomic.Int64
+
+func freshKey(p string) string { return fmt.Sprintf("%s-%d", p, keySeq.Add(1)) }
+
+func TestOnceDiffBlocking(t *testing.T) {
+	// A lapse hands the claim to the oldest claim waiter; a WAIT-only
+	// waiter goes on waiting and gets the new run's answer (KV-13).
+	scenario(t, "handover", func(t *testing.T, a, b string) []string {
+		k := freshKey("h")
+		r, w1, w2, s := ddial(t, a), ddial(t, b), ddial(t, b), ddial(t, a)
+		_ = tokenOf(t, r.do("ONCE.CLAIM", k, "LEASE", "300", "FINGERPRINT", "f"))
+		w2.send("ONCE.WAIT", k, "TIMEOUT", "5000")
+		time.Sleep(50 * time.Millisecond)
+		w1.send("ONCE.CLAIM", k, "WAIT", "5000", "FINGERPRINT", "f")
+		var out []string
+		r1 := w1.readWithin(3 * time.Second)
+		out = append(out, normTok(r1))
+		if !claimedRe.MatchString(r1) {
+			return out
+		}
+		out = append(out, normTok(s.do("ONCE.CLAIM", k, "FINGERPRINT", "g")))
+		out = append(out, w2.readWithin(100*time.Millisecond))
+		out = append(out, s.do("ONCE.COMPLETE", k, tokenOf(t, r1), "v", "KEEP", "0"))
+		out = append(out, w2.readWithin(3*time.Second))
+		out = append(out, normTok(s.do("ONCE.CLAIM", k)))
+		return out
+	})
+	// KEEP 0: the answer goes to the callers waiting then, and is not
+	// kept.
+	scenario(t, "keep0", func(t *testing.T, a, b string) []string {
+		k := freshKey("k0")
+		r, w1, w2, s := ddial(t, a), ddial(t, b), ddial(t, b), ddial(t, a)
+		tok := tokenOf(t, r.do("ONCE.CLAIM", k))
+		w1.send("ONCE.CLAIM", k, "WAIT", "0")
+		w2.send("ONCE.WAIT", k)
+		time.Sleep(100 * time.Millisecond)
+		out := []string{r.do("ONCE.COMPLETE", k, tok, "ans", "KEEP", "0")}
+		out = append(out, w1.readWithin(3*time.Second), w2.readWithin(3*time.Second))
+		out = append(out, s.do("EXISTS", k), s.do("ONCE.WAIT", k), normTok(s.do("ONCE.CLAIM", k)))
+		return out
+	})
+	// ABORT: the waiters get failed with the message; the next CLAIM runs.
+	scenario(t, "abort", func(t *testing.T, a, b string) []string {
+		k := freshKey("ab")
+		r, w1, w2, s := ddial(t, a), ddial(t, b), ddial(t, b), ddial(t, a)
+		tok := tokenOf(t, r.do("ONCE.CLAIM", k))
+		w1.send("ONCE.CLAIM", k, "WAIT", "0")
+		w2.send("ONCE.WAIT", k)
+		time.Sleep(100 * time.Millisecond)
+		out := []string{r.do("ONCE.ABORT", k, tok)}
+		out = append(out, w1.readWithin(3*time.Second), w2.readWithin(3*time.Second))
+		out = append(out, s.do("ONCE.WAIT", k), normTok(s.do("ONCE.CLAIM", k)))
+		return out
+	})
+	// DEL of a running record is a lapse at that moment.
+	scenario(t, "del", func(t *testing.T, a, b string) []string {
+		k := freshKey("d")
+		r, w1, w2, s := ddial(t, a), ddial(t, b), ddial(t, b), ddial(t, a)
+		tok := tokenOf(t, r.do("ONCE.CLAIM", k, "LEASE", "60000"))
+		w2.send("ONCE.WAIT", k)
+		time.Sleep(50 * time.Millisecond)
+		w1.send("ONCE.CLAIM", k, "WAIT", "0")
+		time.Sleep(100 * time.Millisecond)
+		out := []string{s.do("DEL", k)}
+		r1 := w1.readWithin(2 * time.Second)
+		out = append(out, normTok(r1), w2.readWithin(100*time.Millisecond))
+		out = append(out, r.do("ONCE.COMPLETE", k, tok, "late"))
+		if claimedRe.MatchString(r1) {
+			out = append(out, s.do("ONCE.ABORT", k, tokenOf(t, r1), "boom"), w2.readWithin(2*time.Second))
+		}
+		return out
+	})
+	// A lapse with only WAIT waiters frees the key: they get free.
+	scenario(t, "lapse-free", func(t *testing.T, a, b string) []string {
+		k := freshKey("lf")
+		r, w2 := ddial(t, a), ddial(t, b)
+		_ = tokenOf(t, r.do("ONCE.CLAIM", k, "LEASE", "200"))
+		w2.send("ONCE.WAIT", k)
+		return []string{w2.readWithin(2 * time.Second)}
+	})
+	// A done record whose keep ends: a waiter-free CLAIM runs again.
+	scenario(t, "mismatch-waiters", func(t *testing.T, a, b string) []string {
+		k := freshKey("m")
+		r, w1, w2 := ddial(t, a), ddial(t, b), ddial(t, b)
+		tok := tokenOf(t, r.do("ONCE.CLAIM", k))
+		w1.send("ONCE.CLAIM", k, "WAIT", "0", "FINGERPRINT", "x")
+		w2.send("ONCE.CLAIM", k, "WAIT", "0")
+		time.Sleep(100 * time.Millisecond)
+		out := []string{r.do("ONCE.COMPLETE", k, tok, "ans")}
+		out = append(out, w1.readWithin(2*time.Second), w2.readWithin(2*time.Second))
+		return out
+	})
+}
+
+// Waiters on one proxy survive an upstream restart: with the record kept
+// (appendonly), a COMPLETE through the other proxy after the restart
+// reaches them; with the record lost, the claim waiter takes the key over
+// at the restart, not at the old lease deadline (KV-10, KV-13).
+func TestOnceUpstreamRestartMidWait(t *testing.T) {
+	t.Parallel()
+	for _, persist := range []bool{true, false} {
+		t.Run(fmt.Sprintf("persist=%v", persist), func(t *testing.T) {
+			t.Parallel()
+			var args []string
+			if persist {
+				args = []string{"--appendonly", "yes", "--appendfsync", "always"}
+			}
+			up := testredis.Standalone(t, args...)
+			p1 := testserver.Start(t, "--upstream", "redis://"+up.Addr()).Addr().String()
+			p2 := testserver.Start(t, "--upstream", "redis://"+up.Addr()).Addr().String()
+			r, w1, w2 := ddial(t, p1), ddial(t, p2), ddial(t, p2)
+			tok := tokenOf(t, r.do("ONCE.CLAIM", "k", "LEASE", "60000"))
+			w1.send("ONCE.CLAIM", "k", "WAIT", "0")
+			w2.send("ONCE.WAIT", "k")
+			time.Sleep(200 * time.Millisecond)
+			up.Restart()
+			if persist {
+				// The first command after the restart may meet a dead pooled
+				// connection; try a few times.
+				var got string
+				for i := 0; i < 50; i++ {
+					got = ddial(t, p1).do("ONCE.COMPLETE", "k", tok, "v")
+					if got == "+OK\r\n" {
+						break
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				if got != "+OK\r\n" {
+					t.Fatalf("COMPLETE after the restart: %q", got)
+				}
+				want := "*2\r\n$4\r\ndone\r\n$1\r\nv\r\n"
+				if g := w1.readWithin(8 * time.Second); g != want {
+					t.Errorf("claim waiter: %q, want %q", g, want)
+				}
+				if g := w2.readWithin(8 * time.Second); g != want {
+					t.Errorf("WAIT waiter: %q, want %q", g, want)
+				}
+				return
+			}
+			g := w1.readWithin(10 * time.Second)
+			if !claimedRe.MatchString(g) {
+				t.Fatalf("claim waiter after the record was lost: %q, want claimed", g)
+			}
+			if n1, _ := strconv.ParseUint(tokenOf(t, g), 10, 64); n1 <= mustU(tok) {
+				t.Errorf("token after the restart %d is not above %s (KV-13)", n1, tok)
+			}
+			if g := w2.readWithin(200 * time.Millisecond); g != "" {
+				t.Errorf("WAIT waiter answered %q while the new run runs", g)
+			}
+		})
+	}
+}
+
+func mustU(s string) uint64 { n, _ := strconv.ParseUint(s, 10, 64); return n }
+
+var statusFPRe = regexp.MustCompile(`fingerprint\r\n(\$-1|_|\$\d+\r\n[^\r]*)\r\n`)
+
+func TestOnceDiffHandoverFingerprint(t *testing.T) {
+	for _, c := range []struct{ name, recFP, waiterFP string }{
+		{"keeps-record-fp", "f", ""}, {"takes-waiter-fp", "", "x"}, {"none", "", ""},
+	} {
+		scenario(t, c.name, func(t *testing.T, a, b string) []string {
+			k := freshKey("fp")
+			r, w1, s := ddial(t, a), ddial(t, b), ddial(t, a)
+			claim := []string{"ONCE.CLAIM", k, "LEASE", "200"}
+			if c.recFP != "" {
+				claim = append(claim, "FINGERPRINT", c.recFP)
+			}
+			_ = tokenOf(t, r.do(claim...))
+			wc := []string{"ONCE.CLAIM", k, "WAIT", "5000", "LEASE", "100000"}
+			if c.waiterFP != "" {
+				wc = append(wc, "FINGERPRINT", c.waiterFP)
+			}
+			w1.send(wc...)
+			out := []string{normTok(w1.readWithin(3 * time.Second))}
+			st := s.do("ONCE.STATUS", k)
+			out = append(out, fmt.Sprint(statusFPRe.FindStringSubmatch(st)))
+			pttl, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(s.do("PTTL", k), ":")))
+			out = append(out, fmt.Sprint(pttl > 90000))
+			return out
+		})
+	}
+}
+
+func TestOnceDiffBasicResp3(t *testing.T) {
+	t.Parallel()
+	n, p, _ := startOncePair(t)
+	runOnceDiff(t, n, p, [][]string{
+		{"HELLO", "3"},
+		{"ONCE.STATUS", "k"},
+		{"ONCE.WAIT", "k"},
+		{"ONCE.CLAIM", "k", "FINGERPRINT", "a"},
+		{"ONCE.COMPLETE", "k", "$1", "ans", "KEEP", "100000"},
+		{"ONCE.WAIT", "k"},
+		{"ONCE.CLAIM", "k", "FINGERPRINT", "b"},
+		{"PERSIST", "k"},
+		{"TTL", "k"},
+		{"ONCE.CLAIM", "k2"},
+		{"TTL", "k2"},
+		{"ONCE.CLAIM", "k2", "WAIT", "100"},
+	})
+}
+
+func TestOnceDiffRemovalsAreLapses(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cmds [][]string
+	}{
+		{"unlink", [][]string{{"UNLINK", "K"}}},
+		{"del-in-multi", [][]string{{"MULTI"}, {"DEL", "K"}, {"EXEC"}}},
+		{"flushdb", [][]string{{"FLUSHDB"}}},
+		{"flushall", [][]string{{"FLUSHALL"}}},
+		{"select1-del", [][]string{{"DEL", "K"}}},
+		{"multi-select-del", [][]string{{"MULTI"}, {"SELECT", "1"}, {"DEL", "K"}, {"EXEC"}}},
+	} {
+		scenario(t, c.name, func(t *testing.T, a, b string) []string {
+			k := freshKey("rm")
+			r, w1, s := ddial(t, a), ddial(t, b), ddial(t, a)
+			db := "0"
+			if strings.HasPrefix(c.name, "select1") || strings.HasPrefix(c.name, "multi-select") {
+				db = "1"
+			}
+			r.do("SELECT", db)
+			w1.do("SELECT", db)
+			if db == "1" && !strings.HasPrefix(c.name, "multi-select") {
+				s.do("SELECT", db)
+			}
+			_ = tokenOf(t, r.do("ONCE.CLAIM", k, "LEASE", "60000"))
+			w1.send("ONCE.CLAIM", k, "WAIT", "0")
+			time.Sleep(150 * time.Millisecond)
+			var out []string
+			for _, cmd := range c.cmds {
+				cmd = append([]string(nil), cmd...)
+				for i := range cmd {
+					if cmd[i] == "K" {
+						cmd[i] = k
+					}
+				}
+				out = append(out, s.do(cmd...))
+			}
+			out = append(out, normTok(w1.readWithin(2*time.Second)))
+			return out
+		})
+	}
+}
+
+// A pipeline with a blocking ONCE command in its middle answers in order,
+// as the embedded server does.
+func TestOnceDiffPipelineAroundBlock(t *testing.T) {
+	t.Parallel()
+	n, p, _ := startOncePair(t)
+	var got [2][]string
+	for i, addr := range []string{n, p} {
+		r, c := ddial(t, addr), ddial(t, addr)
+		_ = tokenOf(t, r.do("ONCE.CLAIM", "k", "LEASE", "60000"))
+		var b strings.Builder
+		for _, cmd := range [][]string{{"SET", "a", "1"}, {"ONCE.CLAIM", "k", "WAIT", "300"}, {"GET", "a"}, {"ONCE.WAIT", "k", "TIMEOUT", "200"}, {"DEL", "a"}, {"ONCE.STATUS", "zz"}} {
+			fmt.Fprintf(&b, "*%d\r\n", len(cmd))
+			for _, x := range cmd {
+				fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(x), x)
+			}
+		}
+		if _, err := c.nc.Write([]byte(b.String())); err != nil {
+			t.Fatal(err)
+		}
+		for j := 0; j < 6; j++ {
+			got[i] = append(got[i], normTok(c.read()))
+		}
+	}
+	if fmt.Sprint(got[0]) != fmt.Sprint(got[1]) {
+		t.Errorf("native %q\nproxy  %q", got[0], got[1])
 	}
 }
