@@ -402,7 +402,12 @@ func testHandover(t *testing.T, up *upstream, ps []*proxy) {
 	c0 := dial(t, ps[0])
 	for round := 0; round < 3; round++ {
 		k := key(t, fmt.Sprint(round))
-		const lease = 300
+		// Long enough for the eight waiters below to be waiting before
+		// it runs out, even under -race on a loaded machine: a ONCE.WAIT
+		// sent after the lapse finds the key free (the record expired
+		// upstream) and answers so, where the test wants it woken by
+		// the handed-over run. (300 ms failed once that way.)
+		const lease = 1000
 		start := time.Now()
 		dead := do(ctx, c0, "ONCE.CLAIM", k, "LEASE", lease, "FINGERPRINT", "fp").n
 		type got struct {
