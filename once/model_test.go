@@ -691,6 +691,7 @@ func (m *modelRun) cancel(c int, gone bool) {
 	m.logf("%s", what)
 	got, ok := m.e.Cancel(mw.w, gone)
 	m.clients[c].blocked = nil
+	mw.done = true // withdrawn or answered: no second Cancel
 	if mw.expect != nil {
 		if !ok {
 			m.fail("%s: the waiter was answered, model says with %s, but Cancel did not return it", what, *mw.expect)
@@ -768,6 +769,7 @@ func (m *modelRun) drain(except *mwaiter) {
 		case mw.expect != nil:
 			m.received(mw, <-mw.w.C())
 		case n > 0:
+			mw.done = true
 			m.fail("waiter %d (client %d, %s, claim %v) answered %s, model says it still waits", mw.id, mw.client, m.keys[mw.key].name, mw.claim, resString(<-mw.w.C(), nil))
 		}
 	}
@@ -988,10 +990,27 @@ func (m *modelRun) cleanup() {
 		if mw.done {
 			continue
 		}
-		if r, ok := m.e.Cancel(mw.w, false); ok && !m.t.Failed() {
-			m.t.Errorf("cleanup: waiter %d was answered %s unseen", mw.id, resString(r, nil))
-		}
 		mw.done = true
+		// Cancel waits for an answer the engine says it gave: bounded,
+		// for a run that failed on a waiter the engine got wrong.
+		type res struct {
+			r  once.Result
+			ok bool
+		}
+		ch := make(chan res, 1)
+		go func() {
+			r, ok := m.e.Cancel(mw.w, false)
+			ch <- res{r, ok}
+		}()
+		select {
+		case x := <-ch:
+			if x.ok && !m.t.Failed() {
+				m.t.Errorf("cleanup: waiter %d was answered %s unseen", mw.id, resString(x.r, nil))
+			}
+		case <-time.After(5 * time.Second):
+			m.t.Errorf("cleanup: withdrawing waiter %d hangs: the engine marked it answered but sent nothing", mw.id)
+			return
+		}
 	}
 	m.update(func(tx store.Tx) {
 		for _, k := range m.keys {
