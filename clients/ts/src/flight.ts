@@ -217,9 +217,11 @@ export class Flight {
             // The server ends each wait with its slice: no reply long
             // after it means a connection dead without a reset, which no
             // socket timeout of ours would notice. Drop it (and with it
-            // the server's wait, if the server is still there) and wait
-            // once more on another; twice in a row is a failure.
+            // the server's wait, if the server is still there), and the
+            // idle ones, which the same partition may have cut too, and
+            // wait once more on a new one; twice in a row is a failure.
             h._pool.discard(conn)
+            h._pool.drain()
             if (++timeouts > 1) throw e
             continue
           }

@@ -248,9 +248,24 @@ test('a wait whose connection died without a reset is sent again on another', as
     })
     await started.promise
     const got = waiter.run('k', () => 'not me', { signal: AbortSignal.timeout(10_000) })
-    await eventually('the wait connection', 5000, () => s._pool.size === 1)
+    // A second wait, on another key, holds a second connection; once its
+    // run completes that connection is idle in the pool, frozen with the
+    // rest below.
+    const started2 = gate<void>()
+    const proceed2 = gate<void>()
+    const ran2 = runner.run('k2', async () => {
+      started2.open()
+      await proceed2.promise
+      return 'other'
+    })
+    await started2.promise
+    const got2 = waiter.run('k2', () => 'not me', { signal: AbortSignal.timeout(10_000) })
+    await eventually('two wait connections', 5000, () => s._pool.size === 2)
     await sleep(100)
-    proxy.freeze() // the wait under way never gets its reply
+    proceed2.open()
+    assert.equal(await ran2, 'other')
+    assert.equal(await got2, 'other')
+    proxy.freeze() // the wait under way never gets its reply; the idle connection is dead too
     await sleep(300)
     proceed.open()
     assert.equal(await ran, 'answer')
