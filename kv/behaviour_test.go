@@ -560,3 +560,32 @@ func TestErrors(t *testing.T) {
 		t.Errorf("cancelled context: %v", err)
 	}
 }
+
+// TestWaitSliceFitsClusterAndRingTimeouts: a cluster's or a ring's read
+// timeout is read from its options, as a client's is, and the wait slice
+// fits under it (half of it). Before, both were assumed to have 5 s, which
+// a ring's shards (3 s by default) leave 0.5 s of room for, and a
+// timeout of theirs shrank the slice for good.
+func TestWaitSliceFitsClusterAndRingTimeouts(t *testing.T) {
+	addrs := []string{"127.0.0.1:1"} // never dialled: New only reads options
+	for _, tc := range []struct {
+		name  string
+		rdb   redis.UniversalClient
+		slice time.Duration
+	}{
+		{"cluster, 400 ms", redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ReadTimeout: 400 * time.Millisecond}), 200 * time.Millisecond},
+		{"cluster, default", redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs}), 2500 * time.Millisecond},
+		{"cluster, none", redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ReadTimeout: -1}), DefaultWaitSlice},
+		{"ring, 400 ms", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addrs[0]}, ReadTimeout: 400 * time.Millisecond}), 200 * time.Millisecond},
+		{"ring, default", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addrs[0]}}), 1500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer tc.rdb.Close()
+			s := New(tc.rdb)
+			defer s.Close()
+			if got := s.maxSlice(); got != tc.slice || !s.fitted {
+				t.Fatalf("slice %v (fitted %v), want %v, fitted", got, s.fitted, tc.slice)
+			}
+		})
+	}
+}

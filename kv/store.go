@@ -149,11 +149,22 @@ func New(rdb redis.UniversalClient, opts ...StoreOption) *Store {
 		n = defaultSharedBlockingConns
 	}
 	s.sem = make(chan struct{}, n)
-	// The wait must end before the client's read timeout does.
+	// The wait must end before the client's read timeout does. As
+	// initialized, a client's ReadTimeout is > 0 a timeout, else none; a
+	// ring's 0 is its shards' default. A client whose options New cannot
+	// see is assumed to have the default of a cluster's (5 s), and is not
+	// fitted.
 	rt := 5 * time.Second
-	if c, ok := s.wait.(interface{ Options() *redis.Options }); ok {
-		rt = c.Options().ReadTimeout // as initialized: > 0 a timeout, else none
-		s.fitted = true
+	switch c := s.wait.(type) {
+	case interface{ Options() *redis.Options }:
+		rt, s.fitted = c.Options().ReadTimeout, true
+	case interface{ Options() *redis.ClusterOptions }:
+		rt, s.fitted = c.Options().ReadTimeout, true
+	case interface{ Options() *redis.RingOptions }:
+		rt, s.fitted = c.Options().ReadTimeout, true
+		if rt == 0 {
+			rt = 3 * time.Second
+		}
 	}
 	if rt > 0 {
 		s.slice.Store(int64(max(min(cfg.slice, rt/2), time.Millisecond)))
