@@ -210,11 +210,17 @@ func (c *Config) loadFile(path string) error {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
-		fields, err := splitLine(sc.Text())
+		// As redis-server: a line is trimmed, and one that then starts
+		// with # is a comment, whatever follows.
+		line := strings.Trim(sc.Text(), " \t\r\n")
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		fields, err := splitLine(line)
 		if err != nil {
 			return fmt.Errorf("%s:%d: %w", path, n, err)
 		}
-		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+		if len(fields) == 0 {
 			continue
 		}
 		if err := c.Set(strings.ToLower(fields[0]), fields[1:]); err != nil {
@@ -224,41 +230,110 @@ func (c *Config) loadFile(path string) error {
 	return sc.Err()
 }
 
-// splitLine splits a config line into words, honouring double and single
-// quotes.
+// splitLine splits a config line into words as Redis's sdssplitargs
+// does, so that what CONFIG REWRITE writes (rewrite.go) reads back the
+// same: a word may be "double quoted", where \n \r \t \b \a, \xhh
+// and a backslash before any other character are escapes, or 'single
+// quoted', where only \' is; a closing quote must end the word.
 func splitLine(s string) ([]string, error) {
 	var out []string
-	var cur strings.Builder
-	in, quote := false, byte(0)
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		switch {
-		case quote != 0:
-			if ch == quote {
-				quote = 0
-				continue
-			}
-			cur.WriteByte(ch)
-		case ch == '"' || ch == '\'':
-			quote, in = ch, true
-		case ch == ' ' || ch == '\t':
-			if in {
-				out = append(out, cur.String())
-				cur.Reset()
-				in = false
-			}
-		default:
-			cur.WriteByte(ch)
-			in = true
+	i := 0
+	for {
+		for i < len(s) && isSpace(s[i]) {
+			i++
 		}
+		if i == len(s) {
+			return out, nil
+		}
+		var cur []byte
+		inq, insq := false, false
+	word:
+		for ; ; i++ {
+			if i == len(s) {
+				if inq || insq {
+					return nil, errors.New("unbalanced quotes")
+				}
+				break
+			}
+			ch := s[i]
+			switch {
+			case inq:
+				switch {
+				case ch == '\\' && i+3 < len(s) && s[i+1] == 'x' && isHex(s[i+2]) && isHex(s[i+3]):
+					cur = append(cur, unhex(s[i+2])<<4|unhex(s[i+3]))
+					i += 3
+				case ch == '\\' && i+1 < len(s):
+					i++
+					cur = append(cur, unescape(s[i]))
+				case ch == '"':
+					if i+1 < len(s) && !isSpace(s[i+1]) {
+						return nil, errors.New("unbalanced quotes")
+					}
+					i++
+					break word
+				default:
+					cur = append(cur, ch)
+				}
+			case insq:
+				switch {
+				case ch == '\\' && i+1 < len(s) && s[i+1] == '\'':
+					i++
+					cur = append(cur, '\'')
+				case ch == '\'':
+					if i+1 < len(s) && !isSpace(s[i+1]) {
+						return nil, errors.New("unbalanced quotes")
+					}
+					i++
+					break word
+				default:
+					cur = append(cur, ch)
+				}
+			case ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t':
+				break word
+			case ch == '"':
+				inq = true
+			case ch == '\'':
+				insq = true
+			default:
+				cur = append(cur, ch)
+			}
+		}
+		out = append(out, string(cur))
 	}
-	if quote != 0 {
-		return nil, errors.New("unbalanced quotes")
+}
+
+func isSpace(ch byte) bool {
+	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f'
+}
+
+func isHex(ch byte) bool {
+	return ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'f' || ch >= 'A' && ch <= 'F'
+}
+
+func unhex(ch byte) byte {
+	switch {
+	case ch >= 'a':
+		return ch - 'a' + 10
+	case ch >= 'A':
+		return ch - 'A' + 10
 	}
-	if in {
-		out = append(out, cur.String())
+	return ch - '0'
+}
+
+func unescape(ch byte) byte {
+	switch ch {
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	case 'b':
+		return '\b'
+	case 'a':
+		return '\a'
 	}
-	return out, nil
+	return ch
 }
 
 // Set applies one directive.

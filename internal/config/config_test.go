@@ -89,3 +89,63 @@ func TestAddrs(t *testing.T) {
 		t.Fatalf("Addrs = %v, want %v", got, want)
 	}
 }
+
+// TestSplitLine: a config line is split into words as redis-server splits
+// it (sdssplitargs), so that the quoted values CONFIG REWRITE writes read
+// back as they were.
+func TestSplitLine(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want []string
+		err  bool
+	}{
+		{line: "port 7000", want: []string{"port", "7000"}},
+		{line: "  bind\t127.0.0.1   ::1  ", want: []string{"bind", "127.0.0.1", "::1"}},
+		{line: `requirepass "s3 cret"`, want: []string{"requirepass", "s3 cret"}},
+		{line: `requirepass ""`, want: []string{"requirepass", ""}},
+		{line: `rename-command FLUSHALL ''`, want: []string{"rename-command", "FLUSHALL", ""}},
+		{line: `requirepass "a\"b\\c"`, want: []string{"requirepass", `a"b\c`}},
+		{line: `requirepass "tab\there\nnl\r\a\b"`, want: []string{"requirepass", "tab\there\nnl\r\a\b"}},
+		{line: `requirepass "\x41\x7a\xff\xg1"`, want: []string{"requirepass", "Az\xff" + "xg1"}},
+		{line: `requirepass 'it\'s "x"'`, want: []string{"requirepass", `it's "x"`}},
+		{line: `requirepass 'a\b'`, want: []string{"requirepass", `a\b`}},
+		{line: `dir C:\data`, want: []string{"dir", `C:\data`}},
+		{line: `dir a"b c"d`, err: true}, // a closing quote must end the word
+		{line: `dir ab"c d"`, want: []string{"dir", "abc d"}},
+		{line: `requirepass "open`, err: true},
+		{line: `requirepass 'open`, err: true},
+		{line: `requirepass "ends in \`, err: true},
+		{line: "port 7000\r", want: []string{"port", "7000"}},
+		{line: "", want: nil},
+	} {
+		t.Run(tc.line, func(t *testing.T) {
+			got, err := splitLine(tc.line)
+			if tc.err {
+				if err == nil {
+					t.Fatalf("splitLine(%q) = %q, want an error", tc.line, got)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("splitLine(%q) = %q, %v; want %q", tc.line, got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestLoadFileLines: lines are trimmed (CRLF files too) and a line that
+// starts with # is a comment whatever follows, as redis-server reads them.
+func TestLoadFileLines(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "oncekv.conf")
+	text := "# it's a comment \"with odd quotes\r\n   # indented\r\nport 7000\r\n\trequirepass \"a\\\"b\"  \r\n\r\n"
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse([]string{file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Port != 7000 || c.RequirePass != `a"b` {
+		t.Fatalf("port %d, requirepass %q; want 7000, %q", c.Port, c.RequirePass, `a"b`)
+	}
+}
