@@ -154,7 +154,15 @@ func configResetstat(x *Ctx) {
 }
 
 func configRewrite(x *Ctx) {
-	x.W.Error("ERR The server is running without a config file")
+	if x.S.cfg.RewriteConfig == nil {
+		x.Fail(ErrNoConfigFile)
+		return
+	}
+	if err := x.S.cfg.RewriteConfig(); err != nil {
+		x.W.Error("ERR " + err.Error())
+		return
+	}
+	x.W.OK()
 }
 
 func configHelp(x *Ctx) {

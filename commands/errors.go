@@ -35,6 +35,7 @@ var (
 	ErrClientName    = errors.New("ERR Client names cannot contain spaces, newlines or special characters.")
 	ErrMisconf       = errors.New("MISCONF Errors writing to the data directory: writes are refused until the disk accepts them again; reads keep working. Check the server log for the cause.")
 	ErrShutdown      = errors.New("ERR Errors trying to SHUTDOWN. Check logs.")
+	ErrNoConfigFile  = errors.New("ERR The server is running without a config file")
 	ErrCursor        = errors.New("ERR invalid cursor")
 	ErrTimeout       = errors.New("ERR timeout is not an integer or out of range")
 	// ErrKeyTooLong has no Redis counterpart: Redis takes keys of up to
@@ -76,7 +77,7 @@ var sentinels = []error{
 	ErrSyntax, ErrNotInteger, ErrNotFloat, ErrOverflow, ErrIncrNaN, ErrWrongType,
 	ErrNoSuchKey, ErrDBIndex, ErrNoAuth, ErrNoPassSet, ErrWrongPass, ErrStringTooBig,
 	ErrOffsetRange, ErrNoProto, ErrExecNoMulti, ErrDiscardNoMult, ErrNestedMulti,
-	ErrWatchInMulti, ErrNotInMulti, ErrExecAbort, ErrClientName, ErrMisconf, ErrShutdown, ErrCursor,
+	ErrWatchInMulti, ErrNotInMulti, ErrExecAbort, ErrClientName, ErrMisconf, ErrShutdown, ErrNoConfigFile, ErrCursor,
 	ErrTimeout, ErrKeyTooLong, ErrValueTooLong,
 }
 

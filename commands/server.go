@@ -45,6 +45,10 @@ type Config struct {
 	// none; its error is the reply's text after "ERR ". Nil: CONFIG SET
 	// knows no directive.
 	SetConfig func(pairs [][2]string) error
+	// RewriteConfig runs CONFIG REWRITE: it rewrites the config file to
+	// hold the configuration in force; its error is the reply's text
+	// after "ERR ". Nil: the server runs without a config file.
+	RewriteConfig func() error
 	// Shutdown asks the process to shut down (SHUTDOWN).
 	Shutdown func()
 	// Persistence describes the store for INFO persistence.

@@ -54,6 +54,10 @@ func configSetScripts() []Script {
 			cmd("CONFIG", "SET", "rename-command", "x"),
 			cmd("CONFIG", "SET", "rename-command", "x", "y"),
 			cmd("CONFIG", "SET", "min-free-disk"),
+			// The pair runs without a config file (config_rewrite_diff_test.go
+			// has one).
+			cmd("CONFIG", "REWRITE"),
+			cmd("CONFIG", "REWRITE", "x"),
 			cmd("CONFIG", "GET", "timeout"),
 			cmd("CONFIG", "GET", "maxclients"),
 			cmd("CONFIG", "GET", "dbfilename"),

@@ -49,6 +49,9 @@ type App struct {
 	cfgMu sync.Mutex
 	cfg   config.Config
 	level *zap.AtomicLevel
+	// rewriteMu orders CONFIG REWRITEs, so that the last to write holds
+	// the latest configuration.
+	rewriteMu sync.Mutex
 }
 
 // New opens the store and assembles the server. It starts nothing.
@@ -96,6 +99,7 @@ func New(cfg config.Config, log *zap.Logger) (*App, error) {
 		ProtoMaxBulkLen: cfg.ProtoMaxBulkLen,
 		Directives:      func() map[string]string { return a.Config().Directives() },
 		SetConfig:       a.SetConfig,
+		RewriteConfig:   a.rewriteConfigFunc(cfg),
 		Shutdown: func() {
 			select {
 			case a.shutdown <- struct{}{}:

@@ -49,6 +49,7 @@ func newProxy(cfg config.Config, log *zap.Logger) (*App, error) {
 		ProtoMaxBulkLen: cfg.ProtoMaxBulkLen,
 		Directives:      func() map[string]string { return a.Config().Directives() },
 		SetConfig:       a.SetConfig,
+		RewriteConfig:   a.rewriteConfigFunc(cfg),
 		Shutdown: func() {
 			select {
 			case a.shutdown <- struct{}{}:

@@ -112,6 +112,31 @@ func (a *App) SetConfig(pairs [][2]string) error {
 	return nil
 }
 
+// rewriteConfigFunc is CONFIG REWRITE for a server started with cfg: nil
+// (no config file) or RewriteConfig.
+func (a *App) rewriteConfigFunc(cfg config.Config) func() error {
+	if cfg.ConfigFile == "" {
+		return nil
+	}
+	return a.RewriteConfig
+}
+
+// RewriteConfig is CONFIG REWRITE: it rewrites the config file the server
+// was started with to hold the configuration in force, the changes of
+// the environment, the flags and CONFIG SET included (config.RewriteFile
+// has Redis's rules), or leaves it as it was and returns why.
+func (a *App) RewriteConfig() error {
+	a.rewriteMu.Lock()
+	defer a.rewriteMu.Unlock()
+	cfg := a.Config()
+	if err := config.RewriteFile(cfg); err != nil {
+		a.log.Warn("CONFIG REWRITE failed", zap.String("file", cfg.ConfigFile), zap.Error(err))
+		return err
+	}
+	a.log.Info("CONFIG REWRITE executed with success", zap.String("file", cfg.ConfigFile))
+	return nil
+}
+
 // names reports whether pairs set directive name (in any case).
 func names(pairs [][2]string, name string) bool {
 	for _, p := range pairs {

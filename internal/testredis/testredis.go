@@ -84,6 +84,7 @@ type Server struct {
 	dir  string
 	port int
 	args []string // extra arguments, after the fixed ones
+	conf string   // the config file, the first argument, if any
 
 	mu   sync.Mutex
 	p    *proc
@@ -98,12 +99,24 @@ func Standalone(tb testing.TB, args ...string) *Server {
 	return start(tb, binary(tb), tb.TempDir(), false, args)
 }
 
+// StandaloneConf is Standalone started with the config file conf, as
+// `redis-server conf --port N …` (the fixed arguments and args apply on
+// top of the file, and are part of what CONFIG REWRITE writes to it).
+func StandaloneConf(tb testing.TB, conf string, args ...string) *Server {
+	tb.Helper()
+	return startServer(tb, &Server{tb: tb, bin: binary(tb), dir: tb.TempDir(), args: args, conf: conf}, false)
+}
+
 // start starts a server, retrying on another port when the chosen one was
 // taken by someone else in between. bus reserves port+10000 too (the
 // cluster bus).
 func start(tb testing.TB, bin, dir string, bus bool, args []string) *Server {
 	tb.Helper()
-	s := &Server{tb: tb, bin: bin, dir: dir, args: args}
+	return startServer(tb, &Server{tb: tb, bin: bin, dir: dir, args: args}, bus)
+}
+
+func startServer(tb testing.TB, s *Server, bus bool) *Server {
+	tb.Helper()
 	var last error
 	for attempt := 0; attempt < 8; attempt++ {
 		s.port = freePort(tb, bus)
@@ -124,6 +137,9 @@ func (s *Server) run() error {
 	argv := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--dir", s.dir, "--save", "", "--appendonly", "no"}
 	argv = append(argv, s.args...)
+	if s.conf != "" {
+		argv = append([]string{s.conf}, argv...)
+	}
 	cmd := exec.Command(s.bin, argv...)
 	out := &SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
