@@ -15,6 +15,9 @@ import (
 // section and the hooks they need.
 func (s *Server) EnableOnce(e *once.Engine) {
 	s.once = e
+	// The engine's own writes (a lapse's handover) reach the hooks too:
+	// a WATCH of the key fails its EXEC, as after a command's write.
+	e.SetUpdater(s.hookedUpdate)
 	s.KeepDeadline = once.IsRunning
 	s.AddHook(onceHook{e})
 	s.table.Register(onceCommands()...)
@@ -259,19 +262,28 @@ func (x *Ctx) blockOn(w *once.Waiter, timeoutMs int64, again func() (once.Result
 // wrote or read must wait for it (KV-6). The error is the store's when it
 // refused the transaction, and fn did not run.
 func (s *Server) updateAndDeliver(fn func(tx store.Tx)) (store.Ticket, error) {
-	var after []func(store.Ticket)
 	ran := false
-	t, err := s.store.Update(func(tx store.Tx) error {
+	t, err := s.hookedUpdate(func(tx store.Tx) error {
 		ran = true
-		fn(s.wrap(tx))
-		after = s.commit()
+		fn(tx)
 		return nil
 	})
-	runAfter(after, t)
 	if !ran {
 		return nil, err
 	}
 	return t, nil
+}
+
+// hookedUpdate is the store's Update with the writes of fn shown to the
+// hooks, and their after-commit work run once it commits.
+func (s *Server) hookedUpdate(fn func(tx store.Tx) error) (store.Ticket, error) {
+	var after []func(store.Ticket)
+	t, err := s.store.Update(func(tx store.Tx) error {
+		defer func() { after = s.commit() }()
+		return fn(s.wrap(tx))
+	})
+	runAfter(after, t)
+	return t, err
 }
 
 // writeResult writes a [state, detail] pair.

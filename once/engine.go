@@ -67,10 +67,13 @@ type Stats struct {
 
 // Engine runs ONCE operations against a store.
 type Engine struct {
-	st    store.Store
-	cfg   Config
-	log   *zap.Logger
-	Stats Stats
+	st  store.Store
+	cfg Config
+	// updateTx runs the engine's own transactions (update): the store's
+	// Update, or what SetUpdater set.
+	updateTx Updater
+	log      *zap.Logger
+	Stats    Stats
 
 	// These are touched only inside exclusive store transactions (or by
 	// Start/Close): the store's lock serializes them. mu guards keys
@@ -158,8 +161,21 @@ func New(st store.Store, cfg Config) *Engine {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	return &Engine{st: st, cfg: cfg, log: cfg.Logger, keys: make(map[wkey]*keyState), running: make(map[wkey]int64)}
+	return &Engine{st: st, cfg: cfg, log: cfg.Logger, updateTx: st.Update,
+		keys: make(map[wkey]*keyState), running: make(map[wkey]int64)}
 }
+
+// Updater runs fn in an exclusive transaction, as store.Store's Update
+// does.
+type Updater func(fn func(store.Tx) error) (store.Ticket, error)
+
+// SetUpdater makes the engine run the transactions it starts by itself (a
+// lapse's handover at its timer, a claim given up by a waiter that left)
+// through u rather than its store's Update: a command server's u shows
+// their writes to whoever watches the keys (WATCH) as it shows a
+// command's. The engine takes its own wake-ups (Commit) inside fn. Call
+// it before Start.
+func (e *Engine) SetUpdater(u Updater) { e.updateTx = u }
 
 // Start loads the token counter: tokens continue above every token that
 // may have been handed out before.
@@ -242,7 +258,7 @@ func (e *Engine) Commit() func(store.Ticket) {
 func (e *Engine) update(fn func(tx store.Tx)) error {
 	var after func(store.Ticket)
 	ran := false
-	t, err := e.st.Update(func(tx store.Tx) error {
+	t, err := e.updateTx(func(tx store.Tx) error {
 		ran = true
 		fn(tx)
 		after = e.Commit()
