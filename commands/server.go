@@ -485,9 +485,11 @@ type TxHook interface {
 	Active() bool
 	// Touched follows a Set, or a Delete that removed a key. It must not
 	// keep key, which may be a buffer its writer reuses (the ONCE
-	// engine's).
+	// engine's). tx is the hooked transaction: what a hook writes in it
+	// (the ONCE engine's handover at a lapse) the hooks see too.
 	Touched(tx store.Tx, db int, key []byte)
-	// Flushing precedes and Flushed follows the flush of db.
+	// Flushing precedes and Flushed follows the flush of db, in the
+	// hooked transaction as Touched.
 	Flushing(tx store.Tx, db int)
 	Flushed(tx store.Tx, db int)
 	// Commit is called at the end of every exclusive transaction; what it
@@ -564,7 +566,7 @@ func (h hookTx) Set(db int, key []byte, v store.Value) error {
 	err := h.Tx.Set(db, key, v)
 	if err == nil {
 		for _, hk := range h.hooks {
-			hk.Touched(h.Tx, db, key)
+			hk.Touched(h, db, key)
 		}
 	}
 	return err
@@ -574,19 +576,22 @@ func (h hookTx) Delete(db int, key []byte) (bool, error) {
 	ok, err := h.Tx.Delete(db, key)
 	if ok {
 		for _, hk := range h.hooks {
-			hk.Touched(h.Tx, db, key)
+			hk.Touched(h, db, key)
 		}
 	}
 	return ok, err
 }
 
+// Flush empties db. A hook's writes after the flush (the ONCE engine
+// hands the claims of the db's running records to their waiters) are
+// hooked writes too: a WATCH of such a key sees it created.
 func (h hookTx) Flush(db int) error {
 	for _, hk := range h.hooks {
-		hk.Flushing(h.Tx, db)
+		hk.Flushing(h, db)
 	}
 	err := h.Tx.Flush(db)
 	for _, hk := range h.hooks {
-		hk.Flushed(h.Tx, db)
+		hk.Flushed(h, db)
 	}
 	return err
 }

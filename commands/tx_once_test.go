@@ -59,7 +59,8 @@ func awaitNoWaiters(tb testing.TB, srv *Server, key string) {
 
 // WATCH on a ONCE key fails the EXEC after the key changed, also when the
 // change is the engine's own doing rather than a command's: a claim handed
-// over at a lapse (KV-13) by the lapse timer, or passed on by a waiter
+// over at a lapse (KV-13), by the lapse timer or by a FLUSHDB (contract:
+// FLUSHDB of a running record acts as a lapse), or passed on by a waiter
 // that left with it. Redis 7 fails EXEC once a watched key was created,
 // changed or deleted; so must a record whose token changed, or the
 // transaction acts on a claim that no longer stands (KV-9).
@@ -77,6 +78,16 @@ func TestWatchSeesTheEnginesOwnWrites(t *testing.T) {
 			// fired yet: WATCH finds the key free.
 			skew.Store(1000)
 			watch()
+			awaitNoWaiters(tb, srv, key)
+		}},
+		{"FLUSHDB hands a passed lease to a waiter", func(tb testing.TB, srv *Server, skew *atomic.Int64, key string, watch func()) {
+			claimToken(tb, srv, newConn(), key, "LEASE", "60000")
+			blockedClaim(tb, srv, key)
+			skew.Store(120_000)
+			watch()
+			if r := send(srv, newConn(), "FLUSHDB"); r != "+OK\r\n" {
+				tb.Fatalf("FLUSHDB: %q", r)
+			}
 			awaitNoWaiters(tb, srv, key)
 		}},
 		{"a waiter that left passes its claim on", func(tb testing.TB, srv *Server, skew *atomic.Int64, key string, watch func()) {
