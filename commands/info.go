@@ -55,16 +55,24 @@ var infoSections = []infoSection{
 	{"keyspace", true, infoKeyspace},
 }
 
-// infoBuilder writes "field:value" lines. tx is the exclusive
-// transaction INFO runs in when queued in MULTI, nil otherwise.
+// infoBuilder writes "field:value" lines. tx is EXEC's transaction when
+// INFO is queued in MULTI (exclusive unless shared), nil otherwise.
 type infoBuilder struct {
 	strings.Builder
 	tx store.Tx
+	// shared is set when tx is a shared transaction.
+	shared bool
 }
 
 // in runs fn in a transaction: b's, or a new one (exclusive if write).
 func (b *infoBuilder) in(s *Server, write bool, fn func(tx store.Tx)) {
 	if b.tx != nil {
+		if write && b.shared {
+			// EXEC's transaction is a shared one (the store refuses
+			// writes): the section is left empty, as outside EXEC,
+			// where the store refuses its exclusive one.
+			return
+		}
 		fn(b.tx)
 		return
 	}
@@ -123,7 +131,7 @@ func infoCmd(x *Ctx) {
 		}
 	}
 	show := func(name string) bool { return all || everything || want[name] }
-	b := infoBuilder{tx: x.execTx}
+	b := infoBuilder{tx: x.execTx, shared: x.execShared}
 	header := func(name string) {
 		if b.Len() > 0 {
 			b.WriteString("\r\n")

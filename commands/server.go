@@ -157,6 +157,9 @@ type Ctx struct {
 	// on keys that reads the store (INFO): the store's lock is EXEC's
 	// already, and taking it again would wait for good.
 	execTx store.Tx
+	// execShared is set when execTx is a shared transaction: EXEC of
+	// reads while the store refuses writes.
+	execShared bool
 	// start is when the command began, on the server's monotonic clock
 	// (stats.go), and end when it ended (account).
 	start, end time.Duration

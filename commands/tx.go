@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -67,38 +68,72 @@ func execCmd(x *Ctx) {
 	// does, a panic in a queued command included.
 	defer endMulti(x)
 	var after []func(store.Ticket)
+	ran := false
 	t, err := s.store.Update(func(tx store.Tx) error {
-		if s.watch.dirty(x.Conn, tx.Now()) {
-			x.W.NullArray()
-			return nil
-		}
-		x.InMulti = false
+		ran = true
 		defer func() { after = s.commit() }()
-		x.W.Array(len(queue))
-		for _, args := range queue {
-			cmd, errText := s.resolve(nil, args)
-			if cmd == nil {
-				x.W.Error(errText)
-				continue
-			}
-			sub := &Ctx{Conn: x.Conn, S: s, Cmd: cmd, Args: args, W: x.W, InExec: true, execTx: tx}
-			if cmd.Flags&(Write|ReadOnly) != 0 {
-				sub.Tx = s.wrap(tx)
-			}
-			s.beforeRun(x.Conn, cmd)
-			sub.start = s.mono()
-			errs := x.W.Errors()
-			cmd.Run(sub)
-			s.account(sub, errs)
-		}
+		runQueue(x, queue, tx, false)
 		return nil
 	})
+	if !ran && errors.Is(err, store.ErrWrite) {
+		// The store refuses writes (a full disk). As in Redis 7, a
+		// transaction with a write is discarded, and one of reads runs:
+		// reads keep working.
+		if queueWrites(s, queue) {
+			x.W.Error("EXECABORT Transaction discarded because of: " + errorText(err))
+			return
+		}
+		t, err = s.store.View(func(tx store.Tx) error {
+			ran = true
+			runQueue(x, queue, tx, true)
+			return nil
+		})
+	}
 	runAfter(after, t)
 	if err != nil && t == nil {
 		x.Fail(err)
 		return
 	}
 	x.Await(t)
+}
+
+// runQueue runs EXEC's queued commands in tx, an exclusive transaction or,
+// when shared, a shared one (the queue holds no write), unless a watched
+// key changed.
+func runQueue(x *Ctx, queue [][][]byte, tx store.Tx, shared bool) {
+	s := x.S
+	if s.watch.dirty(x.Conn, tx.Now()) {
+		x.W.NullArray()
+		return
+	}
+	x.InMulti = false
+	x.W.Array(len(queue))
+	for _, args := range queue {
+		cmd, errText := s.resolve(nil, args)
+		if cmd == nil {
+			x.W.Error(errText)
+			continue
+		}
+		sub := &Ctx{Conn: x.Conn, S: s, Cmd: cmd, Args: args, W: x.W, InExec: true, execTx: tx, execShared: shared}
+		if cmd.Flags&(Write|ReadOnly) != 0 {
+			sub.Tx = s.wrap(tx)
+		}
+		s.beforeRun(x.Conn, cmd)
+		sub.start = s.mono()
+		errs := x.W.Errors()
+		cmd.Run(sub)
+		s.account(sub, errs)
+	}
+}
+
+// queueWrites reports whether a queued command writes.
+func queueWrites(s *Server, queue [][][]byte) bool {
+	for _, args := range queue {
+		if cmd, _ := s.resolve(nil, args); cmd != nil && cmd.Flags&Write != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func watchCmd(x *Ctx) {
