@@ -15,9 +15,12 @@ import (
 // section and the hooks they need.
 func (s *Server) EnableOnce(e *once.Engine) {
 	s.once = e
-	// The engine's own writes (a lapse's handover) reach the hooks too:
-	// a WATCH of the key fails its EXEC, as after a command's write.
-	e.SetUpdater(s.hookedUpdate)
+	if e != nil {
+		// The engine's own writes (a lapse's handover) reach the hooks
+		// too: a WATCH of the key fails its EXEC, as after a command's
+		// write.
+		e.SetUpdater(s.hookedUpdate)
+	}
 	s.KeepDeadline = once.IsRunning
 	s.AddHook(onceHook{e})
 	s.table.Register(onceCommands()...)
