@@ -115,7 +115,11 @@ func runQueue(x *Ctx, queue [][][]byte, tx store.Tx, shared bool) {
 			continue
 		}
 		sub := &Ctx{Conn: x.Conn, S: s, Cmd: cmd, Args: args, W: x.W, InExec: true, execTx: tx, execShared: shared}
-		if cmd.Flags&(Write|ReadOnly) != 0 {
+		switch {
+		case cmd.Flags&(Write|ReadOnly) == 0:
+		case shared:
+			sub.Tx = tx // reads only: nothing for the hooks to see
+		default:
 			sub.Tx = s.wrap(tx)
 		}
 		s.beforeRun(x.Conn, cmd)
