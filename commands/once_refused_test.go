@@ -27,6 +27,14 @@ func (s *refusingStore) Update(fn func(store.Tx) error) (store.Ticket, error) {
 	return s.DB.Update(fn)
 }
 
+// WriteErr tells what Update would answer (store.WriteChecker).
+func (s *refusingStore) WriteErr() error {
+	if s.refuse.Load() {
+		return errRefused
+	}
+	return s.DB.WriteErr()
+}
+
 // A CLAIM … WAIT or ONCE.WAIT whose wait runs out while the store refuses
 // writes answers as if it had not waited, in a transaction of its own
 // (updateAndDeliver). The store refused that transaction, so nothing ran:

@@ -72,9 +72,11 @@ type Server struct {
 	holder store.Holder
 	// prefetcher is store as a store.Prefetcher, or nil (local.go).
 	prefetcher store.Prefetcher
-	table      *Table
-	log        *zap.Logger
-	wire       *resp.Server
+	// writeChecker is store as a store.WriteChecker, or nil.
+	writeChecker store.WriteChecker
+	table        *Table
+	log          *zap.Logger
+	wire         *resp.Server
 
 	watch   watchRegistry
 	cursors scanCursors
@@ -118,6 +120,7 @@ func New(cfg Config, st store.Store) *Server {
 	s := &Server{cfg: cfg, store: st, table: NewTable(), log: cfg.Logger, started: cfg.Clock()}
 	s.holder, _ = st.(store.Holder)
 	s.prefetcher, _ = st.(store.Prefetcher)
+	s.writeChecker, _ = st.(store.WriteChecker)
 	s.SetRequirePass(cfg.RequirePass)
 	s.SetProtoMaxBulkLen(cfg.ProtoMaxBulkLen)
 	s.watch.keys = make(map[watchKey]map[*resp.Conn]struct{})
@@ -236,6 +239,12 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 			s.reject(c, args, ErrNotInMulti.Error())
 			return
 		}
+		if err := s.writesRefused(cmd); err != nil {
+			// A write, while the store refuses writes: refused as it
+			// is queued, and the transaction with it, as in Redis.
+			s.reject(c, args, errorText(err))
+			return
+		}
 		c.Queue = append(c.Queue, args)
 		c.Update(func(i *resp.Info) { i.Multi = len(c.Queue) })
 		c.W.Simple("QUEUED")
@@ -279,6 +288,16 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 		}
 		x.release()
 	}
+}
+
+// writesRefused is the error a write command would fail with now because
+// the store refuses writes, nil if cmd does not write or the store takes
+// writes (or cannot tell).
+func (s *Server) writesRefused(cmd *Command) error {
+	if cmd.Flags&Write == 0 || s.writeChecker == nil {
+		return nil
+	}
+	return s.writeChecker.WriteErr()
 }
 
 // finishGone runs a blocking command's function as if its client had

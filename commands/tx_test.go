@@ -11,6 +11,7 @@ import (
 // working (README, min-free-disk), and so does a transaction of reads, as
 // in Redis 7, whose EXEC refuses only a transaction holding a write, and
 // then discards it: -EXECABORT Transaction discarded because of: MISCONF ….
+// Here the store refuses writes from after the commands were queued.
 func TestExecWhileTheStoreRefusesWrites(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -37,11 +38,11 @@ func TestExecWhileTheStoreRefusesWrites(t *testing.T) {
 			srv := onceServerOver(t, rs)
 			c := newConn()
 			expect(t, srv, c, "+OK\r\n", "SET", "a", "v")
-			rs.refuse.Store(true)
 			expect(t, srv, c, "+OK\r\n", "MULTI")
 			for _, st := range tc.steps {
 				expect(t, srv, c, "+QUEUED\r\n", st...)
 			}
+			rs.refuse.Store(true)
 			got := send(srv, c, "EXEC")
 			if want, ok := strings.CutSuffix(tc.want, "…"); ok {
 				if !strings.HasPrefix(got, want) {
@@ -52,6 +53,33 @@ func TestExecWhileTheStoreRefusesWrites(t *testing.T) {
 			}
 			// The transaction is over either way, and wrote nothing.
 			expect(t, srv, c, "-ERR EXEC without MULTI\r\n", "EXEC")
+			expect(t, srv, c, "$1\r\nv\r\n", "GET", "a")
+		})
+	}
+}
+
+// A write queued while the store refuses writes is refused with -MISCONF
+// and spoils the transaction, as in Redis 7: EXEC answers -EXECABORT …
+// previous errors. Reads are queued as ever.
+func TestQueuedWriteWhileTheStoreRefusesWrites(t *testing.T) {
+	for _, write := range [][]string{
+		{"SET", "a", "w"}, {"DEL", "a"}, {"EXPIRE", "a", "10"}, {"FLUSHDB"},
+		{"ONCE.CLAIM", "k"}, {"ONCE.CLAIM", "k", "WAIT", "0"},
+	} {
+		t.Run(write[0], func(t *testing.T) {
+			rs := &refusingStore{DB: openTestStore(t)}
+			srv := onceServerOver(t, rs)
+			c := newConn()
+			expect(t, srv, c, "+OK\r\n", "SET", "a", "v")
+			rs.refuse.Store(true)
+			expect(t, srv, c, "+OK\r\n", "MULTI")
+			expect(t, srv, c, "+QUEUED\r\n", "GET", "a")
+			if r := send(srv, c, write...); !strings.HasPrefix(r, "-MISCONF ") {
+				t.Errorf("%q queued while writes are refused: %q, want -MISCONF …", write, r)
+			}
+			expect(t, srv, c, "+QUEUED\r\n", "TYPE", "a")
+			rs.refuse.Store(false)
+			expect(t, srv, c, "-EXECABORT Transaction discarded because of previous errors.\r\n", "EXEC")
 			expect(t, srv, c, "$1\r\nv\r\n", "GET", "a")
 		})
 	}

@@ -124,6 +124,15 @@ type Store interface {
 	Close() error
 }
 
+// WriteChecker is implemented by a Store that can tell, without a
+// transaction, whether it refuses writes now (a full disk): WriteErr is
+// then the error an Update would fail with, wrapping ErrWrite; nil when it
+// takes writes. A command queued in MULTI asks it, as Redis refuses a
+// write as it is queued while it refuses writes.
+type WriteChecker interface {
+	WriteErr() error
+}
+
 // Holder is implemented by a Store whose lock one caller may keep across
 // several transactions (a connection's pipeline), so that it is taken
 // once for them all rather than once per command: each taking moves the

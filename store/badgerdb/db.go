@@ -625,7 +625,10 @@ type DB struct {
 	closed     atomic.Bool
 }
 
-var _ store.Store = (*DB)(nil)
+var (
+	_ store.Store        = (*DB)(nil)
+	_ store.WriteChecker = (*DB)(nil)
+)
 
 // Open opens (creating if needed) the data directory and counts its keys.
 // It starts no goroutine: call Start.
@@ -1214,6 +1217,14 @@ func (s *DB) Update(fn func(tx store.Tx) error) (store.Ticket, error) {
 
 // writeError is why writes are refused, or nil: the committer cannot write
 // to Badger, or (everysec) the last fsync failed.
+// WriteErr is the error Update fails with now, or nil (store.WriteChecker).
+func (s *DB) WriteErr() error {
+	if err := s.writeError(); err != nil {
+		return fmt.Errorf("%w: %v", store.ErrWrite, err)
+	}
+	return nil
+}
+
 func (s *DB) writeError() error {
 	if p := s.failure.Load(); p != nil {
 		return *p
