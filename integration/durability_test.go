@@ -146,6 +146,24 @@ func diskFull(t *testing.T, size string, ballastBytes int, args ...string) {
 			dial()
 		}
 	}
+	// A transaction of reads runs; a write queued in one is refused and
+	// its EXEC discarded, as in Redis 7.
+	for _, st := range []struct {
+		args []string
+		want string // the reply's start
+	}{
+		{[]string{"MULTI"}, "+OK\r\n"},
+		{[]string{"DBSIZE"}, "+QUEUED\r\n"},
+		{[]string{"EXEC"}, "*1\r\n:"},
+		{[]string{"MULTI"}, "+OK\r\n"},
+		{[]string{"SET", "in-multi", "v"}, "-MISCONF "},
+		{[]string{"EXEC"}, "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+	} {
+		if f, err := c.TryReadFrameAfter(EncodeCommand(st.args...)); err != nil || !strings.HasPrefix(string(f.Raw), st.want) {
+			t.Errorf("%v while full: %v %v, want %q…", st.args, f, err, st.want)
+			dial()
+		}
+	}
 	checkAcked(t, c, acked, "while full")
 	if f, _ := c.TryReadFrameAfter(EncodeCommand("DBSIZE")); f == nil || f.Type != ':' {
 		t.Errorf("DBSIZE while full: %v", f)
