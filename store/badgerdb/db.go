@@ -1215,8 +1215,6 @@ func (s *DB) Update(fn func(tx store.Tx) error) (store.Ticket, error) {
 	return tk, err
 }
 
-// writeError is why writes are refused, or nil: the committer cannot write
-// to Badger, or (everysec) the last fsync failed.
 // WriteErr is the error Update fails with now, or nil (store.WriteChecker).
 func (s *DB) WriteErr() error {
 	if err := s.writeError(); err != nil {
@@ -1225,6 +1223,8 @@ func (s *DB) WriteErr() error {
 	return nil
 }
 
+// writeError is why writes are refused, or nil: the committer cannot write
+// to Badger, or (everysec) the last fsync failed.
 func (s *DB) writeError() error {
 	if p := s.failure.Load(); p != nil {
 		return *p
