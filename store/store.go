@@ -133,6 +133,25 @@ type WriteChecker interface {
 	WriteErr() error
 }
 
+// KindWalker is implemented by a Store that walks its whole keyspace once
+// in the background after Start (the Badger store counts its keys so). A
+// caller that must know some values stored before the store opened (the
+// ONCE engine: its running records, which INFO counts) asks that walk for
+// them rather than walking the keyspace again.
+type KindWalker interface {
+	// WalkKind calls fn with every value of kind k that the walk finds,
+	// then done, with false when the walk was cut short (the store
+	// closed). Each value is the key's value at some moment since Open,
+	// not necessarily now, and may be past its deadline: the caller
+	// checks it again in a transaction.
+	// Called before Start, fn and done run on the walk's goroutine after
+	// Start; called later, WalkKind walks a snapshot itself before it
+	// returns. fn and done must be quick and must not call the store (the
+	// walk may run for a caller that holds the store's lock); fn must not
+	// keep key nor v.Data.
+	WalkKind(k Kind, fn func(db int, key []byte, v Value), done func(complete bool))
+}
+
 // Holder is implemented by a Store whose lock one caller may keep across
 // several transactions (a connection's pipeline), so that it is taken
 // once for them all rather than once per command: each taking moves the

@@ -18,7 +18,8 @@
 //
 // A sweeper walks the time-ordered expiry index in bounded rounds and deletes
 // expired keys, as Redis's active expire cycle does. The numbers of keys
-// per database are counted in the background after Open (count.go).
+// per database are counted in the background after Open (count.go), and
+// that walk shows the values of a kind to whoever asked (WalkKind).
 //
 // The data directory carries a marker (oncekv.meta, dir.go): Open refuses a
 // non-empty directory without it, and a Badger directory whose MANIFEST is
@@ -351,6 +352,11 @@ type DB struct {
 	counted  chan struct{}
 	countTxn *badger.Txn
 	counting sync.Once
+	// walks are the WalkKind callers that the count shows its values
+	// to; walkBegun is set when it takes them (both under walkMu).
+	walkMu    sync.Mutex
+	walks     []kindWalk
+	walkBegun bool
 	// nextSweep is, per database and under mu, the earliest deadline
 	// that the expiry index may hold (Unix ms): the first one the last
 	// sweep left, lowered by every deadline set since. Before it, the
@@ -628,6 +634,7 @@ type DB struct {
 var (
 	_ store.Store        = (*DB)(nil)
 	_ store.WriteChecker = (*DB)(nil)
+	_ store.KindWalker   = (*DB)(nil)
 )
 
 // Open opens (creating if needed) the data directory and counts its keys.
