@@ -383,3 +383,139 @@ func TestOnceRestartWakeDurable(t *testing.T) {
 		t.Fatalf("only %d answers seen before the kill", len(seenAll))
 	}
 }
+
+// TestOnceRestartInfo: INFO once after a restart tells the truth about the
+// running records written before it (KV-16 with INFO's running_keys): they
+// are counted without being touched, stop being counted when DEL, UNLINK,
+// FLUSHDB or FLUSHALL removes them (a lapse at that moment) or when their
+// lease passes, and are counted once when EXTEND saves them again. Their
+// leases lapse as any claim's do (KV-13): a CLAIM … WAIT that arrives
+// after the restart takes the claim over with a larger token, a ONCE.WAIT
+// gets ["free", ""].
+func TestOnceRestartInfo(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"graceful", "kill-9"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			testOnceRestartInfo(t, how)
+		})
+	}
+}
+
+func testOnceRestartInfo(t *testing.T, how string) {
+	srv := StartOncekv(t, "--appendfsync", "always")
+	ctx := grCtx(t, 90*time.Second)
+	clients := func() []*redis.Client {
+		return []*redis.Client{onceClient(t, srv.Addr, 3), onceClient(t, srv.Addr, 2, withDB(1)), onceClient(t, srv.Addr, 3, withDB(2))}
+	}
+	cs := clients()
+	// lapseMs is the lease of the records whose lapse the test waits
+	// for after the restart: long enough to see them counted first on
+	// a loaded machine.
+	const lapseMs = 10000
+	claims := []struct {
+		db    int
+		key   string
+		lease int
+	}{
+		{0, "long:0", 120000}, {0, "long:1", 120000}, {0, "long:2", 120000}, {0, "long:3", 120000},
+		{0, "expire", lapseMs}, {0, "lapse-claim", lapseMs}, {0, "lapse-wait", lapseMs},
+		{0, "short", 300}, // passes while the server is down
+		{0, "done", 120000},
+		{1, "db1:0", 120000}, {1, "db1:1", 120000},
+		{2, "db2", 120000},
+	}
+	tokens := map[string]int64{}
+	var maxTok int64
+	for _, c := range claims {
+		tok := onceClaim(t, ctx, cs[c.db], c.key, "LEASE", c.lease)
+		tokens[c.key], maxTok = tok, max(maxTok, tok)
+	}
+	onceOK(t, ctx, cs[0], "ONCE.COMPLETE", "done", tokens["done"], "answer")
+	if got := onceInfo(t, ctx, cs[0])["running_keys"]; got != 11 {
+		t.Fatalf("before the restart: running_keys %d, want 11", got)
+	}
+
+	if how == "kill-9" {
+		srv.Kill(t)
+	}
+	srv = srv.Restart(t)
+	cs = clients()
+	c := cs[0]
+
+	// Counted without any command touching them; the counters count
+	// from the start, and no one waits.
+	want := map[string]int64{"running_keys": 10}
+	for _, f := range onceInfoFields {
+		if f != "running_keys" {
+			want[f] = 0
+		}
+	}
+	check := func(step string) {
+		t.Helper()
+		got := onceInfo(t, ctx, c)
+		for _, f := range onceInfoFields {
+			if got[f] != want[f] {
+				t.Errorf("after %s: INFO once %s = %d, want %d", step, f, got[f], want[f])
+			}
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+	waitFor(t, 5*time.Second, 10*time.Millisecond, "running_keys counting the claims of before the restart", func() (bool, string) {
+		got := onceInfo(t, ctx, c)
+		return got["running_keys"] == want["running_keys"], fmt.Sprint(got)
+	})
+	check("the restart")
+
+	for _, step := range []struct {
+		what string
+		do   func() error
+		// running is running_keys after it.
+		running int64
+	}{
+		{"DEL long:0", func() error { return c.Del(ctx, "long:0").Err() }, 9},
+		{"UNLINK long:1", func() error { return c.Unlink(ctx, "long:1").Err() }, 8},
+		{"FLUSHDB in db 1", func() error { return cs[1].FlushDB(ctx).Err() }, 6},
+		{"EXTEND long:2", func() error {
+			return c.Do(ctx, "ONCE.EXTEND", "long:2", tokens["long:2"], "LEASE", 120000).Err()
+		}, 6},
+		{"DEL long:2 after EXTEND", func() error { return c.Del(ctx, "long:2").Err() }, 5},
+	} {
+		if err := step.do(); err != nil {
+			t.Fatalf("%s: %v", step.what, err)
+		}
+		want["running_keys"] = step.running
+		check(step.what)
+	}
+
+	// The leases of before the restart lapse: the claim passes to a
+	// CLAIM … WAIT that came after it, a ONCE.WAIT learns the key is
+	// free, and a lease that passes with no one waiting stops being
+	// counted.
+	heir := asyncOnce(ctx, onceClient(t, srv.Addr, 3), "ONCE.CLAIM", "lapse-claim", "WAIT", 0, "LEASE", 120000)
+	waiter := asyncOnce(ctx, onceClient(t, srv.Addr, 3), "ONCE.WAIT", "lapse-wait")
+	onceAwaitWaiters(t, ctx, c, "lapse-claim", 1)
+	onceAwaitWaiters(t, ctx, c, "lapse-wait", 1)
+	want["waits"], want["waiting_clients"] = 2, 2
+	check("the waits")
+	h := onceRecv(t, heir, 2*lapseMs*time.Millisecond, "CLAIM … WAIT on a claim of before the restart")
+	if h.r.State != "claimed" || h.r.Token <= maxTok {
+		t.Fatalf("CLAIM … WAIT on a claim of before the restart: %v, want claimed with a token above %d", h.r, maxTok)
+	}
+	onceWant(t, "ONCE.WAIT on a claim of before the restart", onceRecv(t, waiter, 2*lapseMs*time.Millisecond, "ONCE.WAIT").r, "free", "")
+	waitFor(t, 5*time.Second, 10*time.Millisecond, "expire's lease passed", func() (bool, string) {
+		n := c.Exists(ctx, "expire").Val()
+		return n == 0, fmt.Sprintf("EXISTS expire = %d", n)
+	})
+	// long:3, the heir's lapse-claim and db2.
+	want["running_keys"] = 3
+	want["waiting_clients"], want["wakeups"], want["lease_lapses"], want["handoffs"], want["claims"] = 0, 2, 2, 1, 1
+	check("the lapses")
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		t.Fatalf("FLUSHALL: %v", err)
+	}
+	want["running_keys"] = 0
+	check("FLUSHALL")
+}

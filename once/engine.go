@@ -96,6 +96,10 @@ type Engine struct {
 	// keysPeak and runningPeak are the most entries each map held since
 	// it was last rebuilt, and rebuilds counts the rebuilds (maps.go).
 	keysPeak, runningPeak, rebuilds int
+
+	// adopting is the goroutine that adds the running records of before
+	// the start to running (adopt), which Close waits for.
+	adopting sync.WaitGroup
 }
 
 type wkey struct {
@@ -179,6 +183,15 @@ func (e *Engine) SetUpdater(u Updater) { e.updateTx = u }
 
 // Start loads the token counter: tokens continue above every token that
 // may have been handed out before.
+//
+// It also has the running records stored before it started (a runner
+// or the server stopped mid-lease) counted as running (RunningKeys), in
+// the background: it asks a store.KindWalker for them, which finds them
+// in the walk it makes anyway, so that a restart is not slowed down by a
+// walk of the keyspace. Call it before the store's Start, so that the
+// store's first walk serves it; after, the store walks for it at once.
+// Until the walk ends, a running record of before is counted once a ONCE
+// command saves it (EXTEND, a handover), and not once deleted.
 func (e *Engine) Start() error {
 	_, err := e.st.Update(func(tx store.Tx) error {
 		b, err := tx.Meta(metaTokens)
@@ -191,7 +204,73 @@ func (e *Engine) Start() error {
 		}
 		return nil
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	w, ok := e.st.(store.KindWalker)
+	if !ok {
+		return nil
+	}
+	var found []wkey
+	w.WalkKind(store.KindOnce, func(db int, key []byte, v store.Value) {
+		if IsRunning(v) {
+			found = append(found, wkey{db, string(key)})
+		}
+	}, func(bool) {
+		// On the store's walk, which may hold the store's lock: adopt
+		// runs transactions, so it runs on a goroutine of its own.
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.closed {
+			return
+		}
+		e.adopting.Add(1)
+		go func() {
+			defer e.adopting.Done()
+			e.adopt(found)
+		}()
+	})
+	return nil
+}
+
+// adoptBatch is how many records adopt checks in one transaction.
+const adoptBatch = 1024
+
+// adopt adds to running the keys of found, which held running records at
+// some moment since the store opened, whose records are running still.
+// A key that is in running already has been saved since: what running
+// says of it is newer than found.
+func (e *Engine) adopt(found []wkey) {
+	for len(found) > 0 {
+		batch := found[:min(len(found), adoptBatch)]
+		found = found[len(batch):]
+		stop := false
+		err := e.update(func(tx store.Tx) {
+			e.mu.Lock()
+			stop = e.closed
+			e.mu.Unlock()
+			if stop {
+				return
+			}
+			for _, k := range batch {
+				if _, ok := e.running[k]; ok {
+					continue
+				}
+				v, ok, err := tx.Get(k.db, k.bytes())
+				if err != nil {
+					e.log.Warn("once: count running records", zap.Error(err))
+					continue
+				}
+				if ok && IsRunning(v) {
+					e.running[k] = v.ExpireAt
+					grown(&e.runningPeak, len(e.running))
+				}
+			}
+		})
+		if err != nil || stop {
+			return
+		}
+	}
 }
 
 // Close wakes every waiter with ErrShutdown and stops the timers.
@@ -229,6 +308,7 @@ func (e *Engine) Close() {
 		e.Stats.waiting.Add(-1)
 		w.ch <- Result{Err: ErrShutdown, Ticket: store.Done{}}
 	}
+	e.adopting.Wait()
 }
 
 // Commit takes the wake-ups gathered by the current transaction; call it

@@ -29,6 +29,14 @@ type env struct {
 // engine with a default lease of lease. Cleanup closes both (engine first).
 func openEnv(t *testing.T, dir string, lease time.Duration) *env {
 	t.Helper()
+	return startEnv(t, dir, lease, false, nil)
+}
+
+// startEnv is openEnv, starting the engine first when engineFirst is set,
+// as the server does (app.Start), with between(v) run after the engine's
+// Start and before the store's.
+func startEnv(t *testing.T, dir string, lease time.Duration, engineFirst bool, between func(v *env)) *env {
+	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
@@ -36,7 +44,9 @@ func openEnv(t *testing.T, dir string, lease time.Duration) *env {
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
-	st.Start()
+	if !engineFirst {
+		st.Start()
+	}
 	e := once.New(st, once.Config{DefaultLease: lease})
 	if err := e.Start(); err != nil {
 		st.Close()
@@ -44,6 +54,12 @@ func openEnv(t *testing.T, dir string, lease time.Duration) *env {
 	}
 	v := &env{t: t, dir: dir, st: st, e: e}
 	t.Cleanup(v.close)
+	if between != nil {
+		between(v)
+	}
+	if engineFirst {
+		st.Start()
+	}
 	return v
 }
 

@@ -219,15 +219,18 @@ func backupCommand(st *badgerdb.DB, dir string) *commands.Command {
 	}
 }
 
-// Start starts the store's background work, loads the engine and listens.
+// Start loads the engine, starts the store's background work and listens.
 func (a *App) Start() error {
 	if a.Proxy != nil {
 		return a.startProxy()
 	}
-	a.Store.Start()
+	// The engine first: the store's first walk of its keys, which its
+	// Start begins, finds the engine's running records of before the
+	// restart for it (once.Engine.Start).
 	if err := a.Engine.Start(); err != nil {
 		return errors.Join(fmt.Errorf("start once engine: %w", err), a.Store.Close())
 	}
+	a.Store.Start()
 	if err := a.startObservability(); err != nil {
 		a.Engine.Close()
 		return errors.Join(err, a.Store.Close())
