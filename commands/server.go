@@ -519,6 +519,12 @@ type TxHook interface {
 	Commit() func(store.Ticket)
 }
 
+// SetHook is implemented by a TxHook that needs the value a Set stored:
+// after a Set, it is called instead of Touched.
+type SetHook interface {
+	Stored(tx store.Tx, db int, key []byte, v store.Value)
+}
+
 // AddHook registers a TxHook.
 func (s *Server) AddHook(h TxHook) { s.hooks = append(s.hooks, h) }
 
@@ -588,7 +594,11 @@ func (h hookTx) Set(db int, key []byte, v store.Value) error {
 	err := h.Tx.Set(db, key, v)
 	if err == nil {
 		for _, hk := range h.hooks {
-			hk.Touched(h, db, key)
+			if sh, ok := hk.(SetHook); ok {
+				sh.Stored(h, db, key, v)
+			} else {
+				hk.Touched(h, db, key)
+			}
 		}
 	}
 	return err

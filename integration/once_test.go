@@ -1157,6 +1157,41 @@ func TestOnceDeleteIsLapse(t *testing.T) {
 	}
 }
 
+// TestOnceInfoRenamedRunning: a running record that RENAME or RENAMENX
+// moves is still a running claim (its token holds under the new name), so
+// INFO once's running_keys keeps counting it, under its new name: DEL of
+// the new name stops the count, as DEL of any running record does.
+func TestOnceInfoRenamedRunning(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"RENAME", "RENAMENX"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			addr := onceServer(t)
+			ctx := grCtx(t, 20*time.Second)
+			c := onceClient(t, addr, 3)
+			running := func(step string, want int64) {
+				t.Helper()
+				if got := onceInfo(t, ctx, c)["running_keys"]; got != want {
+					t.Fatalf("after %s: running_keys %d, want %d", step, got, want)
+				}
+			}
+			tok := onceClaim(t, ctx, c, "src", "LEASE", 60000)
+			onceClaim(t, ctx, c, "other", "LEASE", 60000)
+			running("the claims", 2)
+			if err := c.Do(ctx, how, "src", "dst").Err(); err != nil {
+				t.Fatalf("%s src dst: %v", how, err)
+			}
+			running(how, 2)
+			onceOK(t, ctx, c, "ONCE.EXTEND", "dst", tok, "LEASE", 60000)
+			running("EXTEND of the renamed claim", 2)
+			if err := c.Del(ctx, "dst").Err(); err != nil {
+				t.Fatalf("DEL dst: %v", err)
+			}
+			running("DEL of the renamed claim", 1)
+		})
+	}
+}
+
 // TestOnceInfo: INFO's Once section has its twelve fields and they move as
 // the commands go.
 func TestOnceInfo(t *testing.T) {

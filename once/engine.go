@@ -930,6 +930,20 @@ func (e *Engine) Touched(tx store.Tx, db int, key []byte) {
 	}
 }
 
+// Stored is Touched after a command other than ONCE stored v under key:
+// a running record stored so (RENAME moves one) is a running claim still,
+// under its new name, and RunningKeys counts it.
+func (e *Engine) Stored(tx store.Tx, db int, key []byte, v store.Value) {
+	if e.self {
+		return
+	}
+	if IsRunning(v) {
+		e.running[wkey{db, string(key)}] = v.ExpireAt
+		grown(&e.runningPeak, len(e.running))
+	}
+	e.Touched(tx, db, key)
+}
+
 // Flushed tells the engine that db was emptied: its running keys lapse.
 func (e *Engine) Flushed(tx store.Tx, db int) {
 	var ks []wkey
