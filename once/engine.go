@@ -233,8 +233,10 @@ func (e *Engine) Start() error {
 	return nil
 }
 
-// adoptBatch is how many records adopt checks in one transaction.
-const adoptBatch = 1024
+// adoptBatch is how many records adopt checks in one transaction: each
+// check may read Badger (a restart left the record on disk only), and
+// commands wait for the transaction, so a few milliseconds' worth at most.
+const adoptBatch = 128
 
 // adopt adds to running the keys of found, which held running records at
 // some moment since the store opened, whose records are running still.

@@ -1,6 +1,7 @@
 package once_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -35,10 +36,15 @@ func TestEngineCountsRunningRecordsOfBeforeTheStart(t *testing.T) {
 			if err := v.complete("done", toks["done"], "x", -1); err != nil {
 				t.Fatal(err)
 			}
+			// More than the engine checks in one transaction.
+			const many = 300
+			for i := range many {
+				v.mustClaim(fmt.Sprintf("many:%d", i), lease(60000))
+			}
 			v.mustClaim("passed", lease(1))
 			time.Sleep(20 * time.Millisecond) // passed's lease passes
-			if n := v.runningKeys(); n != 5 {
-				t.Fatalf("before the restart: RunningKeys %d, want 5", n)
+			if n := v.runningKeys(); n != 5+many {
+				t.Fatalf("before the restart: RunningKeys %d, want %d", n, 5+many)
 			}
 			v.close()
 
@@ -49,23 +55,23 @@ func TestEngineCountsRunningRecordsOfBeforeTheStart(t *testing.T) {
 					t.Fatalf("EXTEND c: %v", err)
 				}
 			})
-			// a, c, d and heir, counted in the background.
+			// a, c, d, heir and the many, counted in the background.
 			for deadline := time.Now().Add(10 * time.Second); ; {
 				n := v.runningKeys()
-				if n == 4 {
+				if n == 4+many {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("after the restart: RunningKeys %d for 10 s, want 4 (a, c, d, heir)", n)
+					t.Fatalf("after the restart: RunningKeys %d for 10 s, want %d (a, c, d, heir and %d)", n, 4+many, many)
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			if running, _, _, _, _ := v.e.MapSizes(); running != 4 {
-				t.Fatalf("after the restart: %d running records kept, want 4", running)
+			if running, _, _, _, _ := v.e.MapSizes(); running != 4+many {
+				t.Fatalf("after the restart: %d running records kept, want %d", running, 4+many)
 			}
 			v.del("d")
-			if n := v.runningKeys(); n != 3 {
-				t.Fatalf("after DEL d: RunningKeys %d, want 3", n)
+			if n := v.runningKeys(); n != 3+many {
+				t.Fatalf("after DEL d: RunningKeys %d, want %d", n, 3+many)
 			}
 			// A lapse of a claim of before the restart (DEL acts as
 			// one): heir's claim passes to a CLAIM … WAIT, with a
@@ -77,8 +83,8 @@ func TestEngineCountsRunningRecordsOfBeforeTheStart(t *testing.T) {
 			if r.Token <= toks["heir"] {
 				t.Fatalf("handed-over token %d not above %d", r.Token, toks["heir"])
 			}
-			if n := v.runningKeys(); n != 3 {
-				t.Fatalf("after the handover: RunningKeys %d, want 3 (a, c, heir)", n)
+			if n := v.runningKeys(); n != 3+many {
+				t.Fatalf("after the handover: RunningKeys %d, want %d (a, c, heir and %d)", n, 3+many, many)
 			}
 		})
 	}
