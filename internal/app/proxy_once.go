@@ -65,6 +65,7 @@ func (a *App) wireOnce(up proxy.Upstream, cfg config.Config) error {
 			{"rechecked", f(st.Rechecked.Load())},
 			{"replica_short", f(st.ReplicaShort.Load())},
 			{"upstream_errors", f(st.UpstreamErrors.Load())},
+			{"tryagain_retries", f(st.TryAgains.Load())},
 		}
 	}})
 	return nil

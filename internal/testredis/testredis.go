@@ -26,6 +26,11 @@
 //	c.WaitFailover(addr, d) // after killing master addr: waits until another node took its slots
 //	c.WaitHealthy(d)    // cluster_state:ok and all 16384 slots ok on every live node
 //	c.Client()          // a *redis.ClusterClient over all nodes (slot map reloaded every second), closed by tb.Cleanup
+//	c.KeySlot(k), c.OtherMaster(addr) // k's hash slot; a master other than addr
+//	m := c.BeginMigration(slot, to) // SETSLOT … IMPORTING on to, … MIGRATING on the slot's master
+//	m.Move(keys...), m.MoveAll()    // MIGRATE some or all of the slot's keys
+//	m.Finish()          // MIGRATE the rest, SETSLOT … NODE on to, the source, the other masters
+//	c.MoveSlot(slot, to) // BeginMigration, then Finish
 //
 // Cluster nodes run with cluster-node-timeout 1000 ms and
 // cluster-replica-validity-factor 0, so killing a master is noticed in about

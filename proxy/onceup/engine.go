@@ -120,6 +120,17 @@
 //   - Tokens come from the upstream's clock (see Tokens above), so after a
 //     failover they still grow unless the new master's clock lags the old
 //     one's by more than the failover took.
+//   - Slot migration (resharding: CLUSTER SETSLOT … MIGRATING and
+//     IMPORTING, MIGRATE, SETSLOT … NODE). Every script declares three
+//     keys of the key's slot: the record, the slot's token counter and the
+//     key's outcome record, which is usually absent. While the slot moves,
+//     Redis Cluster answers TRYAGAIN to a script whose keys are not all on
+//     the node asked, and an absent key counts as missing on both nodes:
+//     so a ONCE command on a moving slot did not run, and is run again
+//     (pausing up to 100 ms between tries, counted in Stats.TryAgains)
+//     until the move of the slot ends, for at most Config.Timeout; then it
+//     fails with TRYAGAIN. The move of a slot that holds few keys takes
+//     milliseconds.
 //   - Sentinel: the subscription connections follow the master the
 //     sentinels name when Config.MasterAddr is set (package proxy's
 //     resolution): a connection left on a master that was demoted is
@@ -187,7 +198,10 @@ type Stats struct {
 	// ReplicaShort counts WAITs that ended with fewer replicas than
 	// WaitReplicas; UpstreamErrors the calls that failed.
 	ReplicaShort, UpstreamErrors atomic.Int64
-	waiting                      atomic.Int64
+	// TryAgains counts the scripts run again after a TRYAGAIN (their
+	// slot was being migrated).
+	TryAgains atomic.Int64
+	waiting   atomic.Int64
 }
 
 // waitGrace is how long after a lease deadline WAIT-only waiters look:
@@ -470,16 +484,41 @@ func (e *Engine) checkEviction() {
 
 // run runs a script on key's slot in database db. With WaitReplicas set
 // and repl non-nil, it runs it on the key's master, followed by WAIT when
-// repl says the script wrote.
+// repl says the script wrote. While the slot moves, the script is run
+// again until ctx's deadline (see runKeys).
 func (e *Engine) run(ctx context.Context, s *script, db int, key []byte, slot int, repl func([]any) bool, args ...any) ([]any, error) {
-	keys := []string{string(key), TokenKey(slot), OutcomeKey(slot, key)}
+	return e.runKeys(ctx, true, s, db, key, e.keysOf(key, slot), repl, args...)
+}
+
+// keysOf are the scripts' KEYS for key: the record, the slot's token
+// counter and the key's outcome record.
+func (e *Engine) keysOf(key []byte, slot int) []string {
+	return []string{string(key), TokenKey(slot), OutcomeKey(slot, key)}
+}
+
+// runKeys runs s over keys, all in key's slot. A script its slot's
+// migration holds back (TRYAGAIN: the keys are not all on one node, and
+// an absent outcome record counts as missing on both; or a redirection
+// the client gave up on) did not run: with retry it is run again once the
+// migration of the slot has ended, within ctx's deadline; without, that
+// error is returned at once.
+func (e *Engine) runKeys(ctx context.Context, retry bool, s *script, db int, key []byte, keys []string, repl func([]any) bool, args ...any) ([]any, error) {
 	args = append([]any{e.dbArg(db)}, args...)
 	var v any
 	var err error
-	if repl != nil && e.cfg.WaitReplicas > 0 {
-		v, err = e.runWait(ctx, s, key, keys, args, repl)
-	} else {
-		v, err = s.run(ctx, e.c, keys, args)
+	for pause := tryAgainFirst; ; pause = min(2*pause, tryAgainMax) {
+		if repl != nil && e.cfg.WaitReplicas > 0 {
+			v, err = e.runWait(ctx, s, key, keys, args, repl)
+		} else {
+			v, err = s.run(ctx, e.c, keys, args)
+		}
+		if err == nil || !retry || !isTryAgain(err) || !sleepCtx(ctx, pause) {
+			break
+		}
+		e.Stats.TryAgains.Add(1)
+		if e.cc != nil && !strings.HasPrefix(err.Error(), "TRYAGAIN") {
+			e.cc.ReloadState(ctx)
+		}
 	}
 	if err != nil {
 		e.upstreamError(err)
@@ -500,6 +539,41 @@ func (e *Engine) upstreamError(err error) {
 	var re redis.Error
 	if e.cc != nil && (!errors.As(err, &re) || isRedirect(err)) {
 		e.cc.ReloadState(context.Background())
+	}
+}
+
+// Pauses between two runs of a script answered TRYAGAIN (a slot being
+// migrated): doubling from tryAgainFirst up to tryAgainMax.
+const (
+	tryAgainFirst = 5 * time.Millisecond
+	tryAgainMax   = 100 * time.Millisecond
+)
+
+// isTryAgain reports a reply that says the command did not run because
+// its slot is moving: TRYAGAIN (a multi-key command on a slot being
+// migrated whose keys are not all on the node asked), or a MOVED or ASK
+// that the client did not follow (go-redis gives up after MaxRedirects
+// hops, which a TRYAGAIN from the target uses up; runWait does not follow
+// ASK).
+func isTryAgain(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "TRYAGAIN") || strings.HasPrefix(s, "ASK ") || strings.HasPrefix(s, "MOVED ")
+}
+
+// sleepCtx pauses for d, unless ctx's deadline comes first: it reports
+// whether the pause was taken (false: there is no time left for another
+// try).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

@@ -1,0 +1,205 @@
+package onceup
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/oncekv/oncekv/internal/testredis"
+)
+
+// Slot migration (CLUSTER SETSLOT … MIGRATING / IMPORTING, MIGRATE,
+// SETSLOT … NODE) of keys in use: while a slot moves, every script on it
+// is answered TRYAGAIN (its outcome record is missing on both nodes), the
+// record and the token counter move separately, and the waiters'
+// subscriptions are on the old owner.
+
+// finishAfter ends migration m after d, in the background; wait waits
+// for it (the test's cleanup does too).
+func finishAfter(tb testing.TB, m *testredis.Migration, d time.Duration) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(d)
+		m.Finish()
+	}()
+	wait = func() { <-done }
+	tb.Cleanup(wait)
+	return wait
+}
+
+// TestMigration: a running key's slot moves to another master while its
+// runner extends, reads and ends the run (KV-10, KV-12) and callers on
+// both instances wait for it or try to claim it (KV-9): every command
+// issued during the move is answered once the move ends, as without it,
+// the runner alone holds the claim, and every waiter gets the run's
+// outcome from the new owner.
+func TestMigration(t *testing.T) {
+	up := clusterUpstream(t, 3, 0)
+	cl := up.cluster
+	ps := startProxies(t, up, 2, Config{})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		moved  bool   // the record moves before the runner's commands
+		end    []any  // the runner's last command, after the key
+		want   string // what the waiters get
+		detail string
+	}{
+		{"complete-record-moved", true, []any{"ONCE.COMPLETE", "", "answer"}, "done", "answer"},
+		{"complete-keep-0-nothing-moved", false, []any{"ONCE.COMPLETE", "", "answer", "KEEP", 0}, "done", "answer"},
+		{"abort-record-moved", true, []any{"ONCE.ABORT", "", "boom"}, "failed", "boom"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := "{" + tc.name + "}k"
+			runner := dial(t, ps[0])
+			claim := do(ctx, runner, "ONCE.CLAIM", k, "LEASE", 20000)
+			if claim.state != "claimed" {
+				t.Fatalf("CLAIM = %v", claim)
+			}
+			// Waiters on both instances, several connections each.
+			type got struct {
+				r  reply
+				at time.Time
+			}
+			var waiters []chan got
+			for i := 0; i < 8; i++ {
+				c := dial(t, ps[i%2])
+				ch := make(chan got, 1)
+				waiters = append(waiters, ch)
+				args := []any{"ONCE.WAIT", k, "TIMEOUT", 15000}
+				if i%4 >= 2 {
+					args = []any{"ONCE.CLAIM", k, "WAIT", 15000}
+				}
+				go func() { r := do(ctx, c, args...); ch <- got{r, time.Now()} }()
+			}
+			eventually(t, 5*time.Second, "8 waiters", func() bool { return ps[0].e.Waiting()+ps[1].e.Waiting() == 8 })
+
+			m := cl.BeginMigration(cl.KeySlot(k), cl.OtherMaster(cl.MasterForKey(k)))
+			if tc.moved {
+				m.Move(k, TokenKey(Slot([]byte(k))))
+			}
+			// Callers that try to claim the running key meanwhile.
+			var wg sync.WaitGroup
+			claims := make(chan reply, 8)
+			for i := 0; i < 8; i++ {
+				c := dial(t, ps[i%2])
+				wg.Add(1)
+				go func() { defer wg.Done(); claims <- do(ctx, c, "ONCE.CLAIM", k) }()
+			}
+			const hold = 300 * time.Millisecond
+			finished := finishAfter(t, m, hold)
+			start := time.Now()
+			if err := runner.Do(ctx, "ONCE.EXTEND", k, claim.n, "LEASE", 20000).Err(); err != nil {
+				t.Fatalf("EXTEND while the slot moves: %v", err)
+			}
+			st, err := runner.Do(ctx, "ONCE.STATUS", k).Slice()
+			if err != nil || len(st) < 4 || st[1] != "running" || st[3] != claim.n {
+				t.Fatalf("STATUS while the slot moves = %v, %v", st, err)
+			}
+			end := append([]any{tc.end[0], k, claim.n}, tc.end[2:]...)
+			if err := runner.Do(ctx, end...).Err(); err != nil {
+				t.Fatalf("%v while the slot moves: %v", end, err)
+			}
+			ended := time.Now()
+			finished()
+			if d := time.Since(start); d < hold {
+				t.Errorf("the runner's commands were answered in %v, before the move ended: they did not meet it", d)
+			}
+			wg.Wait()
+			close(claims)
+			// Before the run ended: running; after it: its answer, or
+			// (nothing kept) one new claim at most, with a larger token.
+			var again int
+			for r := range claims {
+				switch {
+				case r.state == "running", r.state == "done" && r.detail == tc.detail:
+				case r.state == "claimed" && r.n > claim.n && (tc.want == "failed" || len(tc.end) > 3):
+					again++
+				default:
+					t.Errorf("CLAIM during the move = %v, want running (the runner holds the claim)", r)
+				}
+			}
+			if again > 1 {
+				t.Errorf("%d callers claimed the key after the run ended, want one at most", again)
+			}
+			for i, ch := range waiters {
+				select {
+				case g := <-ch:
+					if g.r.state != tc.want || g.r.detail != tc.detail {
+						t.Errorf("waiter %d got %v, want %s %s", i, g.r, tc.want, tc.detail)
+					}
+					if d := g.at.Sub(ended); d > 2*time.Second {
+						t.Errorf("waiter %d woken %v after the run ended", i, d)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatalf("waiter %d not woken 5 s after the run ended", i)
+				}
+			}
+			if owner := cl.MasterForKey(k); owner != m.To {
+				t.Errorf("slot served by %s after the move, want %s", owner, m.To)
+			}
+		})
+	}
+}
+
+// TestMigrationOneRunner: callers on two instances and several
+// connections each claim a free key (CLAIM … WAIT) while its slot moves
+// (KV-9): exactly one gets the claim, and the others get its answer
+// (KV-10).
+func TestMigrationOneRunner(t *testing.T) {
+	up := clusterUpstream(t, 3, 0)
+	cl := up.cluster
+	ps := startProxies(t, up, 2, Config{})
+	ctx := context.Background()
+	for round := 0; round < 3; round++ {
+		k := "{one}" + itoa(int64(round))
+		m := cl.BeginMigration(cl.KeySlot(k), cl.OtherMaster(cl.MasterForKey(k)))
+		finished := finishAfter(t, m, 200*time.Millisecond)
+		const callers = 16
+		res := make(chan reply, callers)
+		var clients []*redis.Client
+		for i := 0; i < 4; i++ {
+			clients = append(clients, dial(t, ps[i%2]))
+		}
+		for i := 0; i < callers; i++ {
+			c := clients[i%len(clients)]
+			go func() {
+				r := do(ctx, c, "ONCE.CLAIM", k, "LEASE", 10000, "WAIT", 10000)
+				if r.state == "claimed" {
+					if err := c.Do(ctx, "ONCE.COMPLETE", k, r.n, "by-"+itoa(r.n)).Err(); err != nil {
+						r.err = err
+					}
+				}
+				res <- r
+			}()
+		}
+		var winner int64
+		var rest []reply
+		for i := 0; i < callers; i++ {
+			r := <-res
+			switch {
+			case r.err != nil:
+				t.Fatalf("round %d: %v", round, r.err)
+			case r.state == "claimed" && winner != 0:
+				t.Fatalf("round %d: two claims, tokens %d and %d", round, winner, r.n)
+			case r.state == "claimed":
+				winner = r.n
+			default:
+				rest = append(rest, r)
+			}
+		}
+		finished()
+		if winner == 0 {
+			t.Fatalf("round %d: no claim: %v", round, rest)
+		}
+		for _, r := range rest {
+			if r.state != "done" || r.detail != "by-"+itoa(winner) {
+				t.Errorf("round %d: a caller got %v, want done by-%d", round, r, winner)
+			}
+		}
+	}
+}
