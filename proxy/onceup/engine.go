@@ -130,7 +130,20 @@
 //     (pausing up to 100 ms between tries, counted in Stats.TryAgains)
 //     until the move of the slot ends, for at most Config.Timeout; then it
 //     fails with TRYAGAIN. The move of a slot that holds few keys takes
-//     milliseconds.
+//     milliseconds. Waiters: the subscriptions stay on the old owner until
+//     it gives the slot away (it then drops them, or the slot map shows
+//     the move; they are made again on the new owner, each waited key
+//     checked). A script whose three
+//     keys have all moved already runs on the new owner before that (ASK),
+//     and its announcement reaches no waiter; nor do the checks of waited
+//     keys run while the move lasts (TRYAGAIN). So a check on a moving
+//     slot reads the record and the outcome record one at a time (a
+//     script over one key is served wherever the key is): a kept answer,
+//     or how the awaited run ended, is delivered. A waiter that missed an
+//     announcement during a move thus learns the outcome at the lease
+//     deadline it saw at the latest, even while the move is still open;
+//     but a lapsed claim is handed over, and a ONCE.WAIT at a lapse
+//     answered free, only once the move has ended.
 //   - Sentinel: the subscription connections follow the master the
 //     sentinels name when Config.MasterAddr is set (package proxy's
 //     resolution): a connection left on a master that was demoted is
@@ -529,6 +542,33 @@ func (e *Engine) runKeys(ctx context.Context, retry bool, s *script, db int, key
 		return nil, errReply
 	}
 	return arr, nil
+}
+
+// check runs a waited key's check (claimScript in mode 't' or 'w'; asked
+// is the run it waits for). While the key's slot moves, that script is
+// answered TRYAGAIN until the move ends; rather than wait for the end, a
+// check then reads the record and the outcome record one at a time (a
+// script over one key runs wherever that key is, ASK included): a kept
+// answer, or the outcome of the run it waits for, is the check's answer.
+// Otherwise the check fails, and the caller tries again later.
+func (e *Engine) check(ctx context.Context, ks *keyState, asked uint64, repl func([]any) bool, args []any) ([]any, error) {
+	key := []byte(ks.key)
+	keys := e.keysOf(key, ks.slot)
+	rep, err := e.runKeys(ctx, false, claimScript, ks.db, key, keys, repl, args...)
+	if err == nil || !isTryAgain(err) {
+		return rep, err
+	}
+	e.Stats.TryAgains.Add(1)
+	if r, perr := e.runKeys(ctx, false, peekScript, ks.db, key, keys[:1], nil, "r", ""); perr == nil && str(r, 0) == "done" {
+		return r, nil
+	}
+	if asked > 0 {
+		a := strconv.FormatUint(asked, 10)
+		if r, perr := e.runKeys(ctx, false, peekScript, ks.db, key, keys[2:], nil, "o", a); perr == nil && str(r, 0) != "none" {
+			return r, nil
+		}
+	}
+	return nil, err
 }
 
 // upstreamError counts a failed call; after a network error it asks the
@@ -1111,7 +1151,7 @@ func (e *Engine) checkLoop(ks *keyState) {
 		if w0 != nil {
 			repl = claimed
 		}
-		rep, err := e.run(ctx, claimScript, ks.db, []byte(ks.key), ks.slot, repl, args...)
+		rep, err := e.check(ctx, ks, asked, repl, args)
 		cancel()
 		if hook != nil {
 			hook(ks.key)

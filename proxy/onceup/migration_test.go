@@ -203,3 +203,100 @@ func TestMigrationOneRunner(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrationWakeupBounded: what a move can make the waiters miss. While
+// a slot is half moved, a script whose keys (record, token counter and
+// outcome record) are all on the target already runs there (ASK), and its
+// SPUBLISH reaches the target's subscribers, not the waiters' connections,
+// which stay on the old owner until the move ends; and the checks of the
+// waited keys (three keys, some missing on both nodes) are answered
+// TRYAGAIN until it ends. The waiters still learn the outcome at the lease
+// deadline they saw, with the move still open: the loss is bounded by the
+// lease.
+func TestMigrationWakeupBounded(t *testing.T) {
+	up := clusterUpstream(t, 3, 0)
+	cl := up.cluster
+	ps := startProxies(t, up, 2, Config{})
+	ctx := context.Background()
+	runner := dial(t, ps[0])
+	for _, tc := range []struct {
+		name string
+		// early: an aborted run first leaves an outcome record, so that
+		// the three keys exist, move, and the run's end runs on the
+		// target; else the run ends before the move, its announcement
+		// dropped (a waiter that missed it).
+		early  bool
+		end    []any
+		want   string
+		detail string
+	}{
+		{"complete-on-the-target", true, []any{"ONCE.COMPLETE", "", "answer"}, "done", "answer"},
+		{"abort-on-the-target", true, []any{"ONCE.ABORT", "", "boom"}, "failed", "boom"},
+		{"kept-answer-missed", false, []any{"ONCE.COMPLETE", "", "answer"}, "done", "answer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := "{bounded-" + tc.name + "}k"
+			if tc.early {
+				first := do(ctx, runner, "ONCE.CLAIM", k)
+				if err := runner.Do(ctx, "ONCE.ABORT", k, first.n).Err(); err != nil {
+					t.Fatalf("ABORT: %v", err)
+				}
+			}
+			const lease = 1500
+			claim := do(ctx, runner, "ONCE.CLAIM", k, "LEASE", lease)
+			if claim.state != "claimed" {
+				t.Fatalf("CLAIM = %v", claim)
+			}
+			claimed := time.Now()
+			type got struct {
+				r  reply
+				at time.Time
+			}
+			res := make(chan got, 4)
+			for i := 0; i < 4; i++ {
+				c := dial(t, ps[i%2])
+				args := []any{"ONCE.WAIT", k, "TIMEOUT", 10000}
+				if i >= 2 {
+					args = []any{"ONCE.CLAIM", k, "WAIT", 10000}
+				}
+				go func() { r := do(ctx, c, args...); res <- got{r, time.Now()} }()
+			}
+			eventually(t, time.Second, "4 waiters", func() bool { return ps[0].e.Waiting()+ps[1].e.Waiting() == 4 })
+			end := append([]any{tc.end[0], k, claim.n}, tc.end[2:]...)
+			if !tc.early {
+				for _, p := range ps {
+					p.e.dropEvents.Store(true)
+				}
+				t.Cleanup(func() {
+					for _, p := range ps {
+						p.e.dropEvents.Store(false)
+					}
+				})
+				if err := runner.Do(ctx, end...).Err(); err != nil {
+					t.Fatalf("%v: %v", end, err)
+				}
+			}
+			m := cl.BeginMigration(cl.KeySlot(k), cl.OtherMaster(cl.MasterForKey(k)))
+			m.MoveAll()
+			if tc.early {
+				if err := runner.Do(ctx, end...).Err(); err != nil {
+					t.Fatalf("%v on the half-moved slot: %v", end, err)
+				}
+			}
+			for i := 0; i < 4; i++ {
+				select {
+				case g := <-res:
+					if g.r.state != tc.want || g.r.detail != tc.detail {
+						t.Errorf("waiter got %v, want %s %s", g.r, tc.want, tc.detail)
+					}
+					if d := g.at.Sub(claimed); d > lease*time.Millisecond+time.Second {
+						t.Errorf("waiter woken %v after the claim, past its lease (%d ms) and a second", d, lease)
+					}
+				case <-time.After(lease*time.Millisecond + 3*time.Second):
+					t.Fatalf("a waiter was not woken %v after the claim, the move still open", time.Since(claimed))
+				}
+			}
+			m.Finish()
+		})
+	}
+}

@@ -279,6 +279,23 @@ redis.call('SPUBLISH', ARGV[3], event('l', ARGV[2], k, hf, f, ''))
 return {'ok'}
 `, true)
 
+// peekScript reads one key, for a check while the key's slot moves (when
+// the scripts over the three keys are answered TRYAGAIN): mode 'r', the
+// record at KEYS[1] if it holds a kept answer; mode 'o', the outcome
+// record at KEYS[1] if it holds how run ARGV[3] ended.
+// ARGV: db, mode, token. Replies: {'done', answer, hasfp, fp} ·
+// {'failed', message} · {'none'}.
+var peekScript = newScript(common+`
+local k = KEYS[1]
+if ARGV[2] == 'o' then return ended(k, ARGV[3]) or {'none'} end
+if kind(k) ~= 'once' then return {'none'} end
+local r = redis.call('HMGET', k, 's', 'a', 'f')
+if r[1] ~= 'd' then return {'none'} end
+local hf, f = '1', r[3]
+if not f then hf, f = '0', '' end
+return {'done', r[2] or '', hf, f}
+`, false)
+
 // statusScript reads a record for ONCE.STATUS.
 // ARGV: db. Replies: {'free'} · {'wrongtype'} · {state, token, hasfp, fp, pttl}.
 var statusScript = newScript(common+`
