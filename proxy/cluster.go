@@ -25,6 +25,11 @@ const (
 	replyInvalidCur   = "ERR invalid cursor"
 	maxRedirects      = 5
 	tryAgainBaseDelay = 25 * time.Millisecond
+	tryAgainMaxDelay  = 200 * time.Millisecond
+	// tryAgainFor bounds the retries of a command answered TRYAGAIN:
+	// a multi-key command whose keys a slot's migration has split
+	// between two nodes runs only once the move of the slot ends.
+	tryAgainFor = 2 * time.Second
 )
 
 // clusterMap is the slot → master map. Each slot is its own atomic
@@ -295,17 +300,16 @@ func (p *Proxy) onErrorReply(s *session, args [][]byte, text string, pinned bool
 	return nil
 }
 
-// redirect follows MOVED / ASK / TRYAGAIN up to maxRedirects times.
+// redirect follows MOVED / ASK up to maxRedirects times in a row, and
+// retries TRYAGAIN for up to tryAgainFor (a TRYAGAIN comes from the node a
+// slot is migrating to, after an ASK: the hops start again).
 func (p *Proxy) redirect(s *session, args [][]byte, text string) []byte {
 	var r []byte
-	for i := 0; i < maxRedirects; i++ {
+	start := time.Now()
+	delay := tryAgainBaseDelay
+	for hops := 0; hops < maxRedirects; hops++ {
 		kind, slot, addr := parseRedirect(text)
-		if strings.HasPrefix(addr, ":") {
-			// No host: the node's own (Redis sends ":port" when it does
-			// not know its address); the seeds' host is the best guess.
-			host, _, _ := net.SplitHostPort(p.up.Addrs[0])
-			addr = net.JoinHostPort(host, addr[1:])
-		}
+		addr = p.redirectAddr(addr)
 		switch kind {
 		case "MOVED":
 			p.stats.moved.Add(1)
@@ -317,10 +321,16 @@ func (p *Proxy) redirect(s *session, args [][]byte, text string) []byte {
 			p.stats.ask.Add(1)
 			r = p.runOn(s, p.node(addr), true, args)
 		case "TRYAGAIN":
-			// A multi-key command during a slot's migration: wait a
-			// little, as cluster clients do.
+			// A multi-key command during a slot's migration (it did not
+			// run): wait a little, as cluster clients do, for as long
+			// as tryAgainFor allows.
+			if time.Since(start)+delay > tryAgainFor {
+				return r
+			}
 			p.stats.tryagain.Add(1)
-			time.Sleep(tryAgainBaseDelay * time.Duration(i+1))
+			time.Sleep(delay)
+			delay = min(2*delay, tryAgainMaxDelay)
+			hops = -1
 			n, bad := p.route(args)
 			if bad != "" {
 				return appendError(nil, bad)
@@ -337,6 +347,17 @@ func (p *Proxy) redirect(s *session, args [][]byte, text string) []byte {
 		}
 	}
 	return r
+}
+
+// redirectAddr is the address of a MOVED or ASK reply, given a host when
+// it has none (Redis sends ":port" when it does not know its address;
+// the seeds' host is the best guess).
+func (p *Proxy) redirectAddr(addr string) string {
+	if strings.HasPrefix(addr, ":") {
+		host, _, _ := net.SplitHostPort(p.up.Addrs[0])
+		addr = net.JoinHostPort(host, addr[1:])
+	}
+	return addr
 }
 
 // parseRedirect splits "MOVED 3999 127.0.0.1:6381" / "ASK …" /

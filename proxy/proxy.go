@@ -25,7 +25,10 @@
 //     positions from the command table, then from the upstream's own
 //     COMMAND, then COMMAND GETKEYS for commands whose keys move); keys in
 //     different slots get Redis Cluster's CROSSSLOT error; MOVED refreshes
-//     the slot map and retries; ASK is followed with ASKING. DBSIZE, KEYS,
+//     the slot map and retries; ASK is followed with ASKING; TRYAGAIN (a
+//     multi-key command whose keys a slot's migration split between two
+//     nodes: it did not run) is retried for up to 2 s, as the move of the
+//     slot ends, and then given to the client. DBSIZE, KEYS,
 //     SCAN, FLUSHDB, FLUSHALL, RANDOMKEY and SCRIPT LOAD/FLUSH cover every
 //     master (SCAN's cursor carries the master's index, see cluster.go).
 //   - WAIT counts the replicas that have the client's earlier writes, on

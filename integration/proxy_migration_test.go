@@ -1,0 +1,143 @@
+package integration
+
+// Proxy mode over a Redis Cluster whose slots move (CLUSTER SETSLOT …
+// MIGRATING / IMPORTING, MIGRATE, SETSLOT … NODE) while clients use the
+// proxy: the upstream answers -ASK, -MOVED and -TRYAGAIN, which a client
+// of the proxy (not a cluster client) must never see.
+
+import (
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oncekv/oncekv/internal/testredis"
+)
+
+// TestProxyClusterMigration: plain commands through the proxy on keys of
+// a slot that moves answer as one redis-server answers them (byte for
+// byte), at every step of the move.
+func TestProxyClusterMigration(t *testing.T) {
+	t.Parallel()
+	cl := testredis.StartCluster(t, 3, 0)
+	up := clusterUpstream(cl)
+	p1, p2 := startProxy(t, up), startProxy(t, up)
+
+	t.Run("every-step-as-redis-server", func(t *testing.T) {
+		ref, c := DialRaw(t, StartRedis(t)), DialRaw(t, p1.Addr)
+		same := func(cmds ...[]string) {
+			t.Helper()
+			for _, args := range cmds {
+				sameReply(t, ref, c, args...)
+			}
+		}
+		slot := cl.KeySlot("{m}")
+		same([]string{"SET", "{m}s", "v"}, []string{"SET", "{m}d", "x"}, []string{"MSET", "{m}a", "1", "{m}b", "2"},
+			[]string{"INCR", "{m}n"}, []string{"INCR", "{m}n"})
+		m := cl.BeginMigration(slot, cl.OtherMaster(cl.MasterForKey("{m}")))
+		// Migrating, nothing moved yet: the source serves what it has; a
+		// new key is created on the target (ASK).
+		same([]string{"GET", "{m}s"}, []string{"INCR", "{m}n"}, []string{"SET", "{m}new", "1"}, []string{"GET", "{m}new"},
+			[]string{"DEL", "{m}d"}, []string{"EXPIRE", "{m}s", "100"}, []string{"TTL", "{m}s"}, []string{"GET", "{m}a"},
+			[]string{"INCRBY", "{m}new", "5"})
+		// Half moved.
+		m.Move("{m}s", "{m}n", "{m}a")
+		same([]string{"GET", "{m}s"}, []string{"INCR", "{m}n"}, []string{"INCR", "{m}n"}, []string{"EXPIRE", "{m}n", "1000"},
+			[]string{"TTL", "{m}n"}, []string{"GET", "{m}b"}, []string{"DEL", "{m}x"}, []string{"SET", "{m}a", "3"},
+			[]string{"GET", "{m}a"}, []string{"DEL", "{m}new"})
+		// Multi-key commands over keys split between the two nodes can
+		// only run once the move ends (TRYAGAIN until then): the proxy
+		// waits for it, as a pipeline.
+		multi := [][]string{{"MGET", "{m}a", "{m}b", "{m}c"}, {"MSET", "{m}a", "5", "{m}b", "6"}, {"MGET", "{m}a", "{m}b"},
+			{"INCR", "{m}n"}}
+		var pipe []byte
+		for _, args := range multi {
+			pipe = append(pipe, EncodeCommand(args...)...)
+		}
+		c.Send(pipe)
+		time.Sleep(500 * time.Millisecond)
+		m.Finish()
+		for _, args := range multi {
+			if want, got := ref.Do(args...), c.ReadReply(); string(want) != string(got) {
+				t.Errorf("%s: redis-server %q, through the proxy %q", fmtArgs(args), want, got)
+			}
+		}
+		// Moved: MOVED from the source, followed.
+		same([]string{"GET", "{m}s"}, []string{"INCR", "{m}n"}, []string{"MGET", "{m}a", "{m}b"},
+			[]string{"MULTI"}, []string{"INCR", "{m}n"}, []string{"GET", "{m}s"}, []string{"EXEC"})
+	})
+
+	t.Run("incr-counted-once-while-the-slot-moves", func(t *testing.T) {
+		const workers = 8
+		key := "{c}n"
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		seen := map[int64]bool{}
+		var bad []string
+		for i := 0; i < workers; i++ {
+			addr := p1.Addr
+			if i%2 == 1 {
+				addr = p2.Addr
+			}
+			c := DialRaw(t, addr)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					f, err := c.TryReadFrameAfter(EncodeCommand("INCR", key))
+					mu.Lock()
+					if err != nil {
+						bad = append(bad, err.Error())
+						mu.Unlock()
+						return
+					}
+					n, ok := f.Int()
+					switch {
+					case !ok:
+						bad = append(bad, string(f.Raw))
+					case seen[n]:
+						bad = append(bad, "INCR answered "+strconv.FormatInt(n, 10)+" twice")
+					default:
+						seen[n] = true
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		slot := cl.KeySlot(key)
+		for i := 0; i < 4; i++ {
+			time.Sleep(100 * time.Millisecond)
+			m := cl.BeginMigration(slot, cl.OtherMaster(cl.MasterForKey(key)))
+			time.Sleep(100 * time.Millisecond)
+			m.Move(key)
+			time.Sleep(100 * time.Millisecond)
+			m.Finish()
+		}
+		time.Sleep(100 * time.Millisecond)
+		close(stop)
+		wg.Wait()
+		for i, b := range bad {
+			if i < 10 {
+				t.Errorf("INCR through the proxy: %s", b)
+			}
+		}
+		total := int64(len(seen))
+		for n := int64(1); n <= total; n++ {
+			if !seen[n] {
+				t.Errorf("no INCR answered %d of %d", n, total)
+				break
+			}
+		}
+		v := strconv.FormatInt(total, 10)
+		wantReply(t, DialRaw(t, p2.Addr), "$"+strconv.Itoa(len(v))+"\r\n"+v+"\r\n", "GET", key)
+		if total < 100 {
+			t.Errorf("only %d INCRs in the test", total)
+		}
+	})
+}
