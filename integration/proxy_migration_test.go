@@ -45,6 +45,15 @@ func TestProxyClusterMigration(t *testing.T) {
 		same([]string{"GET", "{m}s"}, []string{"INCR", "{m}n"}, []string{"INCR", "{m}n"}, []string{"EXPIRE", "{m}n", "1000"},
 			[]string{"TTL", "{m}n"}, []string{"GET", "{m}b"}, []string{"DEL", "{m}x"}, []string{"SET", "{m}a", "3"},
 			[]string{"GET", "{m}a"}, []string{"DEL", "{m}new"})
+		// A transaction on keys that left the source, one on a key that
+		// stayed: each runs as a whole where its keys are.
+		same([]string{"MULTI"}, []string{"INCR", "{m}n"}, []string{"GET", "{m}s"}, []string{"EXEC"})
+		same([]string{"MULTI"}, []string{"INCR", "{m}b"}, []string{"GET", "{m}b"}, []string{"EXEC"})
+		// A key that leaves between the queueing and EXEC (the source
+		// answers EXEC with ASK and discards the transaction).
+		same([]string{"MULTI"}, []string{"INCR", "{m}b"}, []string{"GET", "{m}b"})
+		m.Move("{m}b")
+		same([]string{"EXEC"}, []string{"GET", "{m}b"})
 		// Multi-key commands over keys split between the two nodes can
 		// only run once the move ends (TRYAGAIN until then): the proxy
 		// waits for it, as a pipeline.

@@ -68,7 +68,13 @@
 //     atomicity is the upstream's, through another connection).
 //   - In a cluster, a transaction runs on the node of its first key (or the
 //     node WATCH chose); a command on another node's key gets the reply
-//     Redis Cluster gives (MOVED, which aborts the EXEC).
+//     Redis Cluster gives (MOVED, which aborts the EXEC). When the
+//     transaction's own slot moves before EXEC (a resharding: the node
+//     answers ASK, MOVED or TRYAGAIN for its slot, at queueing or at EXEC,
+//     and runs none of it), a transaction without WATCH is answered QUEUED
+//     and run again, whole, where the slot is (ASKING first for ASK), as a
+//     cluster client does (tx.go, replayMoved); with WATCH, the node's
+//     replies are given.
 //   - A command that fails because an upstream connection broke is not
 //     retried (it may have run); the client gets "ERR upstream …". Only a
 //     command that never left (the dial failed) is retried after a topology

@@ -41,6 +41,9 @@ type op struct {
 	// internal marks a command the proxy sent itself (SELECT, ASKING,
 	// MULTI): its reply must be +OK and is not shown.
 	internal bool
+	// queued marks a command queued in a cluster transaction that the
+	// proxy may run again elsewhere (see session.txRedirected).
+	queued bool
 }
 
 type session struct {
@@ -76,6 +79,17 @@ type session struct {
 	// touches are the queued commands that remove keys (DEL, FLUSHDB…),
 	// announced to the ONCE handler after EXEC.
 	touches []queuedTouch
+	// A cluster transaction without WATCH can run again where its slot
+	// is when the slot moves (tx.go, replayMoved): replayable says it is
+	// one, txSlot is its slot (that of its first command's keys), txCmds
+	// its commands queued upstream, txMoved the first redirection a
+	// queued command got for txSlot (answered +QUEUED), txErr that one
+	// got another error.
+	replayable bool
+	txSlot     int
+	txCmds     [][][]byte
+	txMoved    string
+	txErr      bool
 }
 
 // queuedTouch is a queued command that removes keys; pos is its index
@@ -133,8 +147,15 @@ func (s *session) connFor(n *node) (*upConn, error) {
 
 // enqueue sends args on conn as part of the batch.
 func (s *session) enqueue(conn *upConn, args [][]byte, internal bool) {
-	conn.send(args)
-	s.ops = append(s.ops, op{at: s.c.W.Len(), conn: conn, args: args, internal: internal})
+	s.enqueueOp(op{conn: conn, args: args, internal: internal})
+}
+
+// enqueueOp sends o's command on its connection as part of the batch.
+func (s *session) enqueueOp(o op) {
+	conn, internal := o.conn, o.internal
+	conn.send(o.args)
+	o.at = s.c.W.Len()
+	s.ops = append(s.ops, o)
 	if !internal {
 		s.p.stats.forwarded.Add(1)
 	}
@@ -193,7 +214,11 @@ func (s *session) settle() {
 			buf = appendError(buf[:mark], p.upstreamError(o.conn.node, err))
 		default:
 			if re := errText(buf[mark:]); re != "" {
-				if r := p.onErrorReply(s, o.args, re, o.conn == s.pin); r != nil {
+				if o.queued && s.txRedirected(o.args, re) {
+					buf = append(buf[:mark], replyQueued...)
+				} else if o.queued {
+					s.txErr = true
+				} else if r := p.onErrorReply(s, o.args, re, o.conn == s.pin); r != nil {
 					buf = append(buf[:mark], r...)
 				}
 			} else if c := buf[mark]; c == ':' || c == '+' {
@@ -329,6 +354,7 @@ func (s *session) endTx() {
 	s.watching, s.multi, s.pendingMulti, s.dirty, s.lostWatch = false, false, false, false, false
 	s.queued = 0
 	s.local, s.selects, s.touches = nil, nil, nil
+	s.replayable, s.txCmds, s.txMoved, s.txErr = false, nil, "", false
 	s.c.Update(func(i *resp.Info) { i.Multi = -1 })
 }
 

@@ -14,7 +14,9 @@ package proxy
 // their replies spliced into the upstream's EXEC array at their places.
 
 import (
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/oncekv/oncekv/commands"
 	"github.com/oncekv/oncekv/resp"
@@ -199,7 +201,10 @@ func (p *Proxy) serveTx(s *session, k kind, args [][]byte) {
 	}
 	s.queued++
 	c.Update(func(i *resp.Info) { i.Multi = s.queued + len(s.local) })
-	s.enqueue(s.pin, args, false)
+	if s.replayable {
+		s.txCmds = append(s.txCmds, args)
+	}
+	s.enqueueOp(op{conn: s.pin, args: args, queued: s.replayable})
 }
 
 // startPendingMulti sends MULTI (cluster) to the node of the first queued
@@ -213,8 +218,151 @@ func (p *Proxy) startPendingMulti(s *session, args [][]byte) bool {
 		return false
 	}
 	s.pendingMulti, s.multi = false, true
+	if slot := p.slotOf(args, false); slot >= 0 {
+		s.replayable, s.txSlot = true, slot
+	}
 	s.enqueue(s.pin, [][]byte{[]byte("MULTI")}, true)
 	return true
+}
+
+// txRedirected reports whether a reply to a command of a replayable
+// transaction says the transaction's slot moved (MOVED or ASK for its
+// slot, TRYAGAIN for a command of its slot, or, for EXEC, args nil): then
+// the node could not run it, and the proxy runs it again where the slot
+// is (replayMoved). It notes the first such reply.
+func (s *session) txRedirected(args [][]byte, text string) bool {
+	if !s.replayable {
+		return false
+	}
+	kind, slot, _ := parseRedirect(text)
+	switch {
+	case (kind == "MOVED" || kind == "ASK") && slot == s.txSlot:
+	case kind == "TRYAGAIN" && (args == nil || s.p.slotOf(args, false) == s.txSlot):
+	default:
+		return false
+	}
+	if s.txMoved == "" {
+		s.txMoved = text
+	}
+	return true
+}
+
+// replayMoved runs a cluster transaction again where its slot is, when
+// the node it was queued on could not run it because the slot moved: a
+// queued command was redirected (EXEC r is then EXECABORT), or EXEC
+// itself was (a key left between the queueing and EXEC: the node
+// discarded the transaction). None of it ran there. It follows MOVED and
+// ASK (ASKING before MULTI: a client's ASKING flag lasts until EXEC) up
+// to maxRedirects times in a row and retries TRYAGAIN for up to
+// tryAgainFor, and returns the EXEC reply to give.
+func (p *Proxy) replayMoved(s *session, exec [][]byte, r []byte) []byte {
+	text := errText(r)
+	switch {
+	case text == "" || !s.replayable || s.txErr:
+		return r
+	case strings.HasPrefix(text, "EXECABORT") && s.txMoved != "":
+		text = s.txMoved
+	case !s.txRedirected(nil, text):
+		return r
+	}
+	start, delay := time.Now(), tryAgainBaseDelay
+	for hops := 0; hops < maxRedirects; hops++ {
+		kind, slot, addr := parseRedirect(text)
+		addr = p.redirectAddr(addr)
+		var n *node
+		switch kind {
+		case "MOVED":
+			p.stats.moved.Add(1)
+			n = p.node(addr)
+			p.cl.slots[slot].Store(n)
+			p.refreshSoon()
+		case "ASK":
+			p.stats.ask.Add(1)
+			n = p.node(addr)
+		default: // TRYAGAIN
+			if time.Since(start)+delay > tryAgainFor {
+				return r
+			}
+			p.stats.tryagain.Add(1)
+			time.Sleep(delay)
+			delay = min(2*delay, tryAgainMaxDelay)
+			hops = -1
+			if n = p.cl.slots[s.txSlot].Load(); n == nil {
+				return r
+			}
+		}
+		r, text = p.runTx(s, n, kind == "ASK", exec)
+		if text == "" {
+			return r
+		}
+	}
+	return r
+}
+
+// runTx runs the transaction's queued commands on a connection of n, in
+// MULTI/EXEC (after ASKING when asking). It returns EXEC's reply and, when
+// the slot's move kept n from running it, the redirection to follow.
+func (p *Proxy) runTx(s *session, n *node, asking bool, exec [][]byte) ([]byte, string) {
+	conn, err := n.get(s.c.W.Proto)
+	if err != nil {
+		return appendError(nil, p.upstreamError(n, err)), ""
+	}
+	defer n.put(conn)
+	var pre [][][]byte
+	if asking {
+		pre = append(pre, [][]byte{[]byte("ASKING")})
+	}
+	pre = append(pre, [][]byte{[]byte("MULTI")})
+	for _, a := range pre {
+		conn.send(a)
+	}
+	for _, a := range s.txCmds {
+		conn.send(a)
+	}
+	conn.send(exec)
+	p.stats.forwarded.Add(int64(len(s.txCmds)))
+	for _, a := range pre {
+		r, err := conn.read(nil)
+		if err != nil {
+			return appendError(nil, p.upstreamError(n, err)), ""
+		}
+		if !isOK(r) {
+			conn.fail(fmt.Errorf("%w: %s answered %q", ErrUpstreamProtocol, a[0], trimCRLF(r)))
+			return appendError(nil, p.upstreamError(n, conn.err)), ""
+		}
+	}
+	moved, other := "", false
+	for _, a := range s.txCmds {
+		r, err := conn.read(nil)
+		if err != nil {
+			return appendError(nil, p.upstreamError(n, err)), ""
+		}
+		if t := errText(r); t != "" {
+			kind, slot, _ := parseRedirect(t)
+			if (kind == "MOVED" || kind == "ASK") && slot == s.txSlot || kind == "TRYAGAIN" && p.slotOf(a, false) == s.txSlot {
+				if moved == "" {
+					moved = t
+				}
+			} else {
+				other = true
+			}
+		}
+	}
+	r, err := conn.read(nil)
+	if err != nil {
+		return appendError(nil, p.upstreamError(n, err)), ""
+	}
+	t := errText(r)
+	switch {
+	case t == "":
+		return r, ""
+	case moved != "" && !other && strings.HasPrefix(t, "EXECABORT"):
+		return r, moved
+	}
+	if kind, slot, _ := parseRedirect(t); (kind == "MOVED" || kind == "ASK") && slot == s.txSlot || kind == "TRYAGAIN" {
+		return r, t
+	}
+	return r, ""
 }
 
 // queueLocal queues a command the proxy answers itself, after checking it
@@ -300,7 +448,7 @@ func (p *Proxy) exec(s *session, args [][]byte) {
 		c.W.NullArray()
 		return
 	}
-	r := s.call(s.pin, args)
+	r := p.replayMoved(s, args, s.call(s.pin, args))
 	if len(r) == 0 || r[0] != '*' || (len(s.local) == 0 && len(s.selects) == 0 && len(s.touches) == 0) {
 		c.W.Raw(r)
 		return
