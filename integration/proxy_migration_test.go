@@ -149,4 +149,71 @@ func TestProxyClusterMigration(t *testing.T) {
 			t.Errorf("only %d INCRs in the test", total)
 		}
 	})
+
+	t.Run("once-across-a-move", func(t *testing.T) {
+		// KV-9, KV-10: a run whose slot moves while it runs, through two
+		// proxies: its runner's commands wait for the move, callers that
+		// claim meanwhile are told it runs, and the waiters on both
+		// proxies get its answer from the new owner.
+		k := "{o}job"
+		runner := DialRaw(t, p1.Addr)
+		f := runner.ReadFrameAfterDo(t, "ONCE.CLAIM", k, "LEASE", "20000")
+		if len(f.Elems) != 2 || f.Elems[0].Str != "claimed" {
+			t.Fatalf("CLAIM = %q", f.Raw)
+		}
+		token := strconv.FormatInt(mustInt(t, f.Elems[1]), 10)
+		const waiters = 4
+		replies := make(chan string, 2*waiters)
+		for i := 0; i < waiters; i++ {
+			addr := []string{p1.Addr, p2.Addr}[i%2]
+			args := []string{"ONCE.WAIT", k, "TIMEOUT", "15000"}
+			if i >= 2 {
+				args = []string{"ONCE.CLAIM", k, "WAIT", "15000"}
+			}
+			c := DialRaw(t, addr)
+			c.Timeout = 20 * time.Second
+			c.Send(EncodeCommand(args...))
+			go func() {
+				r, err := c.TryReadReply()
+				if err != nil {
+					r = []byte(err.Error())
+				}
+				replies <- string(r)
+			}()
+		}
+		waitFor(t, 5*time.Second, 20*time.Millisecond, "the waiters", func() (bool, string) {
+			n := proxyInfoField(t, DialRaw(t, p1.Addr), "once", "waiting_clients")
+			m := proxyInfoField(t, DialRaw(t, p2.Addr), "once", "waiting_clients")
+			return n == "2" && m == "2", "waiting_clients " + n + " and " + m
+		})
+		m := cl.BeginMigration(cl.KeySlot(k), cl.OtherMaster(cl.MasterForKey(k)))
+		m.Move(k)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			time.Sleep(300 * time.Millisecond)
+			m.Finish()
+		}()
+		claimer := DialRaw(t, p2.Addr)
+		if f := claimer.ReadFrameAfterDo(t, "ONCE.CLAIM", k); len(f.Elems) != 2 || f.Elems[0].Str != "running" {
+			t.Errorf("CLAIM while the slot moves = %q, want running", f.Raw)
+		}
+		wantReply(t, runner, "+OK\r\n", "ONCE.EXTEND", k, token, "LEASE", "20000")
+		wantReply(t, runner, "+OK\r\n", "ONCE.COMPLETE", k, token, "answer")
+		<-done
+		for i := 0; i < waiters; i++ {
+			select {
+			case r := <-replies:
+				if want := "*2\r\n$4\r\ndone\r\n$6\r\nanswer\r\n"; r != want {
+					t.Errorf("waiter got %q, want %q", r, want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("a waiter was not woken 5 s after the run ended")
+			}
+		}
+		// The first command sent during the move (the CLAIM) met it.
+		if n := proxyInfoField(t, claimer, "once", "tryagain_retries"); n == "0" {
+			t.Error("INFO once tryagain_retries = 0 on the claimer's proxy: its CLAIM did not meet the move")
+		}
+	})
 }
