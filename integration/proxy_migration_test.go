@@ -49,6 +49,9 @@ func TestProxyClusterMigration(t *testing.T) {
 		// stayed: each runs as a whole where its keys are.
 		same([]string{"MULTI"}, []string{"INCR", "{m}n"}, []string{"GET", "{m}s"}, []string{"EXEC"})
 		same([]string{"MULTI"}, []string{"INCR", "{m}b"}, []string{"GET", "{m}b"}, []string{"EXEC"})
+		// WATCH of a key that left: the transaction runs where it went.
+		same([]string{"WATCH", "{m}s"}, []string{"GET", "{m}s"}, []string{"MULTI"}, []string{"SET", "{m}s", "w"},
+			[]string{"EXEC"}, []string{"GET", "{m}s"}, []string{"TTL", "{m}s"})
 		// A key that leaves between the queueing and EXEC (the source
 		// answers EXEC with ASK and discards the transaction).
 		same([]string{"MULTI"}, []string{"INCR", "{m}b"}, []string{"GET", "{m}b"})
@@ -74,6 +77,19 @@ func TestProxyClusterMigration(t *testing.T) {
 		// Moved: MOVED from the source, followed.
 		same([]string{"GET", "{m}s"}, []string{"INCR", "{m}n"}, []string{"MGET", "{m}a", "{m}b"},
 			[]string{"MULTI"}, []string{"INCR", "{m}n"}, []string{"GET", "{m}s"}, []string{"EXEC"})
+	})
+
+	t.Run("watch-after-the-slot-moved", func(t *testing.T) {
+		// p2 has not seen the move: its map still names the old owner,
+		// which answers WATCH with MOVED.
+		ref, c := DialRaw(t, StartRedis(t)), DialRaw(t, p2.Addr)
+		for _, args := range [][]string{{"SET", "{w}k", "1"}, {"GET", "{w}k"}} {
+			sameReply(t, ref, c, args...)
+		}
+		cl.MoveSlot(cl.KeySlot("{w}k"), cl.OtherMaster(cl.MasterForKey("{w}k")))
+		for _, args := range [][]string{{"WATCH", "{w}k"}, {"MULTI"}, {"INCR", "{w}k"}, {"EXEC"}, {"GET", "{w}k"}} {
+			sameReply(t, ref, c, args...)
+		}
 	})
 
 	t.Run("incr-counted-once-while-the-slot-moves", func(t *testing.T) {

@@ -74,7 +74,10 @@
 //     and runs none of it), a transaction without WATCH is answered QUEUED
 //     and run again, whole, where the slot is (ASKING first for ASK), as a
 //     cluster client does (tx.go, replayMoved); with WATCH, the node's
-//     replies are given.
+//     replies are given. A first WATCH answered MOVED or ASK (the map was
+//     stale, or the key left a slot being migrated) did nothing: it is sent
+//     again to the node named, which the transaction is then pinned to
+//     (with ASKING before WATCH and MULTI after an ASK).
 //   - A command that fails because an upstream connection broke is not
 //     retried (it may have run); the client gets "ERR upstream …". Only a
 //     command that never left (the dial failed) is retried after a topology

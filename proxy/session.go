@@ -62,6 +62,7 @@ type session struct {
 	// accepted upstream; pendingMulti (cluster) after MULTI was accepted
 	// here, before the first command tells which node runs it.
 	pin          *upConn
+	pinAsking    bool // the pin followed an ASK: MULTI needs ASKING
 	watching     bool
 	multi        bool
 	pendingMulti bool
@@ -344,7 +345,7 @@ func (s *session) reset() {
 	if s.pin != nil {
 		s.p.drop(s.pin)
 		s.p.stats.pinned.Add(-1)
-		s.pin = nil
+		s.pin, s.pinAsking = nil, false
 	}
 	s.endTx()
 }
@@ -383,7 +384,7 @@ func (s *session) unpin() {
 		return
 	}
 	s.pin.node.put(s.pin)
-	s.pin = nil
+	s.pin, s.pinAsking = nil, false
 	s.p.stats.pinned.Add(-1)
 }
 

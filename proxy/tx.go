@@ -70,6 +70,7 @@ func (p *Proxy) multi(s *session, args [][]byte) {
 			return
 		}
 	}
+	s.asking()
 	r := s.call(s.pin, args)
 	if isOK(r) {
 		s.multi = true
@@ -93,12 +94,63 @@ func (p *Proxy) watch(s *session, args [][]byte) {
 		}
 	}
 	r := s.call(s.pin, args)
+	if !s.watching {
+		r = p.watchMoved(s, args, r)
+	}
 	if isOK(r) {
 		s.watching = true
 	} else if !s.watching || s.pin.err != nil {
 		s.unpinOrDrop()
 	}
 	s.c.W.Raw(r)
+}
+
+// watchMoved follows the MOVED or ASK that a first WATCH got (r) because
+// its key's slot moved (the map was stale) or is moving (the key left): it
+// did nothing there, so the session is pinned to the node named and WATCH
+// sent again, after ASKING for ASK (and MULTI will be too: a client's
+// ASKING lasts one command, or until EXEC once in MULTI). It returns the
+// reply to give.
+func (p *Proxy) watchMoved(s *session, args [][]byte, r []byte) []byte {
+	for hops := 0; hops < maxRedirects && p.cl != nil; hops++ {
+		kind, slot, addr := parseRedirect(errText(r))
+		if kind != "MOVED" && kind != "ASK" {
+			return r
+		}
+		n := p.node(p.redirectAddr(addr))
+		if kind == "MOVED" {
+			p.stats.moved.Add(1)
+			p.cl.slots[slot].Store(n)
+			p.refreshSoon()
+		} else {
+			p.stats.ask.Add(1)
+		}
+		s.unpin()
+		conn, err := n.get(s.c.W.Proto)
+		if err != nil {
+			return appendError(nil, p.upstreamError(n, err))
+		}
+		s.pinTo(conn)
+		s.pinAsking = kind == "ASK"
+		if !s.asking() {
+			return appendError(nil, p.upstreamError(n, s.pin.err))
+		}
+		r = s.call(s.pin, args)
+	}
+	return r
+}
+
+// asking sends ASKING on the pinned connection when the pin follows an
+// ASK; it reports false when the connection failed.
+func (s *session) asking() bool {
+	if !s.pinAsking {
+		return true
+	}
+	r, err := s.pin.do(nil, []byte("ASKING"))
+	if err == nil && !isOK(r) {
+		s.pin.fail(fmt.Errorf("%w: ASKING answered %q", ErrUpstreamProtocol, trimCRLF(r)))
+	}
+	return s.pin.err == nil
 }
 
 // unwatch is UNWATCH outside MULTI.
