@@ -2,6 +2,7 @@ package onceup
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -298,5 +299,89 @@ func TestMigrationWakeupBounded(t *testing.T) {
 			}
 			m.Finish()
 		})
+	}
+}
+
+// TestMigrationLapse: a runner's lease lapses while its key's slot is
+// half moved (KV-13). The takeover writes the record and the token
+// counter, which Redis Cluster refuses (TRYAGAIN) until the move ends:
+// exactly one claim waiter gets the claim, with a larger token, once the
+// move has ended (within a second: the checks retry), and the others,
+// ONCE.WAIT callers included, get its answer; the lapsed runner's
+// COMPLETE is stale.
+func TestMigrationLapse(t *testing.T) {
+	up := clusterUpstream(t, 3, 0)
+	cl := up.cluster
+	ps := startProxies(t, up, 2, Config{})
+	ctx := context.Background()
+	k := "{lapse}k"
+	runner := dial(t, ps[0])
+	const lease = 500
+	dead := do(ctx, runner, "ONCE.CLAIM", k, "LEASE", lease)
+	if dead.state != "claimed" {
+		t.Fatalf("CLAIM = %v", dead)
+	}
+	type got struct {
+		r     reply
+		c     *redis.Client
+		claim bool
+		at    time.Time
+	}
+	res := make(chan got, 8)
+	for i := 0; i < 8; i++ {
+		c := dial(t, ps[i%2])
+		claim := i < 6
+		go func() {
+			args := []any{"ONCE.WAIT", k, "TIMEOUT", 15000}
+			if claim {
+				args = []any{"ONCE.CLAIM", k, "LEASE", 10000, "WAIT", 15000}
+			}
+			r := do(ctx, c, args...)
+			if r.state == "claimed" {
+				if err := c.Do(ctx, "ONCE.COMPLETE", k, r.n, "by-"+itoa(r.n)).Err(); err != nil {
+					r.err = err
+				}
+			}
+			res <- got{r, c, claim, time.Now()}
+		}()
+	}
+	eventually(t, time.Second, "8 waiters", func() bool { return ps[0].e.Waiting()+ps[1].e.Waiting() == 8 })
+	m := cl.BeginMigration(cl.KeySlot(k), cl.OtherMaster(cl.MasterForKey(k)))
+	m.Move(k)
+	time.Sleep(lease*time.Millisecond + time.Second) // the lease lapses, the move still open
+	m.Finish()
+	moved := time.Now()
+	var winner int64
+	var others []got
+	for i := 0; i < 8; i++ {
+		select {
+		case g := <-res:
+			switch {
+			case g.r.err != nil:
+				t.Fatalf("waiter: %v", g.r.err)
+			case g.r.state == "claimed" && winner != 0:
+				t.Fatalf("two claims after the lapse: %d and %d", winner, g.r.n)
+			case g.r.state == "claimed":
+				winner = g.r.n
+				if d := g.at.Sub(moved); d > 2*time.Second {
+					t.Errorf("the claim was handed over %v after the move ended", d)
+				}
+			default:
+				others = append(others, g)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("waiters not answered 10 s after the move ended")
+		}
+	}
+	if winner <= dead.n {
+		t.Fatalf("handed-over token %d, want one above %d", winner, dead.n)
+	}
+	for _, g := range others {
+		if g.r.state != "done" || g.r.detail != "by-"+itoa(winner) {
+			t.Errorf("a waiter (claim %v) got %v, want done by-%d", g.claim, g.r, winner)
+		}
+	}
+	if err := runner.Do(ctx, "ONCE.COMPLETE", k, dead.n, "late").Err(); !strings.HasPrefix(errText(err), "STALE") {
+		t.Errorf("COMPLETE with the lapsed token: %v, want STALE", err)
 	}
 }
