@@ -9,8 +9,9 @@ import (
 // the steps redis-cli --cluster reshard takes, so that a test can act
 // between them: Begin (CLUSTER SETSLOT … IMPORTING on the target, then
 // MIGRATING on the source: the source answers -ASK for the slot's keys it
-// no longer has, the target serves them after ASKING and answers -TRYAGAIN
-// to a multi-key command whose keys are split), Move (MIGRATE of some
+// does not have, the target serves them after ASKING, and a multi-key
+// command whose keys are not all on the node asked gets -TRYAGAIN from
+// either, a key that exists nowhere counting as missing), Move (MIGRATE of some
 // keys), and Finish (MIGRATE of the rest, then SETSLOT … NODE on the
 // target, the source and every other master: the source answers -MOVED).
 type Migration struct {

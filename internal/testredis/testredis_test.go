@@ -5,8 +5,12 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestStandalone: the server answers, Kill stops it, Restart brings it
@@ -142,4 +146,66 @@ func TestPingAsTellsProcessesWithAPassword(t *testing.T) {
 	if err := PingAs(s.Addr(), os.Getpid()); err == nil {
 		t.Fatalf("PingAs the test's pid %d, answered by process %d: want an error", os.Getpid(), pid)
 	}
+}
+
+// TestMigration: a slot moved step by step answers as Redis Cluster does
+// in between (ASK for a key that left, TRYAGAIN for keys split between
+// the nodes, MOVED once the move ended), and every key ends on the
+// target.
+func TestMigration(t *testing.T) {
+	ctx := context.Background()
+	cl := StartCluster(t, 2, 0)
+	src := cl.MasterForKey("{s}a")
+	dst := cl.OtherMaster(src)
+	for _, k := range []string{"{s}a", "{s}b", "{s}c"} {
+		if err := cl.Node(src).Client().Set(ctx, k, "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slot := cl.KeySlot("{s}a")
+	m := cl.BeginMigration(slot, dst)
+	if m.From != src || m.To != dst || m.Slot != slot {
+		t.Fatalf("migration %+v, want slot %d from %s to %s", m, slot, src, dst)
+	}
+	m.Move("{s}a")
+	for _, tc := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"get", "{s}a"}, "ASK " + strconv.Itoa(slot) + " " + dst},
+		{[]any{"get", "{s}b"}, ""},
+		// Redis 7.0.15: TRYAGAIN when the source has some of the keys.
+		{[]any{"mget", "{s}a", "{s}b"}, "TRYAGAIN Multiple keys request during rehashing of slot"},
+		{[]any{"mget", "{s}a", "{s}x"}, "ASK " + strconv.Itoa(slot) + " " + dst},
+	} {
+		if _, err := cl.Node(src).do(tc.args...); errString(err) != tc.want {
+			t.Errorf("%v on the source: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	conn := cl.Node(dst).Client().Conn()
+	defer conn.Close()
+	if _, err := conn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Do(ctx, "asking")
+		p.MGet(ctx, "{s}a", "{s}b")
+		return nil
+	}); !strings.HasPrefix(errString(err), "TRYAGAIN") {
+		t.Errorf("ASKING, MGET of split keys on the target: %v, want TRYAGAIN", err)
+	}
+	m.Finish()
+	if got := cl.MasterForKey("{s}a"); got != dst {
+		t.Errorf("slot served by %s after Finish, want %s", got, dst)
+	}
+	if _, err := cl.Node(src).do("get", "{s}b"); !strings.HasPrefix(errString(err), "MOVED") {
+		t.Errorf("GET on the source after Finish: %v, want MOVED", err)
+	}
+	if n, err := cl.Node(dst).Client().Exists(ctx, "{s}a", "{s}b", "{s}c").Result(); err != nil || n != 3 {
+		t.Errorf("EXISTS on the target = %d, %v; want 3", n, err)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
