@@ -44,6 +44,12 @@ func connCommands() []*Command {
 }
 
 func pingCmd(x *Ctx) {
+	if err := x.S.writesRefused(x.Cmd); err != nil {
+		// As in Redis 7: a server that refuses writes (a full disk)
+		// answers PING -MISCONF, before its argument count is checked.
+		x.Fail(err)
+		return
+	}
 	switch len(x.Args) {
 	case 1:
 		x.W.Simple("PONG")

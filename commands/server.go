@@ -292,9 +292,11 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 
 // writesRefused is the error a write command would fail with now because
 // the store refuses writes, nil if cmd does not write or the store takes
-// writes (or cannot tell).
+// writes (or cannot tell). PING counts as a write, as in Redis 7, whose
+// PING answers -MISCONF while writes are refused, so that a health check
+// sees a server that cannot persist.
 func (s *Server) writesRefused(cmd *Command) error {
-	if cmd.Flags&Write == 0 || s.writeChecker == nil {
+	if cmd.Flags&Write == 0 && cmd.Name != "ping" || s.writeChecker == nil {
 		return nil
 	}
 	return s.writeChecker.WriteErr()

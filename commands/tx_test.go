@@ -85,6 +85,32 @@ func TestQueuedWriteWhileTheStoreRefusesWrites(t *testing.T) {
 	}
 }
 
+// While the store refuses writes PING answers -MISCONF, before its
+// argument count is checked, and in MULTI it spoils the transaction, as in
+// Redis 7 (processCommand refuses PING with the writes): a health check
+// that PINGs sees a server that cannot persist. ECHO still answers.
+func TestPingWhileTheStoreRefusesWrites(t *testing.T) {
+	rs := &refusingStore{DB: openTestStore(t)}
+	srv := onceServerOver(t, rs)
+	c := newConn()
+	expect(t, srv, c, "+PONG\r\n", "PING")
+	rs.refuse.Store(true)
+	for _, args := range [][]string{{"PING"}, {"PING", "x"}, {"ping", "x", "y"}} {
+		if r := send(srv, c, args...); !strings.HasPrefix(r, "-MISCONF ") {
+			t.Errorf("%q while writes are refused: %q, want -MISCONF …", args, r)
+		}
+	}
+	expect(t, srv, c, "$1\r\nx\r\n", "ECHO", "x")
+	expect(t, srv, c, "+OK\r\n", "MULTI")
+	if r := send(srv, c, "PING"); !strings.HasPrefix(r, "-MISCONF ") {
+		t.Errorf("PING queued while writes are refused: %q, want -MISCONF …", r)
+	}
+	expect(t, srv, c, "-EXECABORT Transaction discarded because of previous errors.\r\n", "EXEC")
+	rs.refuse.Store(false)
+	expect(t, srv, c, "+PONG\r\n", "PING")
+	expect(t, srv, c, "$1\r\nx\r\n", "PING", "x")
+}
+
 // A WATCH still aborts a transaction of reads while writes are refused.
 func TestExecWhileTheStoreRefusesWritesKeepsWatch(t *testing.T) {
 	rs := &refusingStore{DB: openTestStore(t)}

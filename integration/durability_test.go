@@ -139,8 +139,9 @@ func diskFull(t *testing.T, size string, ballastBytes int, args ...string) {
 	if infoField(info, "oncekv_writes_refused") != "1" || !strings.Contains(infoField(info, "oncekv_write_error"), "no space left") {
 		t.Errorf("INFO persistence does not name the cause:\n%s", info)
 	}
-	// Every write command is refused, DEL and ONCE too; reads keep working.
-	for _, cmd := range [][]string{{"DEL", "fill:00000"}, {"INCR", "n"}, {"ONCE.CLAIM", "o", "LEASE", "1000"}} {
+	// Every write command is refused, DEL and ONCE too, and PING, as in
+	// Redis 7 (a health check sees it); reads keep working.
+	for _, cmd := range [][]string{{"DEL", "fill:00000"}, {"INCR", "n"}, {"ONCE.CLAIM", "o", "LEASE", "1000"}, {"PING"}} {
 		if f, err := c.TryReadFrameAfter(EncodeCommand(cmd...)); err != nil || f.Type != '-' || !strings.HasPrefix(f.Str, "MISCONF") {
 			t.Errorf("%v while full: %v %v, want -MISCONF", cmd, f, err)
 			dial()
@@ -190,6 +191,9 @@ func diskFull(t *testing.T, size string, ballastBytes int, args ...string) {
 	}
 	if info := string(c.Do("INFO", "persistence")); infoField(info, "oncekv_writes_refused") != "0" {
 		t.Errorf("INFO after recovery:\n%s", info)
+	}
+	if r := string(c.Do("PING")); r != "+PONG\r\n" {
+		t.Errorf("PING after recovery: %q", r)
 	}
 
 	// Nothing acknowledged was lost, across a kill -9.
