@@ -114,11 +114,15 @@ func parseMarker(b []byte) (int, error) {
 // checkBadgerFiles catches the damage that Badger does not report: a
 // missing MANIFEST makes it start an empty database beside the old files,
 // and a MANIFEST that lost its tail makes it delete the tables it no longer
-// lists. After a crash, tables the MANIFEST does not list yet are normal
-// (written, not yet recorded), but then the write-ahead log of the
-// memtable they came from (a .mem file) is still there; with no .mem file
-// the directory was closed cleanly, and an unlisted table means the
-// MANIFEST lost records.
+// lists. After a crash, tables the MANIFEST does not list yet are normal:
+// Badger writes a table before it records it, whether the table comes
+// from a memtable (whose log, a .mem file, is then still there) or from a
+// compaction. A crash can leave a compaction's tables with no .mem file:
+// DropPrefix (FLUSHDB) and Badger's Close flush the memtables, deleting
+// their logs, and only then wait for the compactions under way. So an
+// unlisted table means lost MANIFEST records only when the directory was
+// closed cleanly: no .mem file, and no RunningFile (the store removes it
+// once Close has synced and closed everything).
 func checkBadgerFiles(dir string, names []string) error {
 	var tables []uint64
 	hasMem, hasData := false, false
@@ -171,7 +175,8 @@ func checkBadgerFiles(dir string, names []string) error {
 		return fmt.Errorf("%w: %s: tables listed in the MANIFEST are missing (%s); refusing to start "+
 			"(restore from a backup)", ErrCorruptDir, dir, list(missing))
 	}
-	if len(unlisted) > 0 && !hasMem {
+	crashed := slices.Contains(names, RunningFile)
+	if len(unlisted) > 0 && !hasMem && !crashed {
 		return fmt.Errorf("%w: %s: the MANIFEST does not list tables that are on disk (%s) and no "+
 			"write-ahead log is left to rebuild them; Badger would delete them: refusing to start "+
 			"(the MANIFEST was truncated or replaced; restore from a backup)", ErrCorruptDir, dir, list(unlisted))

@@ -258,6 +258,39 @@ func TestOwnerAndCorruptDirs(t *testing.T) {
 			os.Remove(filepath.Join(d, "MANIFEST"))
 			return d
 		}, wantErr: ErrCorruptDir, found: "no MANIFEST"},
+		{name: "kill -9 while a compaction's tables were unrecorded and no memtable log was left", setup: func(t *testing.T) string {
+			// KV-6: what a kill -9 leaves during FLUSHDB (DropPrefix) or
+			// a shutdown: Badger flushed its memtables and deleted their
+			// logs, then waited for a compaction whose tables are on disk
+			// and not yet in the MANIFEST. The store was not closed
+			// (RunningFile), so Badger's deleting them is its recovery.
+			d := copyDir(t, filled)
+			if slices.ContainsFunc(dirNames(t, d), func(n string) bool { return strings.HasSuffix(n, ".mem") }) {
+				t.Fatalf("filled dir has a memtable log: %v", dirNames(t, d))
+			}
+			b, err := os.ReadFile(filepath.Join(d, firstTable(t, d)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, "999999.sst"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, RunningFile), []byte(bootID()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}, keep: true},
+		{name: "unrecorded table after a clean close", setup: func(t *testing.T) string {
+			d := copyDir(t, filled)
+			b, err := os.ReadFile(filepath.Join(d, firstTable(t, d)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, "999999.sst"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}, wantErr: ErrCorruptDir, found: "999999.sst"},
 		{name: "table missing", setup: func(t *testing.T) string {
 			d := copyDir(t, filled)
 			os.Remove(filepath.Join(d, firstTable(t, d)))
