@@ -678,6 +678,15 @@ func Open(opts Options) (*DB, error) {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
 	}
+	if !fresh {
+		removed, err := removeEmptyLogs(opts.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("open store: remove the empty logs a crash left: %w", err)
+		}
+		if len(removed) > 0 {
+			opts.Logger.Warn("removed the empty Badger logs a crash left", zap.Strings("files", removed))
+		}
+	}
 	bdb, err := badger.Open(badgerOptions(opts))
 	if err != nil {
 		return nil, fmt.Errorf("open store in %s: %w", opts.Dir, err)

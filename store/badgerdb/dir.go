@@ -184,6 +184,44 @@ func checkBadgerFiles(dir string, names []string) error {
 	return nil
 }
 
+// removeEmptyLogs deletes the empty (zero-byte) memtable and value logs
+// (.mem, .vlog) in dir and returns their names. Badger deletes a log by
+// truncating it to zero bytes, then closing and removing it, and creates
+// one before it sizes it, so a crash in between leaves an empty file; its
+// Open then fails on it for good (dgraph-io/badger#2207). An empty log
+// holds nothing: a memtable's is deleted once its table is recorded, a
+// value log once its values were moved, and a new one had none yet.
+func removeEmptyLogs(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read data dir %s: %w", dir, err)
+	}
+	var removed []string
+	for _, e := range ents {
+		if ext := filepath.Ext(e.Name()); !e.Type().IsRegular() || (ext != ".mem" && ext != ".vlog") {
+			continue
+		}
+		fi, err := e.Info()
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return removed, err
+		}
+		if fi.Size() != 0 {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return removed, err
+		}
+		removed = append(removed, e.Name())
+	}
+	if len(removed) > 0 {
+		return removed, syncDir(dir)
+	}
+	return nil, nil
+}
+
 // writeMarker marks dir as oncekv's, durably.
 func writeMarker(dir string) error {
 	path := filepath.Join(dir, MarkerFile)

@@ -280,6 +280,32 @@ func TestOwnerAndCorruptDirs(t *testing.T) {
 			}
 			return d
 		}, keep: true},
+		{name: "kill -9 while Badger deleted a flushed memtable's log", setup: func(t *testing.T) string {
+			// KV-6: Badger deletes a log by truncating it to zero bytes,
+			// closing and removing it; a kill -9 between the truncation
+			// and the removal leaves an empty .mem file, which its Open
+			// fails on (dgraph-io/badger#2207), and so did ours.
+			d := copyDir(t, filled)
+			if err := os.WriteFile(filepath.Join(d, "00099.mem"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, RunningFile), []byte(bootID()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}, keep: true},
+		{name: "kill -9 while Badger deleted a value log", setup: func(t *testing.T) string {
+			// The same for a value log file that GC deleted (or one
+			// created and not yet sized).
+			d := copyDir(t, filled)
+			if err := os.WriteFile(filepath.Join(d, "000099.vlog"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, RunningFile), []byte(bootID()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}, keep: true},
 		{name: "unrecorded table after a clean close", setup: func(t *testing.T) string {
 			d := copyDir(t, filled)
 			b, err := os.ReadFile(filepath.Join(d, firstTable(t, d)))
