@@ -536,3 +536,86 @@ func TestCrashTornLogTail(t *testing.T) {
 		}
 	}
 }
+
+// TestCrashDuringSweep: keys with deadlines a few hundred milliseconds
+// away (strings, and ONCE answers kept briefly) expire by the ten thousand
+// while the server is killed, twice, mid-sweep. After each restart the
+// keys without a near deadline are all there with their values and TTLs
+// (KV-6), and the expired ones are gone without anyone reading them: the
+// key count falls to the long-lived keys alone (KV-4; a crash that kept a
+// key but lost its expiry index entry would leave it counted for good).
+func TestCrashDuringSweep(t *testing.T) {
+	t.Parallel()
+	const (
+		short = 20000
+		long  = 2000
+		onces = 1000
+	)
+	srv := StartOncekv(t, "--appendfsync", "always", "--loglevel", "warning")
+	want := map[string]string{}
+	for round := range 2 {
+		c := DialRaw(t, srv.Addr)
+		c.Timeout = 30 * time.Second
+		var cmds [][]string
+		for i := range long {
+			k := fmt.Sprintf("l:%d:%d", round, i)
+			want[k] = k + strings.Repeat("l", 50)
+			cmds = append(cmds, []string{"SET", k, want[k], "EX", "3600"})
+		}
+		for i := range short {
+			k := fmt.Sprintf("s:%d:%d", round, i)
+			cmds = append(cmds, []string{"SET", k, k + strings.Repeat("s", 50), "PX", strconv.Itoa(300 + i%900)})
+		}
+		expectAllOK(t, pipeline(t, c, cmds))
+		cmds = cmds[:0]
+		for i := range onces {
+			cmds = append(cmds, []string{"ONCE.CLAIM", fmt.Sprintf("o:%d:%d", round, i), "LEASE", "60000"})
+		}
+		claims := pipeline(t, c, cmds)
+		cmds = cmds[:0]
+		for i, f := range claims {
+			if len(f.Elems) != 2 || f.Elems[0].Str != "claimed" {
+				t.Fatalf("ONCE.CLAIM: %q", f.Raw)
+			}
+			cmds = append(cmds, []string{"ONCE.COMPLETE", fmt.Sprintf("o:%d:%d", round, i), f.Elems[1].Str, "answer", "KEEP", strconv.Itoa(300 + i%600)})
+		}
+		expectAllOK(t, pipeline(t, c, cmds))
+		c.Close()
+		// The first deadlines pass 300 ms after the load; the kill
+		// comes while the sweeper deletes them.
+		time.Sleep(400*time.Millisecond + rand.N(700*time.Millisecond))
+		srv.Kill(t)
+		srv = srv.Restart(t)
+
+		c = DialRaw(t, srv.Addr)
+		c.Timeout = 30 * time.Second
+		cmds = cmds[:0]
+		var ks []string
+		for k := range want {
+			ks = append(ks, k)
+			cmds = append(cmds, []string{"GET", k}, []string{"TTL", k})
+		}
+		replies := pipeline(t, c, cmds)
+		for i, k := range ks {
+			v, ttl := replies[2*i], replies[2*i+1]
+			if n, _ := frameInt(ttl); v.Str != want[k] || n <= 0 {
+				t.Fatalf("round %d: %s = %.40q, TTL %q after a kill -9 mid-sweep; want its value and a TTL", round, k, v.Str, ttl.Raw)
+			}
+		}
+		// Every short deadline has passed 1.2 s after the load; the
+		// sweeper must then bring the count down to the long keys.
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			f := doFrame(t, c, "DBSIZE")
+			n, _ := frameInt(f)
+			if n == int64(len(want)) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: DBSIZE %d 15 s after every short deadline passed, want the %d long-lived keys (KV-4)", round, n, len(want))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		c.Close()
+	}
+}
