@@ -47,11 +47,16 @@ func flushCmd(all bool) Handler {
 				dbs = append(dbs, i)
 			}
 		}
+		// One Flush for them all: a crash during FLUSHALL leaves every
+		// database flushed or none (KV-6).
+		full := dbs[:0]
 		for _, db := range dbs {
-			if x.Tx.Len(db) == 0 {
-				continue
+			if x.Tx.Len(db) > 0 {
+				full = append(full, db)
 			}
-			if err := x.Tx.Flush(db); err != nil {
+		}
+		if len(full) > 0 {
+			if err := x.Tx.Flush(full...); err != nil {
 				x.Fail(err)
 				return
 			}

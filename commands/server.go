@@ -616,16 +616,20 @@ func (h hookTx) Delete(db int, key []byte) (bool, error) {
 	return ok, err
 }
 
-// Flush empties db. A hook's writes after the flush (the ONCE engine
-// hands the claims of the db's running records to their waiters) are
-// hooked writes too: a WATCH of such a key sees it created.
-func (h hookTx) Flush(db int) error {
-	for _, hk := range h.hooks {
-		hk.Flushing(h, db)
+// Flush empties the databases dbs. A hook's writes after the flush (the
+// ONCE engine hands the claims of the dbs' running records to their
+// waiters) are hooked writes too: a WATCH of such a key sees it created.
+func (h hookTx) Flush(dbs ...int) error {
+	for _, db := range dbs {
+		for _, hk := range h.hooks {
+			hk.Flushing(h, db)
+		}
 	}
-	err := h.Tx.Flush(db)
-	for _, hk := range h.hooks {
-		hk.Flushed(h, db)
+	err := h.Tx.Flush(dbs...)
+	for _, db := range dbs {
+		for _, hk := range h.hooks {
+			hk.Flushed(h, db)
+		}
 	}
 	return err
 }

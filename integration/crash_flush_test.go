@@ -1,10 +1,11 @@
 package integration
 
-// KV-6 and KV-7 under kill -9 during FLUSHDB: the flush drops keys behind
-// Badger's back (DropPrefix), outside the write-ahead log, so a crash in
+// KV-6 and KV-7 under kill -9 during FLUSHDB and FLUSHALL: a flush drops
+// keys in Badger (DropPrefix), outside the write-ahead log, so a crash in
 // the middle of it must still leave a directory that opens by itself, with
-// the flushed database either as it was or empty (never a part of it, nor
-// older values of its keys), and the other databases untouched.
+// the flushed databases either as they were or empty (never a part of
+// them, nor older values of their keys), and the other databases
+// untouched.
 
 import (
 	"fmt"
@@ -160,4 +161,80 @@ func scanValues(tb testing.TB, c *RawConn, db int, pattern string) map[string]st
 		out[f.Elems[i].Str] = r.Str
 	}
 	return out
+}
+
+// TestCrashDuringFlushAll: FLUSHALL is one command, so a kill -9 at any
+// moment of it leaves every database as it was or every one empty, never
+// some flushed and others not (KV-6, KV-7).
+func TestCrashDuringFlushAll(t *testing.T) {
+	t.Parallel()
+	const (
+		cycles = 8
+		dbs    = 3
+		keys   = 6000
+	)
+	srv := StartOncekv(t, "--appendfsync", "always", "--memtable-size", "1mb", "--loglevel", "warning")
+	rng := rand.New(rand.NewPCG(8, 9))
+	load := func(cycle int) *RawConn {
+		var cmds [][]string
+		for db := range dbs {
+			cmds = append(cmds, []string{"SELECT", fmt.Sprint(db)})
+			for i := range keys {
+				k := fmt.Sprintf("a:%d:%06d", cycle, i)
+				cmds = append(cmds, []string{"SET", k, k + strings.Repeat("a", 200)})
+			}
+		}
+		c := DialRaw(t, srv.Addr)
+		c.Timeout = 30 * time.Second
+		expectAllOK(t, pipeline(t, c, cmds))
+		time.Sleep(300 * time.Millisecond)
+		return c
+	}
+	c := load(-1)
+	began := time.Now()
+	if f := doFrame(t, c, "FLUSHALL"); f.Str != "OK" {
+		t.Fatalf("FLUSHALL: %q", f.Raw)
+	}
+	took := time.Since(began)
+	c.Close()
+	flushed := 0
+	for cycle := range cycles {
+		c := load(cycle)
+		c.Send(EncodeCommand("FLUSHALL"))
+		time.Sleep(time.Duration(rng.Int64N(int64(took + took/4))))
+		srv.Kill(t)
+		c.Close()
+		srv = srv.Restart(t) // fails the test if the directory does not open by itself
+
+		c = DialRaw(t, srv.Addr)
+		c.Timeout = 30 * time.Second
+		var counts []int
+		for db := range dbs {
+			got := scanValues(t, c, db, fmt.Sprintf("a:%d:*", cycle))
+			counts = append(counts, len(got))
+			for k, v := range got {
+				if v != k+strings.Repeat("a", 200) {
+					t.Errorf("cycle %d: db %d %s = %.20q after the crash", cycle, db, k, v)
+					break
+				}
+			}
+		}
+		for _, n := range counts {
+			if n != counts[0] || (n != 0 && n != keys) {
+				t.Errorf("cycle %d: after a kill -9 during FLUSHALL, databases 0..%d hold %v of their %d keys: flushed in part", cycle, dbs-1, counts, keys)
+				break
+			}
+		}
+		if counts[0] == 0 {
+			flushed++
+		}
+		if f := doFrame(t, c, "FLUSHALL"); f.Str != "OK" {
+			t.Fatalf("FLUSHALL: %q", f.Raw)
+		}
+		c.Close()
+		if t.Failed() {
+			return
+		}
+	}
+	t.Logf("FLUSHALL took %v; %d cycles: it took effect before the kill in %d, not in %d", took, cycles, flushed, cycles-flushed)
 }

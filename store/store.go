@@ -79,8 +79,9 @@ type Tx interface {
 	Len(db int) int
 	// Expiring is the number of keys of db that have a deadline.
 	Expiring(db int) int
-	// Flush removes every key of db.
-	Flush(db int) error
+	// Flush removes every key of the databases dbs, as one operation: a
+	// crash in the middle of it leaves all of them flushed or none.
+	Flush(dbs ...int) error
 	// Meta reads a named server-wide record (e.g. a persisted counter).
 	Meta(name string) ([]byte, error)
 	// SetMeta writes a named server-wide record.

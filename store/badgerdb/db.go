@@ -739,6 +739,12 @@ func Open(opts Options) (*DB, error) {
 		bdb.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	// After the replay, though the log holds nothing the flush must drop
+	// (it began with checkpointAll): should it, the flush drops it too.
+	if err := s.finishFlush(); err != nil {
+		bdb.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
 	if err := s.loadSweepCheck(format == formatStaleIndex, crashed); err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("open store: expiry index: %w", err)

@@ -221,28 +221,35 @@ func (t *tx) Expiring(db int) int {
 	return t.s.expiringCount(db)
 }
 
-func (t *tx) Flush(db int) error {
+func (t *tx) Flush(dbs ...int) error {
 	if !t.write {
 		return store.ErrReadOnly
 	}
 	t.memo.ok = false
-	if err := t.checkDB(db); err != nil {
-		return err
+	for _, db := range dbs {
+		if err := t.checkDB(db); err != nil {
+			return err
+		}
+	}
+	if len(dbs) == 0 {
+		return nil
 	}
 	if err := t.s.checkpointAll(); err != nil {
 		return err
 	}
-	if err := t.s.bdb.DropPrefix(dbPrefix(spaceKeys, db), dbPrefix(spaceExpiry, db)); err != nil {
+	if err := t.s.dropDBs(dbs); err != nil {
 		return err
 	}
 	t.s.refreshSnap()
-	prefix := string(dbPrefix(spaceKeys, db))
 	t.s.omu.Lock()
 	var drop []*entry // not dropped while ranging: that moves slots
 	for e := range t.s.mem.all() {
 		// drain left no dirty entry behind: these are clean copies.
-		if strings.HasPrefix(e.key, prefix) {
-			drop = append(drop, e)
+		for _, db := range dbs {
+			if strings.HasPrefix(e.key, string(dbPrefix(spaceKeys, db))) {
+				drop = append(drop, e)
+				break
+			}
 		}
 	}
 	for _, e := range drop {
@@ -251,8 +258,10 @@ func (t *tx) Flush(db int) error {
 	}
 	t.s.omu.Unlock()
 	t.s.awaitCount()
-	t.s.counts[db] = -t.s.base[db]
-	t.s.expiring[db] = -t.s.baseExp[db]
+	for _, db := range dbs {
+		t.s.counts[db] = -t.s.base[db]
+		t.s.expiring[db] = -t.s.baseExp[db]
+	}
 	return nil
 }
 
