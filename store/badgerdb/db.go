@@ -573,6 +573,9 @@ type DB struct {
 	// applyErr, when set (by tests), fails Badger applies as a broken
 	// disk would.
 	applyErr func() error
+	// dropErr, when set (by tests), fails a flush's DropPrefix as a
+	// broken disk would.
+	dropErr func() error
 	// paceSleep, when set (by tests), stands in for each step of the
 	// applier's rests (pace.go); paceRests counts the rests.
 	paceSleep func(time.Duration)

@@ -64,13 +64,32 @@ func (s *DB) dropDBs(dbs []int) error {
 	if err := s.bdb.Sync(); err != nil {
 		return fmt.Errorf("record the flush: %w", err)
 	}
-	return s.endDrop(dbs)
+	err := s.endDrop(dbs)
+	if errors.Is(err, errDrop) {
+		// The flush failed and its client is told so: the next Open
+		// must not complete it over the writes that come after. (Badger
+		// may have dropped some of the keys: as it was without the
+		// record.)
+		err = errors.Join(err, s.bdb.Update(func(txn *badger.Txn) error { return txn.Delete(flushKey) }), s.bdb.Sync())
+	}
+	return err
 }
+
+// errDrop wraps the error of a flush's DropPrefix.
+var errDrop = errors.New("flush")
 
 // endDrop drops dbs and deletes the record of the flush.
 func (s *DB) endDrop(dbs []int) error {
-	if err := s.bdb.DropPrefix(dbPrefixes(dbs)...); err != nil {
-		return err
+	drop := func() error {
+		if s.dropErr != nil {
+			if err := s.dropErr(); err != nil {
+				return err
+			}
+		}
+		return s.bdb.DropPrefix(dbPrefixes(dbs)...)
+	}
+	if err := drop(); err != nil {
+		return fmt.Errorf("%w: %w", errDrop, err)
 	}
 	if err := s.bdb.Update(func(txn *badger.Txn) error { return txn.Delete(flushKey) }); err != nil {
 		return fmt.Errorf("end the flush: %w", err)

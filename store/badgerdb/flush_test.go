@@ -2,6 +2,7 @@ package badgerdb
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -78,5 +79,28 @@ func TestFlushInterruptedByACrash(t *testing.T) {
 				t.Errorf("a write after the completed flush is gone at the next open (%q, %v)", v, ok)
 			}
 		})
+	}
+}
+
+// TestFlushThatFailedIsNotCompletedLater: a flush whose DropPrefix fails
+// answers the error and leaves no record of itself, so the next Open does
+// not complete it over the writes acknowledged after it (KV-6).
+func TestFlushThatFailedIsNotCompletedLater(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, FsyncAlways, nil)
+	set(t, s, 1, "before", str("v", 0))
+	s.dropErr = func() error { return errors.New("disk broken") }
+	if _, err := s.Update(func(tx store.Tx) error { return tx.Flush(1) }); err == nil {
+		t.Fatal("Flush succeeded with DropPrefix failing")
+	}
+	s.dropErr = nil
+	set(t, s, 1, "after", str("v", 0))
+	if err := s.bdb.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	img := copyDir(t, dir) // a kill -9 now
+	r := open(t, img, FsyncAlways, nil)
+	if v, ok := get(t, r, 1, "after"); !ok || v != "v" {
+		t.Errorf("a write acknowledged after a failed FLUSHDB is gone after a crash (%q, %v)", v, ok)
 	}
 }
