@@ -243,10 +243,14 @@ func (t *tx) Flush(dbs ...int) error {
 	t.s.refreshSnap()
 	t.s.omu.Lock()
 	var drop []*entry // not dropped while ranging: that moves slots
+	prefixes := make([]string, len(dbs))
+	for i, db := range dbs {
+		prefixes[i] = string(dbPrefix(spaceKeys, db))
+	}
 	for e := range t.s.mem.all() {
 		// drain left no dirty entry behind: these are clean copies.
-		for _, db := range dbs {
-			if strings.HasPrefix(e.key, string(dbPrefix(spaceKeys, db))) {
+		for _, p := range prefixes {
+			if strings.HasPrefix(e.key, p) {
 				drop = append(drop, e)
 				break
 			}
