@@ -233,9 +233,9 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 	}
 	s.active(c, cmd, start)
 	if c.InMulti && cmd.Flags&AtOnce == 0 {
-		if cmd.Flags&NoMulti != 0 {
+		if RefusedInMulti(cmd) {
 			// SAVE, SHUTDOWN, BACKUP: refused, and the transaction
-			// with them, as Redis does.
+			// with them, as Redis does; CLIENT REPLY too.
 			s.reject(c, args, ErrNotInMulti.Error())
 			return
 		}

@@ -221,6 +221,15 @@ func (t *Table) All() []*Command {
 func (t *Table) Len() int { return len(t.cmds) }
 
 // sub finds a subcommand of c by name.
+// RefusedInMulti reports whether cmd is refused while a transaction is
+// queued, which it aborts: the NoMulti commands (SAVE, SHUTDOWN…), and
+// CLIENT REPLY, whose dropped replies would leave EXEC's array with fewer
+// elements than it announces (Redis 7.0 sends that broken reply; Valkey
+// 9 refuses the command, as here).
+func RefusedInMulti(cmd *Command) bool {
+	return cmd.Flags&NoMulti != 0 || cmd.Name == "client|reply"
+}
+
 func (c *Command) sub(name []byte) *Command {
 	for _, s := range c.Subcommands {
 		_, short, _ := strings.Cut(s.Name, "|")

@@ -463,6 +463,10 @@ func (p *Proxy) validate(args [][]byte) string {
 		if !arityOK(sub.Arity, len(args)) {
 			return "ERR wrong number of arguments for '" + sub.Name + "' command"
 		}
+		cmd = sub
+	}
+	if commands.RefusedInMulti(cmd) {
+		return commands.ErrNotInMulti.Error() // CLIENT REPLY
 	}
 	return ""
 }
