@@ -191,6 +191,7 @@ func resetCmd(x *Ctx) {
 	x.SetProto(2)
 	x.Update(func(i *resp.Info) { i.Name = "" })
 	x.Authed = x.S.requirePass() == ""
+	x.SetReply(resp.ReplyOn)
 	x.W.Simple("RESET")
 }
 
@@ -420,12 +421,19 @@ func clientOnOff(x *Ctx) {
 	x.W.OK()
 }
 
+// clientReply is CLIENT REPLY: resp drops the replies (reply.go).
 func clientReply(x *Ctx) {
-	if eq(x.Args[2], "on") {
+	switch {
+	case eq(x.Args[2], "on"):
+		x.SetReply(resp.ReplyOn)
 		x.W.OK()
-		return
+	case eq(x.Args[2], "off"):
+		x.SetReply(resp.ReplyOff)
+	case eq(x.Args[2], "skip"):
+		x.SetReply(resp.ReplySkip)
+	default:
+		x.Fail(ErrSyntax)
 	}
-	x.Fail(ErrSyntax)
 }
 
 // clientHelpCommand is CLIENT HELP's entry: Redis 7.0 does not flag it

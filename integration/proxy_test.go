@@ -85,6 +85,19 @@ func TestProxyDiffStandalone(t *testing.T) {
 			t.Run(ex.name, func(t *testing.T) { compareExchange(t, p.Redis, p.Other, ex) })
 		}
 	})
+	// CLIENT REPLY drops the replies of forwarded commands too, also of
+	// blocking ones and of those whose replies the proxy writes later.
+	t.Run("client-reply", func(t *testing.T) {
+		exs := append(replyExchanges(),
+			exchange{name: "skip-blocking", chunks: []string{"RPUSH l x\r\nCLIENT REPLY SKIP\r\nBLPOP l 1\r\nLLEN l\r\nCLIENT REPLY SKIP\r\nBLPOP nol 0.1\r\nPING\r\n"}},
+			exchange{name: "off-blocking", chunks: []string{"CLIENT REPLY OFF\r\nBLPOP nol 0.1\r\nRPUSH l y\r\nBRPOP l 1\r\nWAIT 0 0\r\nCLIENT REPLY ON\r\nLLEN l\r\n"}},
+			exchange{name: "skip-wait", chunks: []string{"CLIENT REPLY SKIP\r\nWAIT 0 0\r\nPING\r\n"}},
+			exchange{name: "skip-in-a-long-pipeline", chunks: []string{strings.Repeat("INCR n\r\n", 1500) + "CLIENT REPLY SKIP\r\nGET n\r\nGET n\r\n"}},
+		)
+		for _, ex := range exs {
+			t.Run(ex.name, func(t *testing.T) { compareExchange(t, p.Redis, p.Other, ex) })
+		}
+	})
 }
 
 // TestProxyDiffAuth compares the replies to clients that have not

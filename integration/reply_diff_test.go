@@ -12,6 +12,37 @@ import (
 	"github.com/oncekv/oncekv/internal/testredis"
 )
 
+// replyExchanges use strings and transactions only, which the embedded
+// server and a proxy both serve. Not compared: QUIT while the replies are
+// off, after which redis-server 7.0 keeps the connection open and reads
+// nothing more of it (oncekv closes it, as QUIT asks).
+func replyExchanges() []exchange {
+	return []exchange{
+		{name: "off-then-on", chunks: []string{"CLIENT REPLY OFF\r\nSET k 1\r\nGET k\r\n", "NOSUCH\r\nCLIENT REPLY bogus\r\nSET k\r\n", "CLIENT REPLY ON\r\nGET k\r\n"}},
+		{name: "skip-one", chunks: []string{"SET k 0\r\n", "CLIENT REPLY SKIP\r\nGET k\r\nSET k 2\r\nGET k\r\n"}},
+		{name: "skip-skip", chunks: []string{"CLIENT REPLY SKIP\r\nCLIENT REPLY SKIP\r\nGET k\r\nGET k\r\nPING\r\n"}},
+		{name: "skip-then-on", chunks: []string{"CLIENT REPLY SKIP\r\nCLIENT REPLY ON\r\nPING\r\n"}},
+		{name: "skip-while-off", chunks: []string{"CLIENT REPLY OFF\r\nCLIENT REPLY SKIP\r\nPING\r\n", "CLIENT REPLY ON\r\nPING\r\nPING x\r\n"}},
+		{name: "skip-mid-pipeline", chunks: []string{"SET k 0\r\nGET k\r\nCLIENT REPLY SKIP\r\nSET k 1\r\nPING\r\nGET k\r\nECHO e\r\n"}},
+		{name: "off-mid-pipeline", chunks: []string{"SET k 0\r\nGET k\r\nCLIENT REPLY OFF\r\nSET k 5\r\nSELECT 1\r\nGET k\r\nPING\r\nCLIENT REPLY ON\r\nGET k\r\nSELECT 0\r\nGET k\r\n"}},
+		{name: "skip-a-select", chunks: []string{"SET k 0\r\nCLIENT REPLY SKIP\r\nSELECT 1\r\nGET k\r\nSELECT 0\r\nGET k\r\n"}},
+		{name: "skip-a-transaction", chunks: []string{"CLIENT REPLY SKIP\r\nMULTI\r\nSET k 1\r\nEXEC\r\nGET k\r\n"}},
+		{name: "off-through-a-transaction", chunks: []string{"SET k 1\r\nCLIENT REPLY OFF\r\nWATCH k\r\nMULTI\r\nINCR k\r\nEXEC\r\n", "CLIENT REPLY ON\r\nGET k\r\n"}},
+		{name: "off-in-resp3", chunks: []string{"CLIENT REPLY OFF\r\nHELLO 3\r\nGET nokey\r\nCLIENT REPLY ON\r\nGET nokey\r\nRESET\r\nGET nokey\r\n"}},
+		{name: "reset-turns-replies-on", chunks: []string{"CLIENT REPLY OFF\r\nSET k 1\r\nRESET\r\nGET k\r\n"}},
+		{name: "arity", chunks: []string{"CLIENT REPLY\r\nCLIENT REPLY ON ON\r\nPING\r\n"}},
+	}
+}
+
+// TestDiffClientReply compares CLIENT REPLY with redis-server's.
+func TestDiffClientReply(t *testing.T) {
+	t.Parallel()
+	redisAddr, otherAddr := startPair(t)
+	for _, ex := range replyExchanges() {
+		t.Run(ex.name, func(t *testing.T) { compareExchange(t, redisAddr, otherAddr, ex) })
+	}
+}
+
 // TestClientReplyInMulti pins a deliberate difference: CLIENT REPLY is
 // refused inside MULTI, and the transaction with it (as Valkey 9 does),
 // where redis-server 7.0 queues it and then sends an EXEC array with fewer

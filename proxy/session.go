@@ -44,6 +44,9 @@ type op struct {
 	// queued marks a command queued in a cluster transaction that the
 	// proxy may run again elsewhere (see session.txRedirected).
 	queued bool
+	// silent marks a command whose client turned its reply off (CLIENT
+	// REPLY OFF or SKIP): it runs, and its reply is not shown.
+	silent bool
 }
 
 type session struct {
@@ -151,11 +154,13 @@ func (s *session) enqueue(conn *upConn, args [][]byte, internal bool) {
 	s.enqueueOp(op{conn: conn, args: args, internal: internal})
 }
 
-// enqueueOp sends o's command on its connection as part of the batch.
+// enqueueOp sends o's command on its connection as part of the batch; its
+// reply is not shown if its client turned replies off (CLIENT REPLY).
 func (s *session) enqueueOp(o op) {
 	conn, internal := o.conn, o.internal
 	conn.send(o.args)
 	o.at = s.c.W.Len()
+	o.silent = !internal && s.c.Silent()
 	s.ops = append(s.ops, o)
 	if !internal {
 		s.p.stats.forwarded.Add(1)
@@ -226,6 +231,10 @@ func (s *session) settle() {
 				p.noteWrite(s.c.DB, o.args, buf[mark:])
 			}
 		}
+		if o.silent {
+			buf = buf[:mark]
+			continue
+		}
 		ends = append(ends, len(buf))
 	}
 	// Splice: the replies written locally since the first op move to
@@ -237,7 +246,7 @@ func (s *session) settle() {
 	prev, k := first, 0
 	for i := range s.ops {
 		o := &s.ops[i]
-		if o.internal {
+		if o.internal || o.silent {
 			continue
 		}
 		at := min(max(o.at, prev), first+len(s.tail))
@@ -250,6 +259,10 @@ func (s *session) settle() {
 		prev, k = at, k+1
 	}
 	w.Raw(s.tail[prev-first:])
+	// The replies written are the earlier commands': a command that
+	// settles the batch and whose own reply is dropped (CLIENT REPLY)
+	// keeps them.
+	s.c.KeepReplies()
 	s.release()
 	clear(s.ops)
 	s.ops = s.ops[:0]

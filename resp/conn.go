@@ -95,6 +95,14 @@ type Conn struct {
 	// The memory the MULTI queue holds, counted incrementally.
 	queueSeen  int
 	queueBytes int64
+	// CLIENT REPLY (reply.go): replyOff drops every reply until ON;
+	// skipNext is set by SKIP and becomes skipThis for the command after
+	// it; silent is set while the current command's reply is dropped,
+	// replyMark is where that reply starts in W; blockSilent is silent
+	// for the blocked command's reply.
+	replyOff, skipNext, skipThis bool
+	silent, blockSilent          bool
+	replyMark                    int
 }
 
 // BlockFunc finishes a blocked command: it waits for the command's outcome

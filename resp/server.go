@@ -561,6 +561,7 @@ func linger(nc net.Conn) {
 // never takes the server down.
 func (s *Server) call(c *Conn, args [][]byte) {
 	mark := c.W.Len()
+	c.beginReply(mark)
 	defer func() {
 		if p := recover(); p != nil {
 			name := args[0]
@@ -580,6 +581,7 @@ func (s *Server) call(c *Conn, args [][]byte) {
 			c.W.Truncate(mark)
 			c.W.Error("ERR internal error (the server logged it)")
 		}
+		c.endReply() // CLIENT REPLY OFF / SKIP
 	}()
 	s.handler.Serve(c, args)
 }
@@ -610,6 +612,10 @@ func (s *Server) runBlocked(c *Conn, fn BlockFunc, gone <-chan struct{}) {
 				zap.Int64("id", c.ID), zap.Any("panic", p), zap.Stack("stack"))
 			c.W.Truncate(mark)
 			c.W.Error("ERR internal error (the server logged it)")
+		}
+		if c.blockSilent { // CLIENT REPLY OFF / SKIP
+			c.W.Truncate(mark)
+			c.blockSilent = false
 		}
 	}()
 	fn(gone)
