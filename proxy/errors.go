@@ -21,4 +21,7 @@ var (
 	// ErrTopology is a CLUSTER SLOTS or sentinel reply that could not be
 	// understood.
 	ErrTopology = errors.New("cannot read the upstream's topology")
+	// ErrClientGone marks an upstream connection closed because its
+	// client left while a blocking command waited on it.
+	ErrClientGone = errors.New("the client left while its command waited")
 )

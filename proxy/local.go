@@ -88,8 +88,11 @@ func (p *Proxy) blocking(s *session, args [][]byte) {
 		select {
 		case <-done:
 		case <-gone:
-			conn.nc.Close()
-			<-done
+			leave(conn, done)
+			if own {
+				n.put(conn)
+			}
+			return // no one to answer, and no upstream error
 		}
 		if own {
 			n.put(conn)
@@ -105,6 +108,17 @@ func (p *Proxy) blocking(s *session, args [][]byte) {
 		}
 		s.c.W.Raw(r)
 	})
+}
+
+// leave ends the wait of a blocking command on conn whose client left:
+// closing the connection ends it upstream too; done is closed once the
+// goroutine reading conn returned. The connection is then marked broken,
+// so that it is never pooled again, also when its reply came in the
+// meantime (the read succeeded, on a connection closed under it).
+func leave(conn *upConn, done <-chan struct{}) {
+	conn.nc.Close()
+	<-done
+	conn.fail(ErrClientGone)
 }
 
 // waitChannel is the channel of the PUBLISH that WAIT sends first (one
@@ -196,6 +210,11 @@ func (p *Proxy) wait(s *session, args [][]byte) {
 				}
 			}
 			<-done
+			for _, c := range conns {
+				if c != nil {
+					c.fail(ErrClientGone) // see leave
+				}
+			}
 		}
 		for i, c := range conns {
 			if c != nil {
