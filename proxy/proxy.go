@@ -53,6 +53,9 @@
 //
 // # Caveats
 //
+//   - Clients authenticate to the proxy only; every command runs upstream
+//     as the user of --upstream: an upstream ACL user cannot AUTH through
+//     the proxy, and ACL WHOAMI names the proxy's user.
 //   - Pub/Sub, MONITOR and replication commands are refused: they turn a
 //     connection into a stream, which a pooled connection cannot be.
 //     REPLICAOF and FAILOVER are refused too (send them to the upstream).

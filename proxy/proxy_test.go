@@ -737,3 +737,26 @@ func processID(tb testing.TB, addr string) int {
 	tb.Fatalf("no process_id in INFO of %s", addr)
 	return 0
 }
+
+// Clients authenticate to the proxy only (its requirepass, user default):
+// every command runs upstream as the user of --upstream. So an ACL user
+// created upstream (ACL SETUSER is forwarded) cannot AUTH through the
+// proxy, and ACL WHOAMI names the proxy's upstream user, where a
+// redis-server answers +OK and "bob" (README, proxy mode: users).
+func TestACLUsersAreNotTheClients(t *testing.T) {
+	t.Parallel()
+	up := testredis.Standalone(t)
+	p := startTestProxy(t, "redis://"+up.Addr(), "")
+	c := dialRaw(t, p.addr)
+	for _, step := range []struct{ args, want string }{
+		{"ACL SETUSER bob on >pw +@all ~*", "+OK\r\n"},
+		{"AUTH bob pw", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{"HELLO 2 AUTH bob pw", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{"ACL WHOAMI", "$7\r\ndefault\r\n"},
+		{"ACL USERS", "*2\r\n$3\r\nbob\r\n$7\r\ndefault\r\n"},
+	} {
+		if got := c.do(strings.Fields(step.args)...); got != step.want {
+			t.Errorf("%s: %q, want %q", step.args, got, step.want)
+		}
+	}
+}
