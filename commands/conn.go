@@ -191,7 +191,7 @@ func resetCmd(x *Ctx) {
 	x.SetProto(2)
 	x.Update(func(i *resp.Info) { i.Name = "" })
 	x.Authed = x.S.requirePass() == ""
-	x.SetReply(resp.ReplyOn)
+	x.SetReply(resp.ReplyReset)
 	x.W.Simple("RESET")
 }
 

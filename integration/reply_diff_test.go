@@ -30,6 +30,7 @@ func replyExchanges() []exchange {
 		{name: "off-through-a-transaction", chunks: []string{"SET k 1\r\nCLIENT REPLY OFF\r\nWATCH k\r\nMULTI\r\nINCR k\r\nEXEC\r\n", "CLIENT REPLY ON\r\nGET k\r\n"}},
 		{name: "off-in-resp3", chunks: []string{"CLIENT REPLY OFF\r\nHELLO 3\r\nGET nokey\r\nCLIENT REPLY ON\r\nGET nokey\r\nRESET\r\nGET nokey\r\n"}},
 		{name: "reset-turns-replies-on", chunks: []string{"CLIENT REPLY OFF\r\nSET k 1\r\nRESET\r\nGET k\r\n"}},
+		{name: "skip-then-reset", chunks: []string{"CLIENT REPLY SKIP\r\nRESET\r\nPING\r\n", "CLIENT REPLY SKIP\r\nRESET\r\nCLIENT REPLY SKIP\r\nPING\r\nPING x\r\n"}},
 		{name: "arity", chunks: []string{"CLIENT REPLY\r\nCLIENT REPLY ON ON\r\nPING\r\n"}},
 	}
 }

@@ -97,11 +97,11 @@ type Conn struct {
 	queueBytes int64
 	// CLIENT REPLY (reply.go): replyOff drops every reply until ON;
 	// skipNext is set by SKIP and becomes skipThis for the command after
-	// it; silent is set while the current command's reply is dropped,
-	// replyMark is where that reply starts in W; blockSilent is silent
-	// for the blocked command's reply.
+	// it, skipping while that one runs; replyMark is where the current
+	// command's reply starts in W; blockSilent drops a blocked command's
+	// reply.
 	replyOff, skipNext, skipThis bool
-	silent, blockSilent          bool
+	skipping, blockSilent        bool
 	replyMark                    int
 }
 

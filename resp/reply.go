@@ -10,32 +10,39 @@ package resp
 // all, and calls KeepReplies after writing the replies of earlier
 // commands while a later one runs.
 
-// ReplyMode is an argument of CLIENT REPLY.
+// ReplyMode is an argument of CLIENT REPLY, or ReplyReset.
 type ReplyMode uint8
 
-// The modes of CLIENT REPLY.
+// The modes of CLIENT REPLY, and RESET's.
 const (
 	ReplyOn ReplyMode = iota
 	ReplyOff
 	ReplySkip
+	// ReplyReset is what RESET does: OFF and a SKIP for the next command
+	// end, but a SKIP before RESET still drops RESET's own reply, as in
+	// Redis 7.0 (its RESET clears CLIENT_REPLY_OFF and _SKIP_NEXT, not
+	// CLIENT_REPLY_SKIP).
+	ReplyReset
 )
 
-// SetReply is CLIENT REPLY mode, run by the current command.
+// SetReply is CLIENT REPLY mode (or RESET), run by the current command.
 func (c *Conn) SetReply(mode ReplyMode) {
 	switch mode {
 	case ReplyOn:
-		c.replyOff, c.skipNext, c.silent = false, false, false
+		c.replyOff, c.skipNext, c.skipping = false, false, false
 	case ReplyOff:
-		c.replyOff, c.silent = true, true
+		c.replyOff = true
 	case ReplySkip:
 		if !c.replyOff {
-			c.skipNext, c.silent = true, true
+			c.skipNext = true
 		}
+	case ReplyReset:
+		c.replyOff, c.skipNext = false, false
 	}
 }
 
 // Silent reports whether the reply of the current command is dropped.
-func (c *Conn) Silent() bool { return c.silent }
+func (c *Conn) Silent() bool { return c.replyOff || c.skipping }
 
 // KeepReplies marks what W holds now as replies of earlier commands, which
 // dropping the current command's reply must keep.
@@ -43,19 +50,19 @@ func (c *Conn) KeepReplies() { c.replyMark = c.W.Len() }
 
 // beginReply starts a command whose reply starts at mark in W.
 func (c *Conn) beginReply(mark int) {
-	c.silent = c.replyOff || c.skipThis
-	c.skipThis = false
+	c.skipping, c.skipThis = c.skipThis, false
 	c.replyMark = mark
 }
 
 // endReply drops the reply of a command that ran silent and turns a SKIP
 // into the next command's.
 func (c *Conn) endReply() {
-	if c.silent && c.replyMark <= c.W.Len() {
+	silent := c.Silent()
+	if silent && c.replyMark <= c.W.Len() {
 		c.W.Truncate(c.replyMark)
 	}
-	c.blockSilent = c.silent && c.block != nil
-	c.silent = false
+	c.blockSilent = silent && c.block != nil
+	c.skipping = false
 	if c.skipNext {
 		c.skipThis, c.skipNext = true, false
 	}
