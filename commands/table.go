@@ -220,7 +220,6 @@ func (t *Table) All() []*Command {
 // Len is the number of commands.
 func (t *Table) Len() int { return len(t.cmds) }
 
-// sub finds a subcommand of c by name.
 // RefusedInMulti reports whether cmd is refused while a transaction is
 // queued, which it aborts: the NoMulti commands (SAVE, SHUTDOWN…), and
 // CLIENT REPLY, whose dropped replies would leave EXEC's array with fewer
@@ -230,6 +229,7 @@ func RefusedInMulti(cmd *Command) bool {
 	return cmd.Flags&NoMulti != 0 || cmd.Name == "client|reply"
 }
 
+// sub finds a subcommand of c by name.
 func (c *Command) sub(name []byte) *Command {
 	for _, s := range c.Subcommands {
 		_, short, _ := strings.Cut(s.Name, "|")
