@@ -63,6 +63,9 @@ func protocolScripts() []Script {
 			raw("-ERR x\r\n"),
 			raw("GARBAGE \xff\xfe \x01\x7f\r\n"),
 			raw(strings.Repeat("A", 60000) + "\r\n"),
+			// Over 64 KiB, but its end comes in the read that takes it
+			// past 64 KiB: Redis takes it.
+			raw(strings.Repeat("A", 75000) + "\r\n"),
 			raw("GET " + strings.Repeat("k", 60000) + "\r\n"),
 			cmd("PING"),
 		}},
@@ -121,6 +124,13 @@ func closingExchanges() []exchange {
 		{name: "too-big-inline", chunks: []string{strings.Repeat("A", 70000)}},
 		{name: "too-big-mbulk-count", chunks: []string{"*" + strings.Repeat("1", 70000)}},
 		{name: "too-big-bulk-count", chunks: []string{"*1\r\n$" + strings.Repeat("1", 70000)}},
+		// Lines whose end comes too late, though sent with them: Redis has
+		// judged them too big before it reads the end.
+		{name: "too-big-inline-with-crlf", chunks: []string{strings.Repeat("A", 90000) + "\r\n"}},
+		{name: "too-big-inline-with-lf", chunks: []string{strings.Repeat("A", 200000) + "\n"}},
+		{name: "too-big-mbulk-count-with-crlf", chunks: []string{"*" + strings.Repeat("1", 100000) + "\r\n"}},
+		{name: "too-big-bulk-count-with-crlf", chunks: []string{"*1\r\n$" + strings.Repeat("1", 200000) + "\r\n"}},
+		{name: "too-big-inline-after-a-command", chunks: []string{"PING\r\n", strings.Repeat("A", 200000) + "\r\n"}},
 		{name: "half-sent-then-closed", chunks: []string{"*3\r\n$3\r\nSET\r\n$1\r\na"}, halfClose: true},
 		{name: "half-inline-then-closed", chunks: []string{"SET a b"}, halfClose: true},
 		{name: "half-sent-then-completed", chunks: []string{"*2\r\n$4\r\nECHO\r\n$5\r\nhel", "lo\r\n", "PI", "NG\r\n"}},

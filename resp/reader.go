@@ -52,8 +52,18 @@ func (l Limits) withDefaults() Limits {
 // Redis's fixed limits (server.h).
 const (
 	// inlineMaxSize is PROTO_INLINE_MAX_SIZE: the longest inline request
-	// and the longest length line.
+	// and the longest length line that may wait for its end.
 	inlineMaxSize = 64 << 10
+	// lineMax is how far from its start the end of a line must come for
+	// Redis to take the line whole. Redis judges a line at its reads:
+	// over inlineMaxSize without an end is too big, with one it is taken.
+	// Sent at once, a request line is read 16 KiB, then up to about
+	// 64 KiB more (redis-server 7.0 with jemalloc: the line's first 81910
+	// bytes), and judged then. Reads here come in other sizes (16, 16, 32,
+	// then 64 KiB), so the end is looked for in that much, wherever the
+	// reads split the line: a line whose end comes later is too big even
+	// when it was read with it.
+	lineMax = inlineMaxSize + ioBufLen
 	// ioBufLen is PROTO_IOBUF_LEN: how much is read at a time.
 	ioBufLen = 16 << 10
 	// bigArg is PROTO_MBULK_BIG_ARG: an argument at least that long is
@@ -244,7 +254,7 @@ func (r *Reader) find(c byte) int {
 func (r *Reader) inline() ([][]byte, bool) {
 	b := r.buf[r.pos:r.end]
 	nl := r.find('\n')
-	if nl < 0 {
+	if nl < 0 || nl >= lineMax {
 		if len(b) > inlineMaxSize {
 			r.err = protoErr("too big inline request")
 		}
@@ -269,11 +279,12 @@ func (r *Reader) inline() ([][]byte, bool) {
 // lengthLine finds the length line at r.pos ("*3\r\n", "$5\r\n"): the
 // index of its '\r' relative to r.pos, or -1 when it is not complete yet
 // (like Redis, any byte after the '\r' is taken for the '\n'). tooBig is
-// the error when no '\r' comes within inlineMaxSize bytes.
+// the error when no '\r' comes within inlineMaxSize bytes, or within
+// lineMax bytes once more was read (see lineMax).
 func (r *Reader) lengthLine(tooBig string) int {
 	b := r.buf[r.pos:r.end]
 	cr := r.find('\r')
-	if cr < 0 {
+	if cr < 0 || cr >= lineMax {
 		if len(b) > inlineMaxSize {
 			r.err = protoErr(tooBig)
 		}

@@ -124,7 +124,12 @@ func TestReaderLikeRedis(t *testing.T) {
 		{in: big('A', 70000), err: "Protocol error: too big inline request"},
 		{in: big('A', 60000) + "\r\n", want: `["` + big('A', 60000) + `"]`, err: "EOF"},
 		{in: big('A', 70000) + "\r\n", whole: true, want: `["` + big('A', 70000) + `"]`, err: "EOF"},
+		{in: big('A', 90000) + "\r\n", err: "Protocol error: too big inline request"},
+		{in: "PING\r\n" + big('A', 200000) + "\n", want: `["PING"]`, err: "Protocol error: too big inline request"},
 		{in: "*" + big('1', 70000), err: "Protocol error: too big mbulk count string"},
+		{in: "*" + big('1', 70000) + "\r\n", whole: true, err: "Protocol error: invalid multibulk length"},
+		{in: "*" + big('1', 100000) + "\r\n", err: "Protocol error: too big mbulk count string"},
+		{in: "*1\r\n$" + big('1', 200000) + "\r\n", err: "Protocol error: too big bulk count string"},
 		{in: "*1\r\n$" + big('1', 70000), err: "Protocol error: too big bulk count string"},
 		{in: "*1\r\n$40000\r\n" + big('v', 40000) + "\r\n", want: `["` + big('v', 40000) + `"]`, err: "EOF"},
 		{in: "*2\r\n$40000\r\n" + big('v', 40000) + "xy$1\r\nz\r\n", want: `["` + big('v', 40000) + `" "z"]`, err: "EOF"},
@@ -149,6 +154,44 @@ func TestReaderLikeRedis(t *testing.T) {
 			if errText(err) != tc.err {
 				t.Errorf("%s: error %q, want %q", name, errText(err), tc.err)
 			}
+		}
+	}
+}
+
+// A line is taken when its end comes within lineMax bytes of its start
+// and it was read whole; the same line one byte longer is too big, however
+// much of it was read at once (Redis: the end must come in the read that
+// takes the line past 64 KiB).
+func TestReaderLineEndsWithinLineMax(t *testing.T) {
+	cases := []struct {
+		name   string
+		line   func(n int) string // a request whose line's '\n' (inline) or '\r' is n bytes from its start
+		tooBig string
+		short  string // the error when the line ends in time
+	}{
+		{"inline", func(n int) string { return strings.Repeat("A", n-1) + "\r\n" },
+			"Protocol error: too big inline request", "EOF"},
+		{"inline-lf", func(n int) string { return strings.Repeat("A", n) + "\n" },
+			"Protocol error: too big inline request", "EOF"},
+		{"mbulk-count", func(n int) string { return "*" + strings.Repeat("1", n-1) + "\r\n" },
+			"Protocol error: too big mbulk count string", "Protocol error: invalid multibulk length"},
+		{"bulk-count", func(n int) string { return "*1\r\n$" + strings.Repeat("1", n-1) + "\r\n" },
+			"Protocol error: too big bulk count string", "Protocol error: invalid bulk length"},
+	}
+	for _, tc := range cases {
+		for _, n := range []int{lineMax - 1, lineMax, 2*lineMax + 7} {
+			t.Run(fmt.Sprintf("%s/%d", tc.name, n), func(t *testing.T) {
+				r := NewReader(&chunkReader{data: []byte(tc.line(n))}, Limits{})
+				r.SetAuthed(true)
+				_, err := parseAll(r)
+				want := tc.tooBig
+				if n < lineMax {
+					want = tc.short
+				}
+				if errText(err) != want {
+					t.Errorf("error %q, want %q", errText(err), want)
+				}
+			})
 		}
 	}
 }
