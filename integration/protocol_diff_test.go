@@ -262,6 +262,25 @@ func TestDiffProtocolLimits(t *testing.T) {
 		} {
 			compareExchange(t, r, o, ex)
 		}
+		// A pipeline of small commands never holds the limit: each read's
+		// commands run before the next read, and all are answered.
+		pings := strings.Repeat("PING\r\n", 400000) // 2.4 MB
+		compareExchange(t, r, o, exchange{name: "pipeline-of-small-commands", chunks: []string{pings}})
+		// A blocked client's input is read on and nothing of it runs, so
+		// the same pipeline after a blocking command goes over the limit:
+		// the client is closed at once, without the blocked command's
+		// reply (Redis logs it). Redis blocks in BLPOP, oncekv in
+		// ONCE.WAIT on a key that another client runs.
+		holder := DialRaw(t, o)
+		if reply := holder.Do("ONCE.CLAIM", "held", "LEASE", "60000"); !bytes.HasPrefix(reply, []byte("*2\r\n$7\r\nclaimed\r\n")) {
+			t.Fatalf("ONCE.CLAIM: %q", reply)
+		}
+		want := runExchange(t, r, exchange{name: "blocked-then-over", chunks: []string{"BLPOP l 2\r\n", pings}})
+		got := runExchange(t, o, exchange{name: "blocked-then-over", chunks: []string{"ONCE.WAIT held TIMEOUT 2000\r\n", pings}})
+		if !want.closed || len(want.out) != 0 || got.closed != want.closed || !bytes.Equal(got.out, want.out) {
+			t.Errorf("blocked client over client-query-buffer-limit:\n\tredis:  %s\n\toncekv: %s", want, got)
+		}
+		alive(t, o)
 		// A MULTI queue over the limit closes the client too, without a
 		// reply. Redis 7.0 does not count the queue (7.2 and later do,
 		// as "argv_len_sums"); here one client cannot grow the server's

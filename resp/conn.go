@@ -76,6 +76,8 @@ type Conn struct {
 	// be parsed by a goroutine of their own (serveDetached); the serving
 	// goroutine reads it.
 	detached bool
+	// in is what serveDetached's reader parsed ahead, once detached.
+	in *inbox
 	// blocked is set while a blocking command waits: the client is not
 	// idle then (timeout does not apply), as in Redis. unblockedAt is when
 	// the last one ended (Unix nanoseconds): the client's idle time runs

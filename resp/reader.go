@@ -28,8 +28,9 @@ type Limits struct {
 	MaxBulkLen int64
 	// QueryBufferLimit is Redis's client-query-buffer-limit: the most
 	// memory a client's unfinished request (with the commands it queued
-	// in MULTI) may hold. A client over it is closed without a reply, as
-	// Redis does. Default 1 GiB.
+	// in MULTI, and while it is blocked what it sent after the blocked
+	// command: see serveDetached) may hold. A client over it is closed
+	// without a reply, as Redis does. Default 1 GiB.
 	QueryBufferLimit int64
 }
 

@@ -602,6 +602,9 @@ func (s *Server) runBlocked(c *Conn, fn BlockFunc, gone <-chan struct{}) {
 	}
 	mark := c.W.Len()
 	c.blocked.Store(true)
+	if c.in != nil {
+		signal(c.in.room) // the reader reads on while the command blocks
+	}
 	s.stats.Blocked.Add(1)
 	defer func() {
 		c.unblockedAt.Store(time.Now().UnixNano())
@@ -621,17 +624,25 @@ func (s *Server) runBlocked(c *Conn, fn BlockFunc, gone <-chan struct{}) {
 	fn(gone)
 }
 
+// detachedAhead is how many requests serveDetached's reader parses ahead
+// of the one running, unless one blocks.
+const detachedAhead = 64
+
 // serveDetached serves a connection from a blocking command on, with two
 // goroutines: a reader notices a disconnect at once, even while a command
 // blocks, and queues what the client pipelines meanwhile.
-func (s *Server) serveDetached(c *Conn) error {
-	type item struct {
-		args [][]byte
-		err  error // a protocol error, answered in its turn
-	}
+//
+// Like Redis, which reads on while a client is blocked and runs nothing of
+// what it reads, the reader parses on while a command blocks, and counts
+// what it queued towards client-query-buffer-limit: over it, the client is
+// closed at once, without the blocked command's reply, and nothing queued
+// runs. Otherwise it holds back a client that sends faster than its
+// commands run, at detachedAhead requests.
+func (s *Server) serveDetached(c *Conn) (err error) {
 	gone := make(chan struct{})
 	quit := make(chan struct{})
-	items := make(chan item, 64)
+	q := newInbox()
+	c.in = q
 	var readErr error // why the reader stopped; read once gone is closed
 	c.detached = true
 	go func() {
@@ -644,12 +655,15 @@ func (s *Server) serveDetached(c *Conn) error {
 				err = rd.Fill()
 				s.disarmIdle(c)
 				var ne net.Error
-				if err != nil && errors.As(err, &ne) && ne.Timeout() && (c.blocked.Load() || len(items) > 0 ||
+				if err != nil && errors.As(err, &ne) && ne.Timeout() && (c.blocked.Load() || q.len() > 0 ||
 					time.Since(time.Unix(0, c.unblockedAt.Load())) < time.Duration(s.idle.Load())) {
 					// A blocked client is not idle, nor one answered
 					// less than the timeout ago: the deadline was
 					// armed while it was blocked.
 					continue
+				}
+				if err == nil && c.blocked.Load() && rd.holding()+q.memory() > rd.Limits().QueryBufferLimit {
+					err = ErrQueryBufferLimit
 				}
 				if err == nil {
 					continue
@@ -657,20 +671,28 @@ func (s *Server) serveDetached(c *Conn) error {
 			}
 			var pe *ProtocolError
 			if err != nil && !errors.As(err, &pe) {
+				if errors.Is(err, ErrQueryBufferLimit) {
+					// Closed at once: no reply, nothing queued runs.
+					q.drop()
+					c.nc.Close()
+				}
 				readErr = err
 				return
 			}
-			select {
-			case items <- item{args: args, err: err}:
-			case <-quit:
-				return
-			}
+			q.push(detachedItem{args: args, err: err})
 			if err != nil {
 				// Keep watching for a disconnect until the error is
 				// answered and the connection closed.
 				_ = c.nc.SetReadDeadline(time.Time{})
 				_, readErr = io.Copy(io.Discard, c.nc)
 				return
+			}
+			for !c.blocked.Load() && q.len() >= detachedAhead {
+				select {
+				case <-q.room:
+				case <-quit:
+					return
+				}
 			}
 		}
 	}()
@@ -679,10 +701,13 @@ func (s *Server) serveDetached(c *Conn) error {
 		s.finishHandoff(c) // the replies handed over are sent first
 		c.nc.Close()
 		<-gone
+		if errors.Is(readErr, ErrQueryBufferLimit) {
+			err = readErr
+		}
 	}()
 	send := func() bool { return s.flush(c) && !c.closing }
 	serve := func(args [][]byte) bool {
-		c.MarkOK = false // the command may have waited in items
+		c.MarkOK = false // the command may have waited in the inbox
 		s.call(c, args)
 		c.rd.SetAuthed(c.Authed || !s.requirePass.Load())
 		c.rd.SetHeld(c.queued())
@@ -709,27 +734,20 @@ func (s *Server) serveDetached(c *Conn) error {
 		return nil
 	}
 	for {
-		select {
-		case it := <-items:
-			if it.err != nil {
-				c.W.Error("ERR " + it.err.Error())
-				s.flush(c)
-				return it.err
+		it, ok, more := q.pop()
+		if !ok {
+			select {
+			case <-q.ready:
+				continue
+			case <-gone:
 			}
-			if !serve(it.args) {
-				send()
-				return nil
+			if errors.Is(readErr, ErrQueryBufferLimit) {
+				return nil // the deferred function returns it
 			}
-			if c.block != nil || len(items) == 0 || c.W.Len() > flushAt {
-				if !unblock() {
-					return nil
-				}
-			}
-		case <-gone:
 			// Run what the client sent before it left, as Redis does.
-			for len(items) > 0 {
-				it := <-items
-				if it.err != nil {
+			for {
+				it, ok, _ := q.pop()
+				if !ok || it.err != nil {
 					break
 				}
 				serve(it.args)
@@ -741,7 +759,109 @@ func (s *Server) serveDetached(c *Conn) error {
 			}
 			return readErr
 		}
+		if it.err != nil {
+			c.W.Error("ERR " + it.err.Error())
+			s.flush(c)
+			return it.err
+		}
+		if !serve(it.args) {
+			send()
+			return nil
+		}
+		if c.block != nil || !more || c.W.Len() > flushAt {
+			if !unblock() {
+				return nil
+			}
+		}
 	}
+}
+
+// detachedItem is a request serveDetached's reader parsed, or the
+// protocol error that ends them, answered in its turn.
+type detachedItem struct {
+	args [][]byte
+	err  error
+}
+
+// inbox holds, in order, the requests serveDetached's reader parsed and
+// the connection has not run yet.
+type inbox struct {
+	mu    sync.Mutex
+	items []detachedItem // items[head:] are waiting
+	head  int
+	mem   int64         // what their arguments hold
+	ready chan struct{} // a token when an item was added
+	room  chan struct{} // a token when an item was taken, or a command blocks
+}
+
+func newInbox() *inbox {
+	return &inbox{ready: make(chan struct{}, 1), room: make(chan struct{}, 1)}
+}
+
+// signal leaves a token in ch unless one is there.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// argsMem is what a request's arguments hold, counted as the reader
+// counts them.
+func argsMem(args [][]byte) int64 {
+	var n int64
+	for _, a := range args {
+		n += int64(len(a)) + argOverhead
+	}
+	return n
+}
+
+func (q *inbox) push(it detachedItem) {
+	q.mu.Lock()
+	q.items = append(q.items, it)
+	q.mem += argsMem(it.args)
+	q.mu.Unlock()
+	signal(q.ready)
+}
+
+// pop takes the oldest item, if any; more reports whether others wait.
+func (q *inbox) pop() (it detachedItem, ok, more bool) {
+	q.mu.Lock()
+	if q.head < len(q.items) {
+		it, ok = q.items[q.head], true
+		q.items[q.head] = detachedItem{}
+		q.head++
+		q.mem -= argsMem(it.args)
+		if q.head == len(q.items) {
+			q.items, q.head = q.items[:0], 0
+		}
+		more = q.head < len(q.items)
+	}
+	q.mu.Unlock()
+	if ok {
+		signal(q.room)
+	}
+	return it, ok, more
+}
+
+// drop forgets every item.
+func (q *inbox) drop() {
+	q.mu.Lock()
+	clear(q.items)
+	q.items, q.head, q.mem = nil, 0, 0
+	q.mu.Unlock()
+}
+
+func (q *inbox) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items) - q.head
+}
+
+func (q *inbox) memory() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.mem
 }
 
 // flush waits for the durability of what the buffered replies acknowledge,

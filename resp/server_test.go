@@ -299,6 +299,71 @@ func TestQueueCountsTowardsQueryBufferLimit(t *testing.T) {
 	}
 }
 
+// While a command blocks, the client's input is read on and nothing of it
+// runs; it counts towards the query buffer limit, and over it the client
+// is closed at once, without the blocked command's reply, as Redis closes
+// a blocked client. Otherwise a pipeline never holds the limit: each
+// command runs before more is read.
+func TestBlockedClientsInputCountsTowardsQueryBufferLimit(t *testing.T) {
+	const limit = 64 << 10
+	pipeline := func(n int) string { return strings.Repeat("a\r\n", n) }
+	answers := func(n int) string { return strings.Repeat("+a\r\n", n) }
+	for _, tc := range []struct {
+		name   string
+		send   []string // sent in turn, each after the replies to the one before
+		want   string   // everything received
+		closed bool
+	}{
+		{"blocked-over", []string{"block 5s\r\n" + pipeline(2*limit/3)}, "", true},
+		{"blocked-under", []string{"block 100ms\r\n" + pipeline(1000)}, "+unblocked\r\n" + answers(1000), false},
+		{"not-blocked", []string{pipeline(2 * limit / 3)}, answers(2 * limit / 3), false},
+		{"after-a-block", []string{"block 10ms\r\n", pipeline(2 * limit / 3)}, "+unblocked\r\n" + answers(2*limit/3), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			core, logs := observer.New(zap.WarnLevel)
+			addr := startTest(t, Config{Limits: Limits{QueryBufferLimit: limit}, Logger: zap.New(core)}, handlerFunc(echoHandler))
+			nc, _ := dialTest(t, addr)
+			start := time.Now()
+			var got []byte
+			closed := false
+			buf := make([]byte, 64<<10)
+			for i, send := range tc.send {
+				go func() { _, _ = io.WriteString(nc, send) }()
+				// Read until the server goes quiet (or closes).
+				for {
+					_ = nc.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+					n, err := nc.Read(buf)
+					got = append(got, buf[:n]...)
+					var ne net.Error
+					if errors.As(err, &ne) && ne.Timeout() && (i < len(tc.send)-1 || len(got) >= len(tc.want)) {
+						break
+					}
+					if err != nil && !errors.As(err, &ne) {
+						closed = true
+						break
+					}
+				}
+				if closed {
+					break
+				}
+			}
+			if string(got) != tc.want || closed != tc.closed {
+				t.Errorf("got %d bytes %.60q (closed %v), want %d bytes %.60q (closed %v)", len(got), got, closed, len(tc.want), tc.want, tc.closed)
+			}
+			logged := func() bool { return logs.FilterMessageSnippet("max query buffer length").Len() > 0 }
+			for wait := time.Now().Add(2 * time.Second); tc.closed && !logged() && time.Now().Before(wait); {
+				time.Sleep(10 * time.Millisecond) // logged once the connection's goroutine is done
+			}
+			if logged := logged(); logged != tc.closed {
+				t.Errorf("logged the close: %v, want %v", logged, tc.closed)
+			}
+			if tc.closed && time.Since(start) > 3*time.Second {
+				t.Errorf("closed after %v: not before the blocked command ended", time.Since(start))
+			}
+		})
+	}
+}
+
 // Close returns even while a client that never reads has the server
 // blocked writing to it.
 func TestCloseWithAClientThatDoesNotRead(t *testing.T) {
