@@ -405,3 +405,43 @@ func TestKeptRequestKeepsNoOther(t *testing.T) {
 	}
 	runtime.KeepAlive(r)
 }
+
+// BenchmarkParse parses a pipeline of 16 requests per iteration, each
+// released as a command that borrows its arguments does: multibulk SETs
+// and GETs, and inline PINGs. The reader reads the whole pipeline at once.
+func BenchmarkParse(b *testing.B) {
+	var in strings.Builder
+	for i := range 16 {
+		switch i % 4 {
+		case 0, 1:
+			fmt.Fprintf(&in, "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$3\r\nxxx\r\n", i)
+		case 2:
+			fmt.Fprintf(&in, "*2\r\n$3\r\nGET\r\n$16\r\nkey:%012d\r\n", i)
+		default:
+			in.WriteString("PING\r\n")
+		}
+	}
+	data := []byte(in.String())
+	src := &chunkReader{}
+	r := NewReader(src, Limits{})
+	r.SetAuthed(true)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		src.data = data
+		for n := 0; n < 16; {
+			args, err := r.Parse()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if args == nil {
+				if err := r.Fill(); err != nil {
+					b.Fatal(err)
+				}
+				continue
+			}
+			r.Release(args)
+			n++
+		}
+	}
+}
