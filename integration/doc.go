@@ -3,13 +3,16 @@
 // (harness_test.go), a minimal raw RESP2/RESP3 client that returns replies as
 // bytes (resp_test.go), and a differential runner (diff_test.go) that sends
 // the same scripts of commands to both servers and compares the replies
-// byte for byte, in RESP2 and again in RESP3.
+// byte for byte, in RESP2 and again in RESP3, and a fuzz target (FuzzDiff)
+// that generates such scripts.
 //
 // Run them with
 //
 //	go test ./integration -count=1
 //	go test ./integration -run Diff -count=1        # only the differential tables
 //	go test ./integration -run Matrix -count=1 -v   # the client matrix (matrix_test.go)
+//	go test ./integration -run X -fuzz FuzzDiff -fuzztime 10m -parallel 2
+//	                                 # random scripts against both (fuzzdiff_test.go)
 //
 // Environment:
 //

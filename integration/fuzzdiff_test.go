@@ -1,0 +1,487 @@
+package integration
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// FuzzDiff is the randomized differential test: its input drives a
+// generator (genScript) of short scripts of plain Redis commands, with
+// arguments drawn from small vocabularies of edge values, which run on a
+// redis-server and on oncekv as the hand-written diff scripts do
+// (DiffPair.Run: FLUSHALL first, every reply compared byte for byte unless
+// the step says otherwise). The pair is started once per fuzz process.
+//
+// The seed corpus (below, and testdata/fuzz/FuzzDiff) runs in every go
+// test; to search for new differences, run it by hand:
+//
+//	go test -run X -fuzz FuzzDiff -fuzztime 10m -parallel 2 ./integration
+//
+// A failure prints the script; go test -fuzz writes the input to
+// testdata/fuzz/FuzzDiff, where it stays as a seed.
+func FuzzDiff(f *testing.F) {
+	for i := uint64(0); i < 40; i++ {
+		r := rand.New(rand.NewPCG(i, 0x6f6e63656b76))
+		b := make([]byte, 32+r.IntN(200))
+		for j := range b {
+			b[j] = byte(r.Uint32())
+		}
+		f.Add(b)
+	}
+	p := NewDiffPair(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, proto := genScript(data)
+		defer func() {
+			if t.Failed() {
+				t.Logf("the script (resp%d):\n%s", proto, s.listing())
+			}
+		}()
+		p.Run(t, s, proto)
+	})
+}
+
+// listing is the script's steps, one a line, numbered as Run's messages
+// number them.
+func (s Script) listing() string {
+	var b strings.Builder
+	for i, st := range s.Steps {
+		fmt.Fprintf(&b, "\t%2d %s\n", i, st)
+	}
+	return b.String()
+}
+
+// genReader hands out the fuzz input a byte at a time; once it is used up,
+// every byte is 0, so any input makes a script.
+type genReader struct {
+	b []byte
+	i int
+}
+
+func (g *genReader) byte() byte {
+	if g.i >= len(g.b) {
+		return 0
+	}
+	c := g.b[g.i]
+	g.i++
+	return c
+}
+
+func (g *genReader) empty() bool { return g.i >= len(g.b) }
+
+// n returns a number in [0, k).
+func (g *genReader) n(k int) int { return int(g.byte()) % k }
+
+// chance is true with probability about 1/k.
+func (g *genReader) chance(k int) bool { return g.n(k) == 0 }
+
+func (g *genReader) pick(xs []string) string { return xs[g.n(len(xs))] }
+
+// word is a command name or option in upper, lower or mixed case.
+func (g *genReader) word(w string) string {
+	switch g.n(4) {
+	case 0:
+		return strings.ToLower(w)
+	case 1:
+		var b strings.Builder
+		for i, c := range w {
+			if i%2 == 1 {
+				c = []rune(strings.ToLower(string(c)))[0]
+			}
+			b.WriteRune(c)
+		}
+		return b.String()
+	}
+	return w
+}
+
+// Vocabularies of arguments, chosen for their edges.
+var (
+	genKeys = []string{"a", "b", "c:1", "", binaryKey}
+	genVals = []string{"", "0", "-1", "1", "10", maxInt64, minInt64, overMax, underMin,
+		"1e3", " 1", "1 ", "3.0", "abc", "+1", "-0", "0x10", "10.5", "inf", "-inf", "nan",
+		"1.7976931348623157e308", "5e-324", binary, strings.Repeat("0123456789", 100)}
+	genInts = []string{"0", "1", "-1", "5", "-100", maxInt64, minInt64, overMax, "abc",
+		"", " 1", "3.0", "1e3", "100000000000"}
+	// Relative deadlines: none short enough to lapse within a script (the
+	// two servers run a step some milliseconds apart), many not positive
+	// or out of range.
+	genSecs = []string{"0", "-1", "100", "2000", maxInt64, minInt64, "9223372036854775",
+		"9223372036854776", "abc", "1e3", "3.0", "", " 100"}
+	genMillis = []string{"0", "-1", "100000", "2000000", maxInt64, minInt64, "9223372036854775",
+		"abc", "1e3", ""}
+	// Absolute deadlines: the past, the far future, out of range.
+	genAtSecs   = []string{"1", "0", "-1", farFutureS, maxInt64, minInt64, "9223372036854775", "abc"}
+	genAtMillis = []string{"1", "0", "-1", farFutureMs, maxInt64, minInt64, "abc"}
+	genPatterns = []string{"*", "a", "?", "[a-c]*", "c:*", "\\*", "", "[", "[^a]*", "k\x00*", "*1"}
+	genTypes    = []string{"string", "STRING", "once", "list", "none", "foo"}
+	genOffsets  = []string{"0", "1", "3", "-1", "100", "abc", "536870912", maxInt64, minInt64}
+	genFloats   = []string{"0", "1", "-1", "1.5", "1e3", "inf", "-inf", "nan", "abc", "",
+		"1.7976931348623157e308", "-1.7976931348623157e308", "5e-324", " 1", "0x10", "3.0e0"}
+)
+
+// str is a string of up to max bytes drawn from alphabet.
+func (g *genReader) str(alphabet string, max int) string {
+	b := make([]byte, g.n(max+1))
+	for i := range b {
+		b[i] = alphabet[g.n(len(alphabet))]
+	}
+	return string(b)
+}
+
+// number is an integer or a float as a client might spell it, right or
+// wrong: from a vocabulary, or random digits, signs, points and exponents.
+func (g *genReader) number(vocab []string) string {
+	if g.chance(3) {
+		return g.str("0123456789-+.e 9", 12)
+	}
+	return g.pick(vocab)
+}
+
+// globChars spell the keys and patterns that exercise the glob matcher.
+const globChars = "ab*?[]^-\\!c"
+
+// key is a key of the vocabulary, now and then one made of glob
+// characters, so that KEYS and SCAN MATCH meet them.
+func (g *genReader) key() string {
+	if g.chance(8) {
+		return g.str(globChars, 4)
+	}
+	return g.pick(genKeys)
+}
+
+// pattern is a glob pattern of the vocabulary or a random one.
+func (g *genReader) pattern() string {
+	if g.chance(2) {
+		return g.str(globChars, 6)
+	}
+	return g.pick(genPatterns)
+}
+
+// genCmd is one command template: gen returns its arguments (the name
+// first) and how the replies are compared.
+type genCmd struct {
+	gen func(g *genReader) Step
+	// w is how many times more often than others it is drawn (0: once).
+	w int
+}
+
+// genPick is genCmds with each template there w times.
+var genPick = func() []genCmd {
+	var out []genCmd
+	for _, c := range genCmds {
+		for i := 0; i < max(c.w, 1); i++ {
+			out = append(out, c)
+		}
+	}
+	return out
+}()
+
+// ex returns a compared-exactly step with the name in any case.
+func ex(g *genReader, name string, args ...string) Step {
+	return cmd(append([]string{g.word(name)}, args...)...)
+}
+
+func keyList(g *genReader, min int) []string {
+	var ks []string
+	for i := 0; i < min+g.n(3); i++ {
+		ks = append(ks, g.key())
+	}
+	return ks
+}
+
+// setOptions are SET's options in any order, case and combination, some
+// of them conflicting.
+func setOptions(g *genReader) []string {
+	var out []string
+	for i := g.n(4); i > 0; i-- {
+		switch g.n(10) {
+		case 0:
+			out = append(out, g.word("NX"))
+		case 1:
+			out = append(out, g.word("XX"))
+		case 2:
+			out = append(out, g.word("GET"))
+		case 3:
+			out = append(out, g.word("KEEPTTL"))
+		case 4:
+			out = append(out, g.word("EX"), g.pick(genSecs))
+		case 5:
+			out = append(out, g.word("PX"), g.pick(genMillis))
+		case 6:
+			out = append(out, g.word("EXAT"), g.pick(genAtSecs))
+		case 7:
+			out = append(out, g.word("PXAT"), g.pick(genAtMillis))
+		case 8:
+			out = append(out, g.word("EX")) // its value missing
+		default:
+			out = append(out, g.word("PERSIST")) // GETEX's, not SET's
+		}
+	}
+	return out
+}
+
+func getexOptions(g *genReader) []string {
+	var out []string
+	for i := g.n(3); i > 0; i-- {
+		switch g.n(6) {
+		case 0:
+			out = append(out, g.word("PERSIST"))
+		case 1:
+			out = append(out, g.word("EX"), g.pick(genSecs))
+		case 2:
+			out = append(out, g.word("PX"), g.pick(genMillis))
+		case 3:
+			out = append(out, g.word("EXAT"), g.pick(genAtSecs))
+		case 4:
+			out = append(out, g.word("PXAT"), g.pick(genAtMillis))
+		default:
+			out = append(out, g.word("KEEPTTL"))
+		}
+	}
+	return out
+}
+
+func expireOptions(g *genReader) []string {
+	var out []string
+	for i := g.n(4); i > 1; i-- {
+		out = append(out, g.word(g.pick([]string{"NX", "XX", "GT", "LT", "XY"})))
+	}
+	return out
+}
+
+func scanOptions(g *genReader) []string {
+	var out []string
+	for i := g.n(4); i > 0; i-- {
+		switch g.n(4) {
+		case 0:
+			out = append(out, g.word("MATCH"), g.pattern())
+		case 1:
+			out = append(out, g.word("COUNT"), g.pick([]string{"1", "2", "10", "0", "-1", "abc", maxInt64}))
+		case 2:
+			out = append(out, g.word("TYPE"), g.pick(genTypes))
+		default:
+			out = append(out, g.word(g.pick([]string{"MATCH", "COUNT", "TYPE", "FOO"})))
+		}
+	}
+	return out
+}
+
+func flushOption(g *genReader) []string {
+	switch g.n(5) {
+	case 0:
+		return []string{g.word("ASYNC")}
+	case 1:
+		return []string{g.word("SYNC")}
+	case 2:
+		return []string{"x"}
+	}
+	return nil
+}
+
+// genCmds are the templates. Left out: the ONCE commands (redis-server has
+// none), commands whose replies differ by nature or by server (INFO, TIME,
+// CLIENT ID/LIST/INFO, RANDOMKEY, LASTSAVE, COMMAND DOCS/INFO/COUNT/LIST,
+// CONFIG, SLOWLOG, SHUTDOWN, SAVE, BGSAVE), CLIENT REPLY (a step reads one
+// reply) and CLIENT KILL of a real client (the ids differ).
+var genCmds = []genCmd{
+	{gen: func(g *genReader) Step { return ex(g, "GET", g.key()) }},
+	{gen: func(g *genReader) Step {
+		return ex(g, "SET", append([]string{g.key(), g.number(genVals)}, setOptions(g)...)...)
+	}, w: 3},
+	{gen: func(g *genReader) Step { return ex(g, "SET", g.key(), g.number(genVals)) }, w: 3},
+	{gen: func(g *genReader) Step { return ex(g, "SETNX", g.key(), g.number(genVals)) }},
+	{gen: func(g *genReader) Step { return ex(g, "SETEX", g.key(), g.pick(genSecs), g.number(genVals)) }},
+	{gen: func(g *genReader) Step { return ex(g, "PSETEX", g.key(), g.pick(genMillis), g.number(genVals)) }},
+	{gen: func(g *genReader) Step { return ex(g, "GETSET", g.key(), g.number(genVals)) }},
+	{gen: func(g *genReader) Step { return ex(g, "GETDEL", g.key()) }},
+	{gen: func(g *genReader) Step {
+		return ex(g, "GETEX", append([]string{g.key()}, getexOptions(g)...)...)
+	}},
+	{gen: func(g *genReader) Step { return ex(g, "MGET", keyList(g, 1)...) }},
+	{gen: func(g *genReader) Step {
+		args := []string{}
+		for i := 1 + g.n(3); i > 0; i-- {
+			args = append(args, g.key(), g.number(genVals))
+		}
+		return ex(g, g.pick([]string{"MSET", "MSETNX"}), args...)
+	}},
+	{gen: func(g *genReader) Step { return ex(g, "APPEND", g.key(), g.number(genVals)) }},
+	{gen: func(g *genReader) Step { return ex(g, "STRLEN", g.key()) }},
+	{gen: func(g *genReader) Step {
+		return ex(g, g.pick([]string{"GETRANGE", "SUBSTR"}), g.key(), g.number(genInts), g.number(genInts))
+	}},
+	{gen: func(g *genReader) Step {
+		v := g.number(genVals)
+		if len(v) > 10 {
+			v = "xyz" // a long value at a far offset would build 512 MB in redis
+		}
+		return ex(g, "SETRANGE", g.key(), g.pick(genOffsets), v)
+	}},
+	{gen: func(g *genReader) Step { return ex(g, g.pick([]string{"INCR", "DECR"}), g.key()) }},
+	{gen: func(g *genReader) Step {
+		return ex(g, g.pick([]string{"INCRBY", "DECRBY"}), g.key(), g.number(genInts))
+	}},
+	{gen: func(g *genReader) Step { return ex(g, "INCRBYFLOAT", g.key(), g.number(genFloats)) }},
+	{gen: func(g *genReader) Step {
+		return ex(g, g.pick([]string{"DEL", "UNLINK", "EXISTS", "TOUCH"}), keyList(g, 1)...)
+	}},
+	{gen: func(g *genReader) Step {
+		name, vals := "EXPIRE", genSecs
+		switch g.n(4) {
+		case 1:
+			name, vals = "PEXPIRE", genMillis
+		case 2:
+			name, vals = "EXPIREAT", genAtSecs
+		case 3:
+			name, vals = "PEXPIREAT", genAtMillis
+		}
+		return ex(g, name, append([]string{g.key(), g.pick(vals)}, expireOptions(g)...)...)
+	}},
+	// The two servers run a step some milliseconds apart.
+	{gen: func(g *genReader) Step { return approx(1, g.word("TTL"), g.key()) }},
+	{gen: func(g *genReader) Step { return approx(1000, g.word("PTTL"), g.key()) }},
+	{gen: func(g *genReader) Step { return approx(1, g.word("EXPIRETIME"), g.key()) }},
+	{gen: func(g *genReader) Step { return approx(1000, g.word("PEXPIRETIME"), g.key()) }},
+	{gen: func(g *genReader) Step { return ex(g, g.pick([]string{"PERSIST", "TYPE"}), g.key()) }},
+	// KEYS and SCAN list keys in byte order, Redis in hash order; a SCAN
+	// cursor is the server's own (README, "Differences from Redis 7.0").
+	{gen: func(g *genReader) Step { return sorted(g.word("KEYS"), g.pattern()) }},
+	{gen: func(g *genReader) Step { return scan(append([]string{g.word("SCAN"), "0"}, scanOptions(g)...)...) }},
+	{gen: func(g *genReader) Step {
+		// Cursors that are not numbers ("" is one: 0, to Redis).
+		return ex(g, "SCAN", append([]string{g.pick([]string{"abc", " 0", "0x1", "-", "1 "})}, scanOptions(g)...)...)
+	}},
+	{gen: func(g *genReader) Step {
+		return ex(g, g.pick([]string{"RENAME", "RENAMENX"}), g.key(), g.key())
+	}},
+	{gen: func(g *genReader) Step { return ex(g, "DBSIZE") }},
+	{gen: func(g *genReader) Step { return ex(g, g.pick([]string{"FLUSHDB", "FLUSHALL"}), flushOption(g)...) }},
+	{gen: func(g *genReader) Step {
+		return ex(g, "SELECT", g.pick([]string{"0", "1", "15", "16", "-1", "abc", maxInt64, ""}))
+	}},
+	{gen: func(g *genReader) Step {
+		if g.chance(2) {
+			return ex(g, "PING")
+		}
+		return ex(g, g.pick([]string{"PING", "ECHO"}), g.number(genVals))
+	}},
+	{gen: func(g *genReader) Step { return ex(g, "MULTI") }},
+	{gen: func(g *genReader) Step { return ex(g, "EXEC") }},
+	{gen: func(g *genReader) Step { return ex(g, "DISCARD") }},
+	{gen: func(g *genReader) Step { return ex(g, "WATCH", keyList(g, 1)...) }},
+	{gen: func(g *genReader) Step { return ex(g, "UNWATCH") }},
+	{gen: func(g *genReader) Step { return ex(g, "RESET") }},
+	{gen: func(g *genReader) Step { return ex(g, "QUIT") }},
+	{gen: func(g *genReader) Step {
+		// A protocol switch is compared by shape (genScript): its map
+		// holds the connection's id.
+		switch g.n(4) {
+		case 0:
+			return ex(g, "HELLO", g.pick([]string{"2", "3"}))
+		case 1:
+			return ex(g, "HELLO", g.pick([]string{"4", "1", "abc", "-1", ""}))
+		case 2:
+			return ex(g, "HELLO", g.pick([]string{"2", "3"}), g.word("SETNAME"), g.pick([]string{"x", "a b", ""}))
+		}
+		return ex(g, "HELLO", g.pick([]string{"3", "2"}), g.word(g.pick([]string{"AUTH", "FOO"})), "x")
+	}},
+	{gen: func(g *genReader) Step { return ex(g, "AUTH", keyList(g, 0)...) }},
+	{gen: func(g *genReader) Step {
+		switch g.n(6) {
+		case 0:
+			return ex(g, "CLIENT", g.word("SETNAME"), g.pick([]string{"w1", "", "a b", "é"}))
+		case 1:
+			return ex(g, "CLIENT", g.word("GETNAME"))
+		case 2:
+			// Not NO-TOUCH: a Redis 7.2 subcommand, which oncekv takes
+			// and Redis 7.0 does not (README, "Differences from Redis 7.0").
+			return ex(g, "CLIENT", g.word("NO-EVICT"), g.word(g.pick([]string{"ON", "OFF", "x"})))
+		case 3:
+			return ex(g, "CLIENT", g.word("KILL"), g.pick([]string{"127.0.0.1:1", "ADDR", "x"}))
+		case 4:
+			return ex(g, "CLIENT", g.word("FOO"))
+		}
+		return ex(g, "CLIENT")
+	}},
+	{gen: func(g *genReader) Step {
+		sub := [][]string{{"GET", "a"}, {"SET", "a", "1"}, {"MSET", "a", "1", "b"}, {"PING"},
+			{"NOSUCH", "a"}, {"RENAME", "a", "b"}, {"DEL", "a", "b", "c"}, {"MGET"}}[g.n(8)]
+		return ex(g, "COMMAND", append([]string{g.word("GETKEYS")}, sub...)...)
+	}},
+	{gen: func(g *genReader) Step { return ex(g, "NOSUCH", keyList(g, 0)...) }},
+}
+
+// inMultiOK reports whether st may be queued in MULTI: EXEC's reply is
+// compared exactly, so no step compared otherwise, nor HELLO.
+func inMultiOK(st Step) bool {
+	return st.Mode == Exact && !strings.EqualFold(st.Args[0], "HELLO")
+}
+
+// genScript turns data into a script of 1 to 30 commands on up to two
+// connections, and the protocol (2 or 3) its connections start in.
+func genScript(data []byte) (Script, int) {
+	g := &genReader{b: data}
+	proto := 2 + g.n(2)
+	count := 1 + g.n(30)
+	var inMulti [2]bool
+	s := Script{Name: "fuzz"}
+	// next is a command for conn, one that may be queued if conn is in
+	// MULTI.
+	next := func(conn int) Step {
+		for {
+			st := genPick[g.n(len(genPick))].gen(g)
+			if !inMulti[conn] || inMultiOK(st) {
+				return st
+			}
+			if g.empty() {
+				return cmd("EXEC")
+			}
+		}
+	}
+	emit := func(conn int, st Step, mutate bool) {
+		// Now and then a wrong number of arguments.
+		switch g.n(16) {
+		case 0:
+			if mutate && len(st.Args) > 1 {
+				st.Args = st.Args[:len(st.Args)-1]
+			}
+		case 1:
+			if mutate {
+				st.Args = append(st.Args[:len(st.Args):len(st.Args)], g.number(genVals))
+			}
+		}
+		if st.Mode == ScanAll && len(st.Args) < 2 {
+			st.Mode = Exact
+		}
+		if strings.EqualFold(st.Args[0], "HELLO") && (len(st.Args) == 1 || st.Args[1] == "2" || st.Args[1] == "3") {
+			st.Mode = TypeOnly // a protocol switch, or a refusal after its HELLO 3
+		}
+		switch name := strings.ToUpper(st.Args[0]); {
+		case name == "MULTI" && len(st.Args) == 1:
+			inMulti[conn] = true
+		case name == "QUIT", len(st.Args) == 1 && (name == "EXEC" || name == "DISCARD" || name == "RESET"):
+			inMulti[conn] = false
+		}
+		s.Steps = append(s.Steps, st.On(conn))
+	}
+	for i := 0; i < count && (i == 0 || !g.empty()); i++ {
+		if !inMulti[0] && !inMulti[1] && g.chance(12) {
+			// A transaction that another connection's command may
+			// spoil: WATCH, the other's command, MULTI, a command, EXEC.
+			emit(1, ex(g, "WATCH", keyList(g, 1)...), false)
+			emit(0, next(0), true)
+			emit(1, ex(g, "MULTI"), false)
+			emit(1, next(1), true)
+			emit(1, ex(g, "EXEC"), false)
+			continue
+		}
+		conn := 0
+		if g.chance(4) {
+			conn = 1
+		}
+		emit(conn, next(conn), true)
+	}
+	return s, proto
+}
