@@ -192,9 +192,15 @@ func setCmd(x *Ctx) {
 	}
 	if at != 0 && at <= x.Now() {
 		// A deadline already past: the key is gone at once (Redis 7).
-		if _, err := x.Tx.Delete(x.DB, key); err != nil {
+		deleted, err := x.Tx.Delete(x.DB, key)
+		if err != nil {
 			x.Fail(err)
 			return
+		}
+		if !deleted {
+			// Nothing was there, and nothing is: a write all the same
+			// to whoever WATCHes the key, as Redis's setKey signals it.
+			x.touchWatched(key)
 		}
 		if !o.get {
 			x.W.OK()

@@ -270,6 +270,15 @@ func (r *watchRegistry) touchDB(db int, exists func(key string) bool) {
 	}
 }
 
+// touchWatched marks the watchers of key, in the command's database, for
+// a write that changed nothing in the store (SET of a missing key with a
+// deadline already past).
+func (x *Ctx) touchWatched(key []byte) {
+	if x.S.watch.Active() {
+		x.S.watch.Touched(x.Tx, x.DB, key)
+	}
+}
+
 // The watch registry is a TxHook.
 func (r *watchRegistry) Active() bool { return r.n.Load() > 0 }
 

@@ -149,6 +149,17 @@ func txScripts() []Script {
 			cmd("MULTI"),
 			cmd("PING"),
 			cmd("EXEC"),
+			// set with a deadline already past: gone at once, but a
+			// write all the same (KV-3), with NX too
+			cmd("WATCH", "past"),
+			cmd("SET", "past", "v", "PXAT", "1").On(1),
+			cmd("MULTI"),
+			cmd("PING"),
+			cmd("EXEC"),
+			cmd("WATCH", "past-nx"),
+			cmd("SET", "past-nx", "v", "NX", "EXAT", "1", "GET").On(1),
+			cmd("MULTI"),
+			cmd("EXEC"),
 			// deleted
 			cmd("SET", "d", "v"),
 			cmd("WATCH", "d"),
