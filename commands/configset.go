@@ -15,7 +15,7 @@ func configSet(x *Ctx) {
 		pairs = append(pairs, [2]string{string(x.Args[i]), string(x.Args[i+1])})
 	}
 	if x.S.cfg.SetConfig == nil {
-		x.W.Error(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", pairs[0][0]))
+		x.W.Error(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", cString(x.Args[2])))
 		return
 	}
 	if err := x.S.cfg.SetConfig(pairs); err != nil {

@@ -153,7 +153,7 @@ func helloCmd(x *Ctx) {
 			}
 			j++
 		default:
-			x.W.Error(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", x.Args[j]))
+			x.W.Error(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", cString(x.Args[j])))
 			return
 		}
 	}
@@ -237,7 +237,7 @@ func clientSetinfo(x *Ctx) {
 	case eq(x.Args[2], "lib-ver"):
 		x.Update(func(i *resp.Info) { i.LibVer = val })
 	default:
-		x.W.Error(fmt.Sprintf("ERR Unrecognized option '%s'", x.Args[2]))
+		x.W.Error(fmt.Sprintf("ERR Unrecognized option '%s'", cString(x.Args[2])))
 		return
 	}
 	x.W.OK()
@@ -271,7 +271,7 @@ func clientList(x *Ctx) {
 		case eq(rest[0], "type") && len(rest) >= 2:
 			t := strings.ToLower(string(rest[1]))
 			if t != "normal" && t != "master" && t != "replica" && t != "slave" && t != "pubsub" {
-				x.W.Error(fmt.Sprintf("ERR Unknown client type '%s'", rest[1]))
+				x.W.Error(fmt.Sprintf("ERR Unknown client type '%s'", cString(rest[1])))
 				return
 			}
 			if t != "normal" {
@@ -352,7 +352,7 @@ func clientKill(x *Ctx) {
 			case eq(v, "master"), eq(v, "slave"), eq(v, "replica"), eq(v, "pubsub"):
 				typeMismatch = true
 			default:
-				x.W.Error("ERR Unknown client type '" + string(v) + "'")
+				x.W.Error("ERR Unknown client type '" + cString(v) + "'")
 				return
 			}
 		case eq(rest[i], "addr"):
@@ -362,7 +362,7 @@ func clientKill(x *Ctx) {
 		case eq(rest[i], "user"):
 			// The only user is "default" (ACL names are case-sensitive).
 			if string(v) != "default" {
-				x.W.Error("ERR No such user '" + string(v) + "'")
+				x.W.Error("ERR No such user '" + cString(v) + "'")
 				return
 			}
 		case eq(rest[i], "skipme"):

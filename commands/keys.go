@@ -86,7 +86,7 @@ func parseExpireFlags(args [][]byte) (expireFlags, error) {
 		case eq(a, "lt"):
 			f.lt = true
 		default:
-			return f, errorf("ERR Unsupported option %s", a)
+			return f, errorf("ERR Unsupported option %s", cString(a))
 		}
 	}
 	if f.nx && (f.xx || f.gt || f.lt) {

@@ -402,6 +402,10 @@ func unknownCommand(args [][]byte) string {
 		"', with args beginning with: " + list.String()
 }
 
+// cString is b as C's %s prints it, up to its first NUL: Redis formats
+// the arguments it quotes in its errors so.
+func cString(b []byte) string { return truncate(string(b), len(b)) }
+
 // truncate cuts s to n bytes, and at its first NUL as C's %s does.
 func truncate(s string, n int) string {
 	if i := strings.IndexByte(s, 0); i >= 0 {

@@ -31,6 +31,7 @@ func configSetScripts() []Script {
 			cmd("CONFIG", "SET", "timeout"),
 			cmd("CONFIG", "SET", "timeout", "1", "maxclients"),
 			cmd("CONFIG", "SET", "nosuch", "1"),
+			cmd("CONFIG", "SET", "no\x00such", "1"),
 			cmd("CONFIG", "SET", "NoSuch", "1", "timeout", "5"),
 			cmd("CONFIG", "SET", "timeout", "5", "nosuch", "1"),
 			cmd("CONFIG", "SET", "databases", "3"),

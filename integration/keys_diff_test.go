@@ -229,6 +229,10 @@ func keyScripts() []Script {
 			cmd("EXPIRE", "k", "100", "foo"),
 			cmd("EXPIRE", "k", "100", "NX", "FOO"),
 			cmd("EXPIRE", "k", "100", ""),
+			// the option is quoted as C's %s quotes it: up to a NUL
+			cmd("EXPIRE", "k", "100", "a\x00b"),
+			cmd("PEXPIREAT", "k", farFutureMs, binary),
+			cmd("EXPIRE", "k", "100", "a\r\nb"),
 			cmd("EXPIRE", "k", "100", "EX"),
 			cmd("PEXPIRE", "k", "100", "KEEPTTL"),
 			cmd("EXPIREAT", "k", farFutureS, "BAR"),

@@ -192,6 +192,9 @@ func serverScripts() []Script {
 			cmd("CLIENT", "KILL", "TYPE", "foo"),
 			cmd("CLIENT", "KILL", "USER", "nosuch"),
 			cmd("CLIENT", "KILL", "USER", "DEFAULT"),
+			cmd("CLIENT", "KILL", "TYPE", "a\x00b"),
+			cmd("CLIENT", "KILL", "USER", "a\x00b"),
+			cmd("CLIENT", "LIST", "TYPE", "a\x00b"),
 			cmd("CLIENT", "KILL", "SKIPME", "maybe"),
 			cmd("CLIENT", "KILL", "ID", "0"),
 			cmd("CLIENT", "KILL", "ID", "x"),
@@ -262,6 +265,8 @@ func serverScripts() []Script {
 			cmd("HELLO", "1"),
 			cmd("HELLO", "abc"),
 			cmd("HELLO", "3", "FOO"),
+			// arguments are quoted as C's %s quotes them: up to a NUL
+			cmd("HELLO", "3", "a\x00b", "x"),
 			typeOnly("HELLO", "3", "SETNAME", "named"),
 			cmd("CLIENT", "GETNAME"),
 			typeOnly("HELLO", "2"),

@@ -19,6 +19,7 @@ func TestClientSetinfo(t *testing.T) {
 		{[]string{"CLIENT", "SETINFO", "LIB-VER", "9.0.0"}, "+OK\r\n"},
 		{[]string{"CLIENT", "SETINFO", "lib-name", "a b"}, "-ERR lib-name cannot contain spaces, newlines or special characters.\r\n"},
 		{[]string{"CLIENT", "SETINFO", "foo", "x"}, "-ERR Unrecognized option 'foo'\r\n"},
+		{[]string{"CLIENT", "SETINFO", "fo\x00o", "x"}, "-ERR Unrecognized option 'fo'\r\n"}, // C's %s
 		{[]string{"CLIENT", "SETINFO", "lib-name"}, "-ERR wrong number of arguments for 'client|setinfo' command\r\n"},
 	} {
 		if got := string(c.Do(tc.args...)); got != tc.want {

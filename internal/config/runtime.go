@@ -113,7 +113,9 @@ func (c Config) WithSet(pairs [][2]string) (Config, error) {
 		name := strings.ToLower(p[0])
 		switch runtimeKinds[name] {
 		case kindUnknown:
-			return c, &SetError{fmt.Sprintf("Unknown option or number of arguments for CONFIG SET - '%s'", p[0])}
+			// Quoted as C's %s quotes it: up to a NUL.
+			quoted, _, _ := strings.Cut(p[0], "\x00")
+			return c, &SetError{fmt.Sprintf("Unknown option or number of arguments for CONFIG SET - '%s'", quoted)}
 		case kindImmutable:
 			return c, setFailed(p[0], "can't set immutable config")
 		case kindProtected:

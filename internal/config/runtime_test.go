@@ -35,6 +35,7 @@ func TestWithSet(t *testing.T) {
 		{name: "save pairs", pairs: [][2]string{{"save", "3600 1 300 100"}}, want: func(*Config) {}},
 
 		{name: "unknown", pairs: [][2]string{{"NoSuch", "1"}}, err: unknown + "'NoSuch'"},
+		{name: "unknown, quoted up to a NUL as C's %s", pairs: [][2]string{{"no\x00such", "1"}}, err: unknown + "'no'"},
 		{name: "unknown after a good one", pairs: [][2]string{{"timeout", "5"}, {"nosuch", "1"}}, err: unknown + "'nosuch'"},
 		{name: "rename-command is not a config", pairs: [][2]string{{"rename-command", "x"}}, err: unknown + "'rename-command'"},
 		{name: "immutable", pairs: [][2]string{{"databases", "3"}}, err: failed + "'databases') - can't set immutable config"},
