@@ -11,7 +11,7 @@
 //	go test ./integration -count=1
 //	go test ./integration -run Diff -count=1        # only the differential tables
 //	go test ./integration -run Matrix -count=1 -v   # the client matrix (matrix_test.go)
-//	go test ./integration -run X -fuzz FuzzDiff -fuzztime 10m -parallel 2
+//	go test ./integration -run X -fuzz FuzzDiff -fuzztime 10m -fuzzminimizetime 10s -parallel 2
 //	                                 # random scripts against both (fuzzdiff_test.go)
 //
 // Environment:

@@ -18,7 +18,7 @@ import (
 // The seed corpus (below, and testdata/fuzz/FuzzDiff) runs in every go
 // test; to search for new differences, run it by hand:
 //
-//	go test -run X -fuzz FuzzDiff -fuzztime 10m -parallel 2 ./integration
+//	go test -run X -fuzz FuzzDiff -fuzztime 10m -fuzzminimizetime 10s -parallel 2 ./integration
 //
 // A failure prints the script; go test -fuzz writes the input to
 // testdata/fuzz/FuzzDiff, where it stays as a seed.
