@@ -62,6 +62,10 @@ type Step struct {
 	// closed connection Conn (CLIENT KILL); the connection is then
 	// forgotten, so that a later step on it dials afresh.
 	Closed bool
+	// Held sends the command on both sides and checks that neither
+	// answers it within heldFor (CLIENT PAUSE holds it); a readNext step
+	// on the same connection reads and compares the answer later.
+	Held bool
 }
 
 // On returns the step run on connection n.
@@ -76,6 +80,8 @@ func (s Step) String() string {
 		return fmt.Sprintf("sleep %v", s.Sleep)
 	case s.Closed:
 		return fmt.Sprintf("conn %d closed", s.Conn)
+	case s.Held:
+		return fmt.Sprintf("conn %d: %s (held)", s.Conn, fmtArgs(s.Args))
 	case s.Raw != nil && len(s.Raw) == 0:
 		return "read the next reply"
 	case s.Raw != nil:
@@ -127,6 +133,13 @@ func readNext() Step { return Step{Raw: []byte{}} }
 
 // closed is a step that checks that both sides closed connection n.
 func closed(n int) Step { return Step{Closed: true, Conn: n} }
+
+// held is a step that sends a command both sides must hold (not answer
+// yet); see Step.Held.
+func held(args ...string) Step { return Step{Args: args, Held: true} }
+
+// heldFor is how long a held step's command must go unanswered.
+const heldFor = 300 * time.Millisecond
 
 // sleep is a pause of ms milliseconds.
 func sleep(ms int) Step { return Step{Sleep: time.Duration(ms) * time.Millisecond} }
@@ -351,6 +364,9 @@ func (r *scriptRun) step(i int, st Step) bool {
 	if st.Closed {
 		return r.afterQuit(i, st)
 	}
+	if st.Held {
+		return r.heldStep(i, st)
+	}
 	var replies [2]reply
 	for k, sd := range r.sides {
 		c := r.conn(sd, st.Conn)
@@ -381,6 +397,41 @@ func (r *scriptRun) step(i int, st Step) bool {
 	}
 	if len(st.Args) > 0 && strings.EqualFold(st.Args[0], "QUIT") {
 		return r.afterQuit(i, st)
+	}
+	return true
+}
+
+// heldStep sends a held step's command on both sides and checks that
+// neither answers it within heldFor.
+func (r *scriptRun) heldStep(i int, st Step) bool {
+	r.t.Helper()
+	var cs [2]*RawConn
+	for k, sd := range r.sides {
+		if cs[k] = r.conn(sd, st.Conn); cs[k] == nil {
+			return false
+		}
+		if err := cs[k].TrySend(EncodeCommand(st.Args...)); err != nil {
+			r.t.Fatalf("script %q step %d %s: %s: send: %v", r.script.Name, i, st, sd.name, err)
+			return false
+		}
+	}
+	time.Sleep(heldFor)
+	for k, sd := range r.sides {
+		c := cs[k]
+		_ = c.Conn.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		if _, err := c.r.Peek(1); err == nil {
+			var got []byte
+			if f, err := c.TryReadFrame(); err == nil {
+				got = f.Raw
+			}
+			if k == 0 {
+				r.t.Fatalf("script %q step %d %s: redis itself answered %q (a bad step?)", r.script.Name, i, st, got)
+				return false
+			}
+			r.fails++
+			r.t.Errorf("script %q step %d %s: %s answered %q; redis holds it", r.script.Name, i, st, sd.name, got)
+			return false
+		}
 	}
 	return true
 }
