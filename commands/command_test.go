@@ -507,26 +507,28 @@ func cmdTestArgUsage(a cmdTestValue) string {
 func TestCommandDocsUsage(t *testing.T) {
 	s := newCmdTestServer(t)
 	want := map[string]string{
-		"set":           "key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]",
-		"get":           "key",
-		"mset":          "key value [key value ...]",
-		"del":           "key [key ...]",
-		"expire":        "key seconds [NX|XX|GT|LT]",
-		"scan":          "cursor [MATCH pattern] [COUNT count] [TYPE type]",
-		"hello":         "[protover [AUTH username password] [SETNAME clientname]]",
-		"getex":         "key [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|PERSIST]",
-		"ping":          "[message]",
-		"info":          "[section [section ...]]",
-		"rename":        "key newkey",
-		"flushdb":       "[ASYNC|SYNC]",
-		"client|list":   "[TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id [client-id ...]]",
-		"command|list":  "[FILTERBY MODULE module-name|ACLCAT category|PATTERN pattern]",
-		"once.claim":    "key [LEASE ms] [WAIT ms] [FINGERPRINT fp]",
-		"once.complete": "key token answer [KEEP ms]",
-		"once.abort":    "key token [message]",
-		"once.extend":   "key token LEASE ms",
-		"once.wait":     "key [TIMEOUT ms]",
-		"once.status":   "key",
+		"set":            "key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]",
+		"get":            "key",
+		"mset":           "key value [key value ...]",
+		"del":            "key [key ...]",
+		"expire":         "key seconds [NX|XX|GT|LT]",
+		"scan":           "cursor [MATCH pattern] [COUNT count] [TYPE type]",
+		"hello":          "[protover [AUTH username password] [SETNAME clientname]]",
+		"getex":          "key [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|PERSIST]",
+		"ping":           "[message]",
+		"info":           "[section [section ...]]",
+		"rename":         "key newkey",
+		"flushdb":        "[ASYNC|SYNC]",
+		"client|list":    "[TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id [client-id ...]]",
+		"client|pause":   "timeout [WRITE|ALL]",
+		"client|unpause": "",
+		"command|list":   "[FILTERBY MODULE module-name|ACLCAT category|PATTERN pattern]",
+		"once.claim":     "key [LEASE ms] [WAIT ms] [FINGERPRINT fp]",
+		"once.complete":  "key token answer [KEEP ms]",
+		"once.abort":     "key token [message]",
+		"once.extend":    "key token LEASE ms",
+		"once.wait":      "key [TIMEOUT ms]",
+		"once.status":    "key",
 	}
 	for name, usage := range want {
 		var doc cmdTestValue
@@ -672,7 +674,8 @@ func TestClientContainerCategories(t *testing.T) {
 
 // CLIENT HELP lists a subset of Redis's subcommands, but the lines it has
 // are Redis 7.0's: KILL names the filters it takes since 1fa5f62 (TYPE,
-// LADDR, USER, SKIPME), and HELP "Prints this help." as every other HELP.
+// LADDR, USER, SKIPME), HELP "Prints this help." as every other HELP, and
+// PAUSE and UNPAUSE are worded and ordered as there.
 func TestClientHelpKillLinesAreRedis(t *testing.T) {
 	s := newCmdTestServer(t)
 	got := strings.Join(cmdTestRun(t, s, 2, "client", "help").strs(), "\n")
@@ -684,6 +687,8 @@ func TestClientHelpKillLinesAreRedis(t *testing.T) {
 			"    * USER <username>\n      Kill connections authenticated by <username>.\n" +
 			"    * SKIPME (YES|NO)\n      Skip killing current connection (default: yes).\n",
 		"HELP\n    Prints this help.",
+		"UNPAUSE\n    Stop the current client pause, resuming traffic.\n" +
+			"PAUSE <timeout> [WRITE|ALL]\n    Suspend all, or just write, clients for <timeout> milliseconds.\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("CLIENT HELP lacks Redis 7.0's\n%s\ngot:\n%s", want, got)

@@ -35,6 +35,8 @@ func connCommands() []*Command {
 			sub("info", 2, 0, clientInfo),
 			admin(sub("list", -2, Admin, clientList)),
 			admin(sub("kill", -3, Admin, clientKill)),
+			admin(sub("pause", -3, Admin, clientPause)),
+			admin(sub("unpause", 2, Admin, clientUnpause)),
 			admin(sub("no-evict", 3, Admin, clientOnOff)),
 			sub("no-touch", 3, 0, clientOnOff),
 			sub("reply", 3, 0, clientReply),
@@ -457,6 +459,8 @@ func clientHelp(x *Ctx) {
 		"    * USER <username>", "      Kill connections authenticated by <username>.",
 		"    * SKIPME (YES|NO)", "      Skip killing current connection (default: yes).",
 		"LIST [TYPE NORMAL] [ID <id> [<id> ...]]", "    Return information about client connections.",
+		"UNPAUSE", "    Stop the current client pause, resuming traffic.",
+		"PAUSE <timeout> [WRITE|ALL]", "    Suspend all, or just write, clients for <timeout> milliseconds.",
 		"SETNAME <name>", "    Assign the name <name> to the current connection.",
 		"SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
 		"HELP", "    Prints this help.",
@@ -465,6 +469,13 @@ func clientHelp(x *Ctx) {
 	for _, l := range lines {
 		x.W.Simple(l)
 	}
+}
+
+// subcommandSyntax answers a subcommand given too many arguments for its
+// form, as Redis's addReplySubcommandSyntaxError words it.
+func subcommandSyntax(x *Ctx) {
+	x.W.Error("ERR unknown subcommand or wrong number of arguments for '" + truncate(string(x.Args[1]), 128) +
+		"'. Try " + strings.ToUpper(string(x.Args[0])) + " HELP.")
 }
 
 // itoa is strconv.FormatInt for INFO lines.

@@ -314,6 +314,18 @@ var docs = map[string]Doc{
 			)),
 		)},
 	},
+	"client|pause": {
+		Summary: "Suspends commands processing.", Since: "2.9.50",
+		Group: "connection", Complexity: "O(1)",
+		Args: []Arg{
+			docInteger("timeout"),
+			docOptional(docOneOf("mode", docToken("write", "WRITE"), docToken("all", "ALL"))),
+		},
+	},
+	"client|unpause": {
+		Summary: "Resumes processing commands from paused clients.", Since: "6.2.0",
+		Group: "connection", Complexity: "O(N) Where N is the number of paused clients",
+	},
 	"client|reply": {
 		Summary: "Sets whether the server replies to the commands of the connection.", Since: "3.2.0",
 		Group: "connection", Complexity: "O(1)",

@@ -20,6 +20,8 @@ func (s *Server) EnableOnce(e *once.Engine) {
 		// too: a WATCH of the key fails its EXEC, as after a command's
 		// write.
 		e.SetUpdater(s.hookedUpdate)
+		// A CLIENT PAUSE defers the engine's own writes (pause.go).
+		e.SetHold(s.pause.writesHeld)
 	}
 	s.KeepDeadline = once.IsRunning
 	s.AddHook(onceHook{e})

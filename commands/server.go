@@ -83,6 +83,8 @@ type Server struct {
 	hooks   []TxHook
 	infos   []InfoSection
 	once    *once.Engine
+	// pause is CLIENT PAUSE's state (pause.go).
+	pause pauser
 
 	// KeepDeadline, when set, tells EXPIRE and PERSIST to leave a value's
 	// deadline alone (a running ONCE record's lease).
@@ -121,6 +123,9 @@ func New(cfg Config, st store.Store) *Server {
 	s.holder, _ = st.(store.Holder)
 	s.prefetcher, _ = st.(store.Prefetcher)
 	s.writeChecker, _ = st.(store.WriteChecker)
+	if ep, ok := st.(expiryPauser); ok {
+		s.pause.expiry = ep.PauseExpiry
+	}
 	s.SetRequirePass(cfg.RequirePass)
 	s.SetProtoMaxBulkLen(cfg.ProtoMaxBulkLen)
 	s.watch.keys = make(map[watchKey]map[*resp.Conn]struct{})
@@ -232,6 +237,11 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 		start = s.mono()
 	}
 	s.active(c, cmd, start)
+	if s.held(c, cmd, args) {
+		// CLIENT PAUSE holds it (pause.go), before MULTI queues it,
+		// as in Redis.
+		return
+	}
 	if c.InMulti && cmd.Flags&AtOnce == 0 {
 		if RefusedInMulti(cmd) {
 			// SAVE, SHUTDOWN, BACKUP: refused, and the transaction

@@ -182,8 +182,7 @@ func slowlogCommands() *Command {
 
 func slowlogGet(x *Ctx) {
 	if len(x.Args) > 3 {
-		x.W.Error("ERR unknown subcommand or wrong number of arguments for '" + truncate(string(x.Args[1]), 128) +
-			"'. Try " + strings.ToUpper(string(x.Args[0])) + " HELP.")
+		subcommandSyntax(x)
 		return
 	}
 	count := 10

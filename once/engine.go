@@ -72,8 +72,11 @@ type Engine struct {
 	// updateTx runs the engine's own transactions (update): the store's
 	// Update, or what SetUpdater set.
 	updateTx Updater
-	log      *zap.Logger
-	Stats    Stats
+	// hold, if set, says whether the engine's own writes must wait (a
+	// CLIENT PAUSE): see SetHold.
+	hold  func() <-chan struct{}
+	log   *zap.Logger
+	Stats Stats
 
 	// These are touched only inside exclusive store transactions (or by
 	// Start/Close): the store's lock serializes them. mu guards keys
@@ -180,6 +183,24 @@ type Updater func(fn func(store.Tx) error) (store.Ticket, error)
 // command's. The engine takes its own wake-ups (Commit) inside fn. Call
 // it before Start.
 func (e *Engine) SetUpdater(u Updater) { e.updateTx = u }
+
+// SetHold makes the engine defer the writes it makes on its own (a
+// lapse's handover at its timer, the release of a claim handed to a
+// waiter that left) while hold returns a channel, until that channel is
+// closed: a command server's CLIENT PAUSE, during which nothing writes
+// but the commands it lets through, as in Redis (which neither expires
+// nor evicts keys during a pause). A lease that lapses during a pause is
+// handed over, or the key freed, when it ends; its waiters go on waiting
+// meanwhile. Call it before Start.
+func (e *Engine) SetHold(hold func() <-chan struct{}) { e.hold = hold }
+
+// held returns the channel the engine's own writes wait for, or nil.
+func (e *Engine) held() <-chan struct{} {
+	if e.hold == nil {
+		return nil
+	}
+	return e.hold()
+}
 
 // Start loads the token counter: tokens continue above every token that
 // may have been handed out before.
@@ -539,6 +560,18 @@ func (e *Engine) armLocked(k wkey, ks *keyState, deadline int64) {
 		return
 	}
 	ks.timer = time.AfterFunc(d, func() {
+		if ch := e.held(); ch != nil {
+			// Paused: fire again once the pause ends.
+			go func() {
+				<-ch
+				e.mu.Lock()
+				defer e.mu.Unlock()
+				if !e.closed && e.keys[k] == ks {
+					ks.timer.Reset(0)
+				}
+			}()
+			return
+		}
 		var serr error
 		err := e.update(func(tx store.Tx) {
 			if _, _, serr = e.settle(tx, k); serr == ErrWrongType {
@@ -889,6 +922,14 @@ func (e *Engine) Cancel(w *Waiter, gone bool) (r Result, ok bool) {
 // it over, or the key becomes free.
 func (e *Engine) Release(db int, key []byte, token uint64) {
 	k := wkey{db, string(key)}
+	if ch := e.held(); ch != nil {
+		// Paused (SetHold): released once the pause ends.
+		go func() {
+			<-ch
+			e.Release(k.db, k.bytes(), token)
+		}()
+		return
+	}
 	e.update(func(tx store.Tx) {
 		r, ok, err := e.load(tx, k)
 		if err != nil || !ok || r.State != Running || r.Token != token {

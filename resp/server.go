@@ -618,7 +618,9 @@ func (s *Server) runBlocked(c *Conn, fn BlockFunc, gone <-chan struct{}) {
 		}
 		if c.blockSilent { // CLIENT REPLY OFF / SKIP
 			c.W.Truncate(mark)
-			c.blockSilent = false
+			// A command held by CLIENT PAUSE that blocks once it
+			// runs (ONCE.WAIT) stays silent through its new block.
+			c.blockSilent = c.block != nil
 		}
 	}()
 	fn(gone)

@@ -481,6 +481,8 @@ type DB struct {
 	// between a round's scan of the expiry index and its settling.
 	sweepHook func()
 	scanHook  func()
+	// expiryPaused stops the sweeper while set (PauseExpiry).
+	expiryPaused atomic.Bool
 	// sweeping serializes sweep rounds, whose scans run without mu and
 	// whose cursor (nextSweep, sweepFrom, setSince) assumes one at a time.
 	sweeping sync.Mutex

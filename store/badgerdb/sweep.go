@@ -20,8 +20,11 @@ const sweepBudget = 25 * time.Millisecond
 
 // Sweep deletes expired keys for at most about budget, in rounds of at most
 // SweepKeys keys, each round under the keyspace lock. It returns how many
-// keys it deleted.
+// keys it deleted: none while expiry is paused (PauseExpiry).
 func (s *DB) Sweep(budget time.Duration) int {
+	if s.expiryPaused.Load() {
+		return 0
+	}
 	deadline := time.Now().Add(budget)
 	total := 0
 	for db := 0; db < s.opts.Databases; db++ {
@@ -38,6 +41,11 @@ func (s *DB) Sweep(budget time.Duration) int {
 	}
 	return total
 }
+
+// PauseExpiry stops (paused) or resumes the deletion of expired keys, as
+// Redis pauses its expiry during CLIENT PAUSE: the keys stay stored,
+// hidden from reads as ever, until the sweeper runs again.
+func (s *DB) PauseExpiry(paused bool) { s.expiryPaused.Store(paused) }
 
 // sweepCand is an expiry index entry that a sweep found due.
 type sweepCand struct {
