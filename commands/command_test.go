@@ -521,6 +521,7 @@ func TestCommandDocsUsage(t *testing.T) {
 		"flushdb":        "[ASYNC|SYNC]",
 		"client|list":    "[TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id [client-id ...]]",
 		"client|pause":   "timeout [WRITE|ALL]",
+		"client|unblock": "client-id [TIMEOUT|ERROR]",
 		"client|unpause": "",
 		"command|list":   "[FILTERBY MODULE module-name|ACLCAT category|PATTERN pattern]",
 		"once.claim":     "key [LEASE ms] [WAIT ms] [FINGERPRINT fp]",
@@ -675,7 +676,7 @@ func TestClientContainerCategories(t *testing.T) {
 // CLIENT HELP lists a subset of Redis's subcommands, but the lines it has
 // are Redis 7.0's: KILL names the filters it takes since 1fa5f62 (TYPE,
 // LADDR, USER, SKIPME), HELP "Prints this help." as every other HELP, and
-// PAUSE and UNPAUSE are worded and ordered as there.
+// PAUSE, UNPAUSE and UNBLOCK are worded and ordered as there.
 func TestClientHelpKillLinesAreRedis(t *testing.T) {
 	s := newCmdTestServer(t)
 	got := strings.Join(cmdTestRun(t, s, 2, "client", "help").strs(), "\n")
@@ -689,6 +690,7 @@ func TestClientHelpKillLinesAreRedis(t *testing.T) {
 		"HELP\n    Prints this help.",
 		"UNPAUSE\n    Stop the current client pause, resuming traffic.\n" +
 			"PAUSE <timeout> [WRITE|ALL]\n    Suspend all, or just write, clients for <timeout> milliseconds.\n",
+		"UNBLOCK <clientid> [TIMEOUT|ERROR]\n    Unblock the specified blocked client.\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("CLIENT HELP lacks Redis 7.0's\n%s\ngot:\n%s", want, got)

@@ -37,6 +37,7 @@ func connCommands() []*Command {
 			admin(sub("kill", -3, Admin, clientKill)),
 			admin(sub("pause", -3, Admin, clientPause)),
 			admin(sub("unpause", 2, Admin, clientUnpause)),
+			admin(sub("unblock", -3, Admin, clientUnblock)),
 			admin(sub("no-evict", 3, Admin, clientOnOff)),
 			sub("no-touch", 3, 0, clientOnOff),
 			sub("reply", 3, 0, clientReply),
@@ -462,6 +463,7 @@ func clientHelp(x *Ctx) {
 		"UNPAUSE", "    Stop the current client pause, resuming traffic.",
 		"PAUSE <timeout> [WRITE|ALL]", "    Suspend all, or just write, clients for <timeout> milliseconds.",
 		"SETNAME <name>", "    Assign the name <name> to the current connection.",
+		"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
 		"SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
 		"HELP", "    Prints this help.",
 	}

@@ -326,6 +326,14 @@ var docs = map[string]Doc{
 		Summary: "Resumes processing commands from paused clients.", Since: "6.2.0",
 		Group: "connection", Complexity: "O(N) Where N is the number of paused clients",
 	},
+	"client|unblock": {
+		Summary: "Unblocks a client blocked by a blocking command from a different connection.", Since: "5.0.0",
+		Group: "connection", Complexity: "O(log N) where N is the number of client connections",
+		Args: []Arg{
+			docInteger("client-id"),
+			docOptional(docOneOf("timeout_error", docToken("timeout", "TIMEOUT"), docToken("error", "ERROR"))),
+		},
+	},
 	"client|reply": {
 		Summary: "Sets whether the server replies to the commands of the connection.", Since: "3.2.0",
 		Group: "connection", Complexity: "O(1)",

@@ -212,7 +212,10 @@ func onceWait(x *Ctx) {
 // blockOn makes the connection wait for w's result, for at most timeoutMs
 // (0: no limit). At the timeout the waiter is withdrawn and again answers
 // the call as if it did not wait. If the client goes away, the waiter is
-// withdrawn and a claim it was handed is passed on.
+// withdrawn and a claim it was handed is passed on. CLIENT UNBLOCK ends
+// the wait as its timeout would (TIMEOUT), or with an -UNBLOCKED error
+// after withdrawing as a client that left (ERROR): either way the waiter
+// leaves its key's line, and no later outcome is delivered to it.
 func (x *Ctx) blockOn(w *once.Waiter, timeoutMs int64, again func() (once.Result, error)) {
 	e := x.S.once
 	c, wr := x.Conn, x.W
@@ -238,12 +241,39 @@ func (x *Ctx) blockOn(w *once.Waiter, timeoutMs int64, again func() (once.Result
 			return
 		default:
 		}
+		unblock := c.Unblockable()
+		timedOut := false
+		var um resp.UnblockMode
 		select {
 		case r = <-w.C():
 		case <-gone:
 			e.Cancel(w, true)
 			return
 		case <-timer:
+			timedOut = true
+		case um = <-unblock:
+		}
+		if m, ok := c.EndUnblockable(); ok {
+			um = m
+		}
+		if um != 0 {
+			// An UNBLOCK answered 1: it decides, even if the result or
+			// the timeout came in the same instant.
+			m := um
+			got := r.State != "" || r.Err != nil
+			if m == resp.UnblockError {
+				switch {
+				case !got:
+					e.Cancel(w, true) // passes on a claim handed to it
+				case r.State == "claimed":
+					e.Release(x.DB, x.Args[1], r.Token)
+				}
+				wr.Error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+				return
+			}
+			timedOut = !got
+		}
+		if timedOut {
 			var ok bool
 			if r, ok = e.Cancel(w, false); !ok {
 				var err error

@@ -272,3 +272,35 @@ func clientUnpause(x *Ctx) {
 	x.S.pause.unpause()
 	x.W.OK()
 }
+
+// clientUnblock is CLIENT UNBLOCK client-id [TIMEOUT|ERROR]: the reason
+// is checked before the ID, as in Redis. A client held by CLIENT PAUSE is
+// not blocked in a blocking command, and answers 0 (Redis 7.0 crashes on
+// it).
+func clientUnblock(x *Ctx) {
+	if len(x.Args) > 4 {
+		subcommandSyntax(x)
+		return
+	}
+	mode := resp.UnblockTimeout
+	if len(x.Args) == 4 {
+		switch {
+		case eq(x.Args[3], "timeout"):
+		case eq(x.Args[3], "error"):
+			mode = resp.UnblockError
+		default:
+			x.W.Error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+			return
+		}
+	}
+	id, ok := parseInt(x.Args[2])
+	if !ok {
+		x.Fail(ErrNotInteger)
+		return
+	}
+	if x.S.wire != nil && x.S.wire.Unblock(id, mode) {
+		x.W.Int(1)
+		return
+	}
+	x.W.Int(0)
+}

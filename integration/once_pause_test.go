@@ -50,7 +50,8 @@ func wantRaw(t *testing.T, c *RawConn, want string, args ...string) {
 
 // TestClientPauseOnce: a pause holds the ONCE commands that write, lets
 // ONCE.STATUS answer, and defers a lapse's handover until it ends
-// (KV-13: the claim still passes to the waiter, once the pause is over).
+// (KV-13: the claim still passes to the waiter, once the pause is over);
+// a client held by the pause is not one CLIENT UNBLOCK wakes.
 func TestClientPauseOnce(t *testing.T) {
 	t.Parallel()
 	addr := onceServer(t)
@@ -63,8 +64,12 @@ func TestClientPauseOnce(t *testing.T) {
 	if f := rawFrame(t, ctl, "ONCE.STATUS", "p"); f.Type != '*' || len(f.Elems) < 2 || f.Elems[1].Str != "running" {
 		t.Fatalf("ONCE.STATUS while paused: %q, want the running record", f.Raw)
 	}
-	h, _ := blockedWaiter(t, addr, "ONCE.CLAIM", "q")
+	h, hid := blockedWaiter(t, addr, "ONCE.CLAIM", "q")
 	noReply(t, h, 300*time.Millisecond, "ONCE.CLAIM while paused")
+	// Held by the pause is not blocked in a blocking command: UNBLOCK
+	// answers 0 and leaves it held (Redis 7.0 crashes on it).
+	wantRaw(t, admin, ":0\r\n", "CLIENT", "UNBLOCK", hid)
+	wantRaw(t, admin, ":0\r\n", "CLIENT", "UNBLOCK", hid, "ERROR")
 	// Past the lease: the handover waits for the end of the pause.
 	noReply(t, w, 400*time.Millisecond, "waiter at a lapse while paused")
 	// The lapsed record reads as gone, as any key past its deadline

@@ -2,7 +2,7 @@ package integration
 
 import "testing"
 
-// TestDiffClientPause: CLIENT PAUSE and UNPAUSE against a real
+// TestDiffClientPause: CLIENT PAUSE, UNPAUSE and UNBLOCK against a real
 // redis-server 7.0, byte for byte: their argument errors and replies,
 // which commands a pause holds and when their answers come. Every script
 // ends unpaused (the next one starts with a FLUSHALL).
@@ -30,7 +30,27 @@ func TestDiffClientPause(t *testing.T) {
 			cmd("CLIENT", "UNPAUSE"),
 			cmd("CLIENT", "UNPAUSE"),
 			cmd("CLIENT", "UNPAUSE", "x"),
-			cmd("COMMAND", "INFO", "client|pause", "client|unpause"),
+			cmd("COMMAND", "INFO", "client|pause", "client|unpause", "client|unblock"),
+		}},
+		{"unblock-args", []Step{
+			cmd("CLIENT", "UNBLOCK"),
+			cmd("CLIENT", "UNBLOCK", "x"),
+			cmd("CLIENT", "UNBLOCK", "+5"),
+			cmd("CLIENT", "UNBLOCK", "99999999999999999999"),
+			cmd("CLIENT", "UNBLOCK", "1", "foo"),
+			cmd("CLIENT", "UNBLOCK", "x", "foo"), // the reason is checked first
+			cmd("CLIENT", "UNBLOCK", "1", "timeout", "extra"),
+			cmd("CLIENT", "UNBLOCK", "0"),
+			cmd("CLIENT", "UNBLOCK", "-5"),
+			cmd("CLIENT", "UNBLOCK", "999999"),
+			cmd("CLIENT", "UNBLOCK", "999999", "ERROR"),
+			cmd("CLIENT", "UNBLOCK", "999999", "timeout"),
+			// Connection 1 is not blocked: id 1 and 2 name no blocked
+			// client on either side.
+			cmd("PING").On(1),
+			cmd("CLIENT", "UNBLOCK", "1"),
+			cmd("CLIENT", "UNBLOCK", "2", "ERROR"),
+			cmd("PING").On(1),
 		}},
 		// WRITE holds the commands that write, and nothing else: reads,
 		// PING, CLIENT and a MULTI of reads answer; the writes are

@@ -105,6 +105,10 @@ type Conn struct {
 	replyOff, skipNext, skipThis bool
 	skipping, blockSilent        bool
 	replyMark                    int
+	// CLIENT UNBLOCK (Unblockable): unblockable is set, under mu, while
+	// the blocked command takes an UNBLOCK, and unblockCh carries it.
+	unblockable bool
+	unblockCh   chan UnblockMode
 }
 
 // BlockFunc finishes a blocked command: it waits for the command's outcome
@@ -117,6 +121,48 @@ type BlockFunc func(gone <-chan struct{})
 // fn without holding up any other connection, and reads nothing else of
 // this client's until fn has written its reply.
 func (c *Conn) Block(fn BlockFunc) { c.block = fn }
+
+// UnblockMode is how CLIENT UNBLOCK ends a blocked command.
+type UnblockMode uint8
+
+// The modes of CLIENT UNBLOCK.
+const (
+	// UnblockTimeout ends the command as if its timeout ran out.
+	UnblockTimeout UnblockMode = iota + 1
+	// UnblockError ends it with an -UNBLOCKED error.
+	UnblockError
+)
+
+// Unblockable lets CLIENT UNBLOCK (Server.Unblock) end the blocked
+// command: its BlockFunc calls it once it waits, and selects on the
+// channel, which receives the mode of the one UNBLOCK that ends it. A
+// BlockFunc that does not call it (a command held by CLIENT PAUSE) is not
+// ended by UNBLOCK, which answers 0 for it.
+func (c *Conn) Unblockable() <-chan UnblockMode {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.unblockCh == nil {
+		c.unblockCh = make(chan UnblockMode, 1)
+	}
+	c.unblockable = true
+	return c.unblockCh
+}
+
+// EndUnblockable makes the blocked command deaf to CLIENT UNBLOCK again.
+// If an UNBLOCK came first, it returns its mode and true: that UNBLOCK
+// answered 1, and the command must end as it asked, even if its wait
+// ended for another reason in the same instant.
+func (c *Conn) EndUnblockable() (UnblockMode, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unblockable = false
+	select {
+	case m := <-c.unblockCh:
+		return m, true
+	default:
+		return 0, false
+	}
+}
 
 // Blocking reports whether the current command called Block.
 func (c *Conn) Blocking() bool { return c.block != nil }

@@ -272,6 +272,26 @@ func (s *Server) Kill(id int64) bool {
 	return false
 }
 
+// Unblock is CLIENT UNBLOCK: it ends the blocked command of the
+// connection with the given ID, if that command takes an UNBLOCK
+// (Conn.Unblockable), and reports whether it did.
+func (s *Server) Unblock(id int64, m UnblockMode) bool {
+	for _, c := range s.Clients() {
+		if c.ID != id {
+			continue
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !c.unblockable {
+			return false
+		}
+		c.unblockable = false
+		c.unblockCh <- m // room for one: unblockable was set
+		return true
+	}
+	return false
+}
+
 func (s *Server) acceptLoop(ln net.Listener) {
 	defer s.wg.Done()
 	var delay time.Duration
@@ -616,6 +636,8 @@ func (s *Server) runBlocked(c *Conn, fn BlockFunc, gone <-chan struct{}) {
 			c.W.Truncate(mark)
 			c.W.Error("ERR internal error (the server logged it)")
 		}
+		// An UNBLOCK that came as the command ended is spent.
+		c.EndUnblockable()
 		if c.blockSilent { // CLIENT REPLY OFF / SKIP
 			c.W.Truncate(mark)
 			// A command held by CLIENT PAUSE that blocks once it
