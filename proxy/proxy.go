@@ -447,6 +447,9 @@ func (p *Proxy) Serve(c *resp.Conn, args [][]byte) {
 		}
 	}
 	k := kindOf(args[0])
+	if k == kLocal && clientRefused(args) {
+		k = kRefused
+	}
 	if !c.Authed && p.pass.Load() {
 		p.unauthenticated(s, k, args)
 		return
@@ -503,7 +506,7 @@ func (p *Proxy) Serve(c *resp.Conn, args [][]byte) {
 		p.wait(s, args)
 	case kRefused:
 		p.stats.refused.Add(1)
-		c.W.Error(refusedText(args[0]))
+		c.W.Error(refusedText(args))
 	case kOnce:
 		s.settle()
 		p.onceCommand(s, args)
@@ -575,9 +578,30 @@ func (p *Proxy) onceCommand(s *session, args [][]byte) {
 // refusedText is the reply to a command the proxy does not forward:
 // Pub/Sub, MONITOR and replication turn a connection into a stream, which
 // a pooled upstream connection cannot be; REPLICAOF and FAILOVER change
-// the upstream's roles, which is the upstream's operators' business.
-func refusedText(name []byte) string {
-	return "ERR '" + string(lower(nil, name)) + "' is not supported through the oncekv proxy; send it to the upstream directly"
+// the upstream's roles, which is the upstream's operators' business; so
+// do CLIENT PAUSE and UNPAUSE, which pause the upstream's clients, of
+// which the proxy's pool is a few (clientRefused).
+func refusedText(args [][]byte) string {
+	name := string(lower(nil, args[0]))
+	if clientRefused(args) {
+		name += "|" + string(lower(nil, args[1]))
+		if name == "client|unblock" {
+			return "ERR 'client|unblock' is not supported through the oncekv proxy, whose client IDs are its own; end a blocked client with CLIENT KILL ID"
+		}
+	}
+	return "ERR '" + name + "' is not supported through the oncekv proxy; send it to the upstream directly"
+}
+
+// clientRefused reports whether args are CLIENT PAUSE, UNPAUSE or
+// UNBLOCK, which the proxy refuses. The proxy's local server would pause
+// only the commands it answers itself, and UNBLOCK would need to end a
+// wait whose upstream connection is blocked in a command of its own.
+func clientRefused(args [][]byte) bool {
+	if len(args) < 2 || !strings.EqualFold(string(args[0]), "client") {
+		return false
+	}
+	sub := string(args[1])
+	return strings.EqualFold(sub, "pause") || strings.EqualFold(sub, "unpause") || strings.EqualFold(sub, "unblock")
 }
 
 // unknownCommand is Redis's reply to an unknown command: each argument

@@ -760,3 +760,40 @@ func TestACLUsersAreNotTheClients(t *testing.T) {
 		}
 	}
 }
+
+// CLIENT PAUSE, UNPAUSE and UNBLOCK are refused through the proxy, in and
+// out of MULTI: a pause would reach only the commands the proxy answers
+// itself, or, forwarded, pause every client of the upstream behind the
+// proxy's back; the proxy's client IDs are not the upstream's. The
+// upstream goes on serving.
+func TestClientPauseRefused(t *testing.T) {
+	t.Parallel()
+	up := testredis.Standalone(t)
+	p := startTestProxy(t, "redis://"+up.Addr(), "")
+	c := dialRaw(t, p.addr)
+	const sendUp = " is not supported through the oncekv proxy; send it to the upstream directly\r\n"
+	unblock := "-ERR 'client|unblock' is not supported through the oncekv proxy, whose client IDs are its own; end a blocked client with CLIENT KILL ID\r\n"
+	for _, tc := range []struct{ args, want string }{
+		{"CLIENT PAUSE 100000 WRITE", "-ERR 'client|pause'" + sendUp},
+		{"client pause 100000", "-ERR 'client|pause'" + sendUp},
+		{"CLIENT PAUSE", "-ERR 'client|pause'" + sendUp},
+		{"CLIENT UNPAUSE", "-ERR 'client|unpause'" + sendUp},
+		{"Client Unblock 1", unblock},
+		{"CLIENT UNBLOCK 1 ERROR", unblock},
+	} {
+		if got := c.do(strings.Fields(tc.args)...); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.args, got, tc.want)
+		}
+		got := c.pipeline([]string{"MULTI"}, strings.Fields(tc.args), []string{"EXEC"})
+		want := []string{"+OK\r\n", tc.want, "-EXECABORT Transaction discarded because of previous errors.\r\n"}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("MULTI, %s, EXEC: %q, want %q", tc.args, got, want)
+		}
+		if got := c.do("SET", "k", "v"); got != "+OK\r\n" {
+			t.Fatalf("SET after %s: %q", tc.args, got)
+		}
+	}
+	if got := c.do("CLIENT", "ID"); !strings.HasPrefix(got, ":") {
+		t.Errorf("CLIENT ID: %q (the other CLIENT subcommands still answer)", got)
+	}
+}

@@ -236,7 +236,7 @@ func (p *Proxy) serveTx(s *session, k kind, args [][]byte) {
 	case kRefused:
 		s.dirty = true
 		p.stats.refused.Add(1)
-		c.W.Error(refusedText(args[0]))
+		c.W.Error(refusedText(args))
 		return
 	}
 	// Everything else is queued upstream on the pinned connection.
