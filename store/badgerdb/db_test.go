@@ -1401,3 +1401,30 @@ func TestSetKeepsNeitherKeyNorValue(t *testing.T) {
 		t.Fatal("c, with no deadline, is gone")
 	}
 }
+
+// While expiry is paused (CLIENT PAUSE), the sweeper deletes nothing; the
+// expired key stays stored, and is swept once expiry resumes.
+func TestSweepPausedByPauseExpiry(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(1_000_000)
+	s := open(t, t.TempDir(), FsyncEverysec, &clock)
+	set(t, s, 0, "k", str("v", 1_001_000))
+	clock.Store(1_002_000)
+	for _, step := range []struct {
+		paused    bool
+		swept     int
+		wantCount int
+	}{
+		{paused: true, swept: 0, wantCount: 1},
+		{paused: true, swept: 0, wantCount: 1},
+		{paused: false, swept: 1, wantCount: 0},
+	} {
+		s.PauseExpiry(step.paused)
+		if got := s.Sweep(time.Second); got != step.swept {
+			t.Fatalf("paused %v: swept %d keys, want %d", step.paused, got, step.swept)
+		}
+		if n := s.counts[0]; n != step.wantCount {
+			t.Fatalf("paused %v: %d keys stored, want %d", step.paused, n, step.wantCount)
+		}
+	}
+}
