@@ -276,6 +276,16 @@ func (x *Ctx) blockOn(w *once.Waiter, timeoutMs int64, again func() (once.Result
 		if timedOut {
 			var ok bool
 			if r, ok = e.Cancel(w, false); !ok {
+				// The command runs again, and it writes (a claim, a
+				// lapse's handover): under CLIENT PAUSE it waits for
+				// the pause's end, as a new one would be held.
+				if ch := x.S.pause.writesHeld(); ch != nil {
+					select {
+					case <-ch:
+					case <-gone:
+						return
+					}
+				}
 				var err error
 				if r, err = again(); err != nil {
 					wr.Error(errorText(onceError(err)))

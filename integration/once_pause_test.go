@@ -88,3 +88,27 @@ func TestClientPauseOnce(t *testing.T) {
 	}
 	awaitWaiting(t, ctl, 0)
 }
+
+// TestClientPauseOnceWaitTimeout: a CLAIM … WAIT whose wait runs out
+// during a pause answers as if it had not waited, which may claim: that
+// is a write, so the answer waits for the pause's end, as the command
+// sent anew would be held.
+func TestClientPauseOnceWaitTimeout(t *testing.T) {
+	t.Parallel()
+	addr := onceServer(t)
+	ctl := DialRaw(t, addr)
+	admin := DialRaw(t, addr)
+	tok := rawOnce(t, ctl, "ONCE.CLAIM", "t", "LEASE", "200").Token
+	w, _ := blockedWaiter(t, addr, "ONCE.CLAIM", "t", "WAIT", "500", "LEASE", "30000")
+	awaitWaiting(t, ctl, 1)
+	wantRaw(t, admin, "+OK\r\n", "CLIENT", "PAUSE", "100000", "WRITE")
+	// Past the lease and the wait: nothing is written, nothing answered.
+	noReply(t, w, 800*time.Millisecond, "CLAIM … WAIT run out while paused")
+	awaitWaiting(t, ctl, 0)
+	wantRaw(t, ctl, "*-1\r\n", "ONCE.STATUS", "t")
+	wantRaw(t, admin, "+OK\r\n", "CLIENT", "UNPAUSE")
+	r, err := frameOnce(w.ReadFrame())
+	if err != nil || r.State != "claimed" || r.Token <= tok {
+		t.Fatalf("timed-out waiter after the pause: %v %v, want [claimed >%d]", r, err, tok)
+	}
+}
