@@ -374,8 +374,11 @@ func (s *Server) Start() {
 	go s.sampleLoop(s.obs.stop, s.obs.done)
 }
 
-// Close stops the sampler; it is safe to call without Start, and twice.
+// Close stops the sampler and ends a CLIENT PAUSE, whose waits (the ONCE
+// engine's deferred lapses) would otherwise outlive the server; it is
+// safe to call without Start, and twice.
 func (s *Server) Close() {
+	s.pause.unpause()
 	s.obs.sampleMu.Lock()
 	stop, done := s.obs.stop, s.obs.done
 	s.obs.stop = nil

@@ -452,3 +452,25 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+// TestClientPauseCloseLeaksNothing: a server closed during a CLIENT PAUSE
+// ends it: the held commands and the ONCE lapse it deferred leave nothing
+// behind.
+func TestClientPauseCloseLeaksNothing(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	a, addr := blockServer(t)
+	ctl := DialRaw(t, addr)
+	rawOnce(t, ctl, "ONCE.CLAIM", "k", "LEASE", "200")
+	waiters := sendWaiters(t, addr, 2, "ONCE.CLAIM", "k", "WAIT", "0")
+	awaitWaiting(t, ctl, 2)
+	if f := rawFrame(t, ctl, "CLIENT", "PAUSE", "100000", "WRITE"); f.Str != "OK" {
+		t.Fatalf("CLIENT PAUSE: %q", f.Raw)
+	}
+	held := sendWaiters(t, addr, 2, "SET", "x", "y")
+	time.Sleep(400 * time.Millisecond) // past the lease: its lapse waits
+	closeServer(t, a)
+	closeAll(waiters)
+	closeAll(held)
+	ctl.Close()
+	verifyNoLeaks(t, ignore)
+}
