@@ -3,6 +3,7 @@ package commands
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oncekv/oncekv/resp"
@@ -51,7 +52,12 @@ type pauser struct {
 	timer *time.Timer
 	// ended is closed when the pause ends; nil while there is none.
 	ended chan struct{}
-	held  []*heldCmd
+	// on is ended != nil, read without mu: every command looks at it,
+	// and most servers are never paused, so the mutex's cache line is
+	// not moved between cores for each command. A command that reads it
+	// just as a pause begins runs, as if it had come before the pause.
+	on   atomic.Bool
+	held []*heldCmd
 	// expiry, if set, pauses and resumes the store's expiry.
 	expiry func(paused bool)
 }
@@ -83,6 +89,7 @@ func (p *pauser) pause(mode pauseMode, until time.Time) {
 	}
 	if p.ended == nil {
 		p.ended = make(chan struct{})
+		p.on.Store(true)
 		if p.expiry != nil {
 			p.expiry(true)
 		}
@@ -123,6 +130,7 @@ func (p *pauser) endLocked() {
 	}
 	close(p.ended)
 	p.ended = nil
+	p.on.Store(false)
 	if p.expiry != nil {
 		p.expiry(false)
 	}
@@ -186,6 +194,9 @@ func (p *pauser) leave(h *heldCmd) {
 // held makes c's command wait for the end of a pause that holds it, then
 // run; it reports whether it was held.
 func (s *Server) held(c *resp.Conn, cmd *Command, args [][]byte) bool {
+	if !s.pause.on.Load() {
+		return false // no pause: the common case, without a lock
+	}
 	if s.writesRefused(cmd) != nil || c.InMulti && cmd.Flags&AtOnce == 0 && RefusedInMulti(cmd) {
 		return false // refused at once, as in Redis
 	}
