@@ -47,9 +47,11 @@ func connCommands() []*Command {
 }
 
 func pingCmd(x *Ctx) {
-	if err := x.S.writesRefused(x.Cmd); err != nil {
-		// As in Redis 7: a server that refuses writes (a full disk)
-		// answers PING -MISCONF, before its argument count is checked.
+	// As in Redis 7: a server that refuses writes (a full disk) answers
+	// PING -MISCONF, before its argument count is checked. Not in EXEC:
+	// Redis refuses PING in processCommand, which EXEC's commands do not
+	// go through (it was checked as it was queued).
+	if err := x.S.writesRefused(x.Cmd); err != nil && !x.InExec {
 		x.Fail(err)
 		return
 	}

@@ -24,6 +24,10 @@ func TestExecWhileTheStoreRefusesWrites(t *testing.T) {
 		{"reads and a runtime error", [][]string{{"GETRANGE", "a", "x", "y"}, {"SCAN", "0", "MATCH", "a"}, {"DBSIZE"}, {"SELECT", "1"}, {"DBSIZE"}, {"SELECT", "0"}},
 			"*6\r\n-ERR value is not an integer or out of range\r\n*2\r\n$1\r\n0\r\n*1\r\n$1\r\na\r\n:1\r\n+OK\r\n:0\r\n+OK\r\n"},
 		{"no command", nil, "*0\r\n"},
+		// PING is refused as it is queued, not in EXEC: Redis 7.0's
+		// processCommand refuses it, and EXEC runs it as it runs GET.
+		{"PING queued before", [][]string{{"PING"}, {"GET", "a"}, {"PING", "x"}},
+			"*3\r\n+PONG\r\n$1\r\nv\r\n$1\r\nx\r\n"},
 		// The once section, which needs the exclusive lock, is empty, as
 		// INFO's outside MULTI while writes are refused.
 		{"INFO", [][]string{{"GET", "a"}, {"INFO", "keyspace"}, {"INFO", "once"}},
