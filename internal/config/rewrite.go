@@ -284,16 +284,18 @@ func Quote(s string) string {
 // synced. A file that no longer exists is written afresh. On any error
 // the old file is left as it was; the error is a *RewriteError. The new
 // file keeps the old one's permissions (Redis gives it 0644 less the
-// umask, which would show a requirepass kept in a private file).
+// umask, which would show a requirepass kept in a private file); a file
+// written afresh gets 0644 less the umask, as in Redis.
 func RewriteFile(c Config) error {
 	path := c.ConfigFile
 	if path == "" {
 		return ErrNoConfigFile
 	}
 	old, err := os.ReadFile(path)
-	mode := os.FileMode(0o644)
+	mode := os.FileMode(0) // none to keep: 0644 less the umask
 	switch {
 	case err == nil:
+		mode = 0o644
 		if fi, err := os.Stat(path); err == nil {
 			mode = fi.Mode().Perm()
 		}
@@ -307,9 +309,14 @@ func RewriteFile(c Config) error {
 }
 
 // writeAtomic replaces path with data: a temporary file beside it,
-// synced, renamed over path, and the directory synced.
+// synced, given mode (when mode is 0, 0644 less the umask), renamed over
+// path, and the directory synced.
 func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	f, tmp, err := createTemp(path, mode)
+	create := mode & 0o600 // private until it has its mode
+	if mode == 0 {
+		create = 0o644 // the umask applies
+	}
+	f, tmp, err := createTemp(path, create)
 	if err != nil {
 		return err
 	}
@@ -326,8 +333,10 @@ func writeAtomic(path string, data []byte, mode os.FileMode) error {
 	if err := f.Sync(); err != nil {
 		return err
 	}
-	if err := f.Chmod(mode); err != nil {
-		return err
+	if mode != 0 {
+		if err := f.Chmod(mode); err != nil {
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
@@ -357,7 +366,7 @@ func createTemp(path string, mode os.FileMode) (*os.File, string, error) {
 		for _, x := range r {
 			name = append(name, letters[int(x)%len(letters)])
 		}
-		f, err := os.OpenFile(string(name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode&0o600)
+		f, err := os.OpenFile(string(name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}

@@ -197,3 +197,44 @@ func TestRewriteFile(t *testing.T) {
 		t.Errorf("without a config file: %v, want ErrNoConfigFile", err)
 	}
 }
+
+// TestRewriteFileUmask: a config file written afresh gets 0644 less the
+// umask, as Redis 7.0's rewriteConfigOverwriteFile gives it, so that a
+// requirepass in it is not shown to every user under umask 077; one that
+// existed keeps its own mode whatever the umask.
+func TestRewriteFileUmask(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		umask int
+		old   os.FileMode // 0: no file before
+		want  os.FileMode
+	}{
+		{"afresh, umask 077", 0o077, 0, 0o600},
+		{"afresh, umask 027", 0o027, 0, 0o640},
+		{"afresh, umask 022", 0o022, 0, 0o644},
+		{"existing 0640, umask 077", 0o077, 0o640, 0o640},
+		{"existing 0604, umask 022", 0o022, 0o604, 0o604},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			c.RequirePass, c.ConfigFile = "secret", filepath.Join(t.TempDir(), "oncekv.conf")
+			if tc.old != 0 {
+				if err := os.WriteFile(c.ConfigFile, []byte("timeout 1\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(c.ConfigFile, tc.old); err != nil {
+					t.Fatal(err)
+				}
+			}
+			old := syscall.Umask(tc.umask)
+			err := RewriteFile(c)
+			syscall.Umask(old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi, err := os.Stat(c.ConfigFile); err != nil || fi.Mode().Perm() != tc.want {
+				t.Errorf("mode %v (%v), want %v", fi.Mode().Perm(), err, tc.want)
+			}
+		})
+	}
+}
