@@ -191,7 +191,14 @@ func checkBadgerFiles(dir string, names []string) error {
 // Open then fails on it for good (dgraph-io/badger#2207). An empty log
 // holds nothing: a memtable's is deleted once its table is recorded, a
 // value log once its values were moved, and a new one had none yet.
+// A store that holds dir open may be sizing a new log: then nothing is
+// removed, and Badger's Open fails on its lock.
 func removeEmptyLogs(dir string) ([]string, error) {
+	unlock, ok := lockDir(dir)
+	if !ok {
+		return nil, nil
+	}
+	defer unlock()
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read data dir %s: %w", dir, err)

@@ -385,3 +385,30 @@ func TestOwnerMarkerWrittenFirst(t *testing.T) {
 		t.Fatal("k missing")
 	}
 }
+
+// TestOpenHeldDirChangesNothing: Open of a directory that another store
+// holds open fails, and deletes none of its files first. A live Badger
+// creates a memtable or value log before it sizes it, so an empty .mem or
+// .vlog can be one it is writing, not one a crash left (KV-6).
+func TestOpenHeldDirChangesNothing(t *testing.T) {
+	for _, name := range []string{"000099.mem", "000099.vlog"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := open(t, dir, FsyncAlways, nil)
+			set(t, s, 0, "k", str("v", 0))
+			path := filepath.Join(dir, name)
+			if err := os.WriteFile(path, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			opts := DefaultOptions(dir)
+			opts.SweepInterval, opts.GCInterval = 0, 0
+			if other, err := Open(opts); err == nil {
+				other.Close()
+				t.Fatal("a second store opened a directory the first holds")
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("the live store's empty %s is gone: %v", name, err)
+			}
+		})
+	}
+}
