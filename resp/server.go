@@ -598,7 +598,13 @@ func (s *Server) call(c *Conn, args [][]byte) {
 				c.block = nil
 				s.runBlocked(c, fn, closedChan)
 			}
-			c.W.Truncate(mark)
+			// What it wrote goes, not the replies of earlier commands
+			// written meanwhile (KeepReplies): the error starts where
+			// endReply drops a silent command's reply.
+			if c.replyMark < mark || c.replyMark > c.W.Len() {
+				c.replyMark = mark
+			}
+			c.W.Truncate(c.replyMark)
 			c.W.Error("ERR internal error (the server logged it)")
 		}
 		c.endReply() // CLIENT REPLY OFF / SKIP

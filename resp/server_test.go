@@ -87,6 +87,13 @@ func echoHandler(c *Conn, args [][]byte) {
 	case "panic":
 		c.W.Simple("half")
 		panic("boom")
+	case "keeppanic":
+		// As the proxy: the replies of earlier commands come in while
+		// this one runs (KeepReplies), then it panics.
+		c.W.Simple("earlier")
+		c.KeepReplies()
+		c.W.Simple("half")
+		panic("boom after earlier replies")
 	case "block":
 		d, _ := time.ParseDuration(string(args[1]))
 		c.Block(func(gone <-chan struct{}) {
@@ -192,6 +199,32 @@ func TestServerRecoversPanics(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the block function of a panicked command was dropped")
+	}
+}
+
+// A panic drops the reply of the command that panicked, not the replies
+// of earlier commands written while it ran (KeepReplies): those are
+// answered, in order, before the error, with CLIENT REPLY ON or SKIP.
+func TestPanicKeepsEarlierReplies(t *testing.T) {
+	addr := startTest(t, Config{Logger: zap.NewNop()}, handlerFunc(func(c *Conn, args [][]byte) {
+		if string(args[0]) == "skip" {
+			c.SetReply(ReplySkip)
+			return
+		}
+		echoHandler(c, args)
+	}))
+	for _, tc := range []struct {
+		name, send string
+		want       []string
+	}{
+		{"replies on", "keeppanic\r\nping\r\n",
+			[]string{"+earlier\r\n", "-ERR internal error (the server logged it)\r\n", "+ping\r\n"}},
+		{"its reply skipped", "skip\r\nkeeppanic\r\nping\r\n", []string{"+earlier\r\n", "+ping\r\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc, r := dialTest(t, addr)
+			expectLines(t, nc, r, tc.send, tc.want...)
+		})
 	}
 }
 
