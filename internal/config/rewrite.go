@@ -162,8 +162,12 @@ func (c Config) rewriteLines(name string) (vals []string, force, ok bool) {
 	case "port":
 		return num(int64(c.Port), int64(d.Port))
 	case "bind":
-		v := strings.Join(c.Bind, " ")
-		return []string{v}, v != strings.Join(d.Bind, " "), true
+		ws := make([]string, len(c.Bind))
+		for i, a := range c.Bind {
+			ws[i] = bareOrQuoted(a)
+		}
+		v := strings.Join(ws, " ")
+		return []string{v}, strings.Join(c.Bind, " ") != strings.Join(d.Bind, " "), true
 	case "dir":
 		return []string{Quote(c.Dir)}, c.Dir != d.Dir, true
 	case "appendfsync":
@@ -231,6 +235,16 @@ func (c Config) rewriteLines(name string) (vals []string, force, ok bool) {
 		return num(int64(c.OnceWaitReplicas), int64(d.OnceWaitReplicas))
 	}
 	return nil, false, false
+}
+
+// bareOrQuoted is w as it is when it reads back so, one word, else quoted:
+// an empty address (`bind ""`, every interface) is written `""`, as Redis
+// writes an empty bind.
+func bareOrQuoted(w string) string {
+	if w == "" || strings.ContainsFunc(w, func(r rune) bool { return r <= ' ' || r > '~' || r == '"' || r == '\'' || r == '\\' }) {
+		return Quote(w)
+	}
+	return w
 }
 
 // FormatMemory writes a size as Redis's CONFIG REWRITE does: in gb, mb or

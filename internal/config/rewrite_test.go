@@ -103,6 +103,10 @@ func TestRewriteRoundTrip(t *testing.T) {
 			c.SlowlogLogSlowerThan, c.SlowlogMaxLen, c.MetricsAddr, c.OnceWaitReplicas = -1, 0, "127.0.0.1:9100", 2
 			c.Renames = []Rename{{From: "FLUSHALL", To: ""}}
 		}},
+		// `bind ""` (every interface, Addrs) is written so, as Redis
+		// writes an empty bind: a bare `bind` would not read back.
+		{name: "bind to an empty address", set: func(c *Config) { c.Bind = []string{""} }},
+		{name: "bind to an empty address and another", set: func(c *Config) { c.Bind = []string{"::1", ""} }},
 		{name: "min-free-disk off, upstream", set: func(c *Config) {
 			c.MinFreeDisk, c.Upstream = -1, "redis-sentinel://a:1,b:2/m"
 		}},
