@@ -576,8 +576,8 @@ type DB struct {
 	// disk would.
 	applyErr func() error
 	// dropErr, when set (by tests), fails a flush's DropPrefix as a
-	// broken disk would.
-	dropErr func() error
+	// broken disk would; endErr the deletion of its record.
+	dropErr, endErr func() error
 	// paceSleep, when set (by tests), stands in for each step of the
 	// applier's rests (pace.go); paceRests counts the rests.
 	paceSleep func(time.Duration)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"go.uber.org/zap"
+
+	"github.com/oncekv/oncekv/store"
 )
 
 // Flushing databases (FLUSHDB, FLUSHALL) drops their keys in Badger
@@ -64,7 +66,7 @@ func (s *DB) dropDBs(dbs []int) error {
 	if err := s.bdb.Sync(); err != nil {
 		return fmt.Errorf("record the flush: %w", err)
 	}
-	err := s.endDrop(dbs)
+	err := s.endDrop(dbs, true)
 	if errors.Is(err, errDrop) {
 		// The flush failed and its client is told so: the next Open
 		// must not complete it over the writes that come after. (Badger
@@ -78,8 +80,12 @@ func (s *DB) dropDBs(dbs []int) error {
 // errDrop wraps the error of a flush's DropPrefix.
 var errDrop = errors.New("flush")
 
-// endDrop drops dbs and deletes the record of the flush.
-func (s *DB) endDrop(dbs []int) error {
+// endDrop drops dbs and deletes the record of the flush. Once the drop
+// is done, with retry (a flush of the running store), the record's
+// deletion is tried until it succeeds, writes refused meanwhile (retry):
+// a record left behind would have the next Open drop dbs again, over
+// writes acknowledged after the flush.
+func (s *DB) endDrop(dbs []int, retry bool) error {
 	drop := func() error {
 		if s.dropErr != nil {
 			if err := s.dropErr(); err != nil {
@@ -91,11 +97,25 @@ func (s *DB) endDrop(dbs []int) error {
 	if err := drop(); err != nil {
 		return fmt.Errorf("%w: %w", errDrop, err)
 	}
-	if err := s.bdb.Update(func(txn *badger.Txn) error { return txn.Delete(flushKey) }); err != nil {
-		return fmt.Errorf("end the flush: %w", err)
+	end := func() error {
+		if s.endErr != nil {
+			if err := s.endErr(); err != nil {
+				return err
+			}
+		}
+		if err := s.bdb.Update(func(txn *badger.Txn) error { return txn.Delete(flushKey) }); err != nil {
+			return fmt.Errorf("end the flush: %w", err)
+		}
+		if err := s.bdb.Sync(); err != nil {
+			return fmt.Errorf("end the flush: %w", err)
+		}
+		return nil
 	}
-	if err := s.bdb.Sync(); err != nil {
-		return fmt.Errorf("end the flush: %w", err)
+	if !retry {
+		return end()
+	}
+	if !s.retry(end) {
+		return fmt.Errorf("end the flush: %w", store.ErrClosed)
 	}
 	return nil
 }
@@ -127,5 +147,5 @@ func (s *DB) finishFlush() error {
 		return err
 	}
 	s.log.Warn("completing a FLUSHDB or FLUSHALL that a crash interrupted", zap.Ints("databases", dbs))
-	return s.endDrop(dbs)
+	return s.endDrop(dbs, false)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -102,5 +103,50 @@ func TestFlushThatFailedIsNotCompletedLater(t *testing.T) {
 	r := open(t, img, FsyncAlways, nil)
 	if v, ok := get(t, r, 1, "after"); !ok || v != "v" {
 		t.Errorf("a write acknowledged after a failed FLUSHDB is gone after a crash (%q, %v)", v, ok)
+	}
+}
+
+// A flush whose drop succeeded but whose record could not be deleted at
+// first (a disk error) deletes it once the disk lets it, writes refused
+// meanwhile; it then ends as any flush does (the flushed keys gone from
+// reads too). Left on disk, the record would have the next Open drop the
+// database again, over the writes acknowledged after the flush.
+func TestFlushRecordDeletedDespiteADiskError(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, FsyncAlways, nil)
+	set(t, s, 1, "before", str("v", 0))
+	var fails atomic.Int32
+	var refused atomic.Bool
+	s.endErr = func() error {
+		if fails.Add(1) <= 2 {
+			return errors.New("disk broken")
+		}
+		refused.Store(s.WriteErr() != nil) // the state while it failed
+		return nil
+	}
+	if _, err := s.Update(func(tx store.Tx) error { return tx.Flush(1) }); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	s.endErr = nil
+	if n := fails.Load(); n != 3 {
+		t.Errorf("the record's deletion was tried %d times, want 3", n)
+	}
+	if !refused.Load() {
+		t.Error("writes were not refused while the record could not be deleted")
+	}
+	if err := s.WriteErr(); err != nil {
+		t.Errorf("writes still refused after the record was deleted: %v", err)
+	}
+	if _, ok := get(t, s, 1, "before"); ok {
+		t.Error("the flushed key is still read")
+	}
+	set(t, s, 1, "after", str("v", 0))
+	if err := s.bdb.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	img := copyDir(t, dir) // a kill -9 now
+	r := open(t, img, FsyncAlways, nil)
+	if v, ok := get(t, r, 1, "after"); !ok || v != "v" {
+		t.Errorf("a write acknowledged after the flush is gone after a crash (%q, %v)", v, ok)
 	}
 }
