@@ -2631,24 +2631,33 @@ func (s *DB) recordPosition(pos walPos) {
 // loggedPosition is the log position that Badger holds every write
 // before (recordPosition); the zero position if none is recorded.
 func (s *DB) loggedPosition() (walPos, error) {
-	var pos walPos
-	err := s.bdb.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(positionKey)
+	rec, found, err := s.readRecord(positionKey)
+	if err != nil || !found {
+		return walPos{}, err
+	}
+	pos, ok := decodeWALPos(rec)
+	if !ok {
+		s.log.Warn("ignored a damaged log position: the whole log is replayed")
+	}
+	return pos, nil
+}
+
+// readRecord reads one of the store's own records (a meta key) straight
+// from Badger: found is false when there is none. For Open, before the
+// read snapshot exists.
+func (s *DB) readRecord(key []byte) (rec []byte, found bool, err error) {
+	err = s.bdb.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(key)
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return nil
 		}
-		if err != nil {
-			return err
+		if err == nil {
+			found = true
+			rec, err = item.ValueCopy(nil)
 		}
-		return item.Value(func(v []byte) error {
-			var ok bool
-			if pos, ok = decodeWALPos(v); !ok {
-				s.log.Warn("ignored a damaged log position: the whole log is replayed")
-			}
-			return nil
-		})
+		return err
 	})
-	return pos, err
+	return rec, found, err
 }
 
 // requeue puts back the ops and finished segments of a round that could

@@ -124,27 +124,13 @@ func (s *DB) endDrop(dbs []int, retry bool) error {
 // one. Called by Open, after the log's replay, before anything else reads
 // or writes the keyspace.
 func (s *DB) finishFlush() error {
-	var dbs []int
-	found := false
-	err := s.bdb.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(flushKey)
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return item.Value(func(v []byte) error {
-			var ok bool
-			if dbs, ok = decodeDBs(v); !ok {
-				return fmt.Errorf("damaged record of a flush: %x", v)
-			}
-			found = true
-			return nil
-		})
-	})
+	rec, found, err := s.readRecord(flushKey)
 	if err != nil || !found {
 		return err
+	}
+	dbs, ok := decodeDBs(rec)
+	if !ok {
+		return fmt.Errorf("damaged record of a flush: %x", rec)
 	}
 	s.log.Warn("completing a FLUSHDB or FLUSHALL that a crash interrupted", zap.Ints("databases", dbs))
 	return s.endDrop(dbs, false)

@@ -448,17 +448,7 @@ func (s *DB) exactIndex(at int64) bool {
 // everything it wrote: nothing to check.) Called by Open, after the log's
 // replay, before anything is staged.
 func (s *DB) loadSweepCheck(stale, crashed bool) error {
-	var rec []byte
-	err := s.bdb.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(metaKey(sweepCheckMeta))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return nil
-		}
-		if err == nil {
-			rec, err = item.ValueCopy(nil)
-		}
-		return err
-	})
+	rec, _, err := s.readRecord(metaKey(sweepCheckMeta))
 	if err != nil {
 		return err
 	}
