@@ -676,7 +676,8 @@ func TestClientContainerCategories(t *testing.T) {
 // CLIENT HELP lists a subset of Redis's subcommands, but the lines it has
 // are Redis 7.0's: KILL names the filters it takes since 1fa5f62 (TYPE,
 // LADDR, USER, SKIPME), HELP "Prints this help." as every other HELP, and
-// PAUSE, UNPAUSE and UNBLOCK are worded and ordered as there.
+// PAUSE, UNPAUSE, REPLY, UNBLOCK and NO-EVICT are worded and ordered as
+// there.
 func TestClientHelpKillLinesAreRedis(t *testing.T) {
 	s := newCmdTestServer(t)
 	got := strings.Join(cmdTestRun(t, s, 2, "client", "help").strs(), "\n")
@@ -689,8 +690,11 @@ func TestClientHelpKillLinesAreRedis(t *testing.T) {
 			"    * SKIPME (YES|NO)\n      Skip killing current connection (default: yes).\n",
 		"HELP\n    Prints this help.",
 		"UNPAUSE\n    Stop the current client pause, resuming traffic.\n" +
-			"PAUSE <timeout> [WRITE|ALL]\n    Suspend all, or just write, clients for <timeout> milliseconds.\n",
-		"UNBLOCK <clientid> [TIMEOUT|ERROR]\n    Unblock the specified blocked client.\n",
+			"PAUSE <timeout> [WRITE|ALL]\n    Suspend all, or just write, clients for <timeout> milliseconds.\n" +
+			"REPLY (ON|OFF|SKIP)\n    Control the replies sent to the current connection.\n" +
+			"SETNAME <name>\n    Assign the name <name> to the current connection.\n" +
+			"UNBLOCK <clientid> [TIMEOUT|ERROR]\n    Unblock the specified blocked client.\n",
+		"NO-EVICT (ON|OFF)\n    Protect current client connection from eviction.\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("CLIENT HELP lacks Redis 7.0's\n%s\ngot:\n%s", want, got)

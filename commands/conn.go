@@ -464,8 +464,10 @@ func clientHelp(x *Ctx) {
 		"LIST [TYPE NORMAL] [ID <id> [<id> ...]]", "    Return information about client connections.",
 		"UNPAUSE", "    Stop the current client pause, resuming traffic.",
 		"PAUSE <timeout> [WRITE|ALL]", "    Suspend all, or just write, clients for <timeout> milliseconds.",
+		"REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
 		"SETNAME <name>", "    Assign the name <name> to the current connection.",
 		"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
+		"NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.",
 		"SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
 		"HELP", "    Prints this help.",
 	}
