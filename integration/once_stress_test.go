@@ -37,8 +37,11 @@ const (
 	stressLease = 150 * time.Millisecond
 	stressKeep  = 100 * time.Millisecond
 	// stressSlack is how late past its WAIT a call may return (loaded
-	// machine, race detector).
-	stressSlack = 1500 * time.Millisecond
+	// machine, race detector). 1.5 s was passed by 0.2–0.3 s in two CI
+	// runs on 2 cores, all of a run's late calls at the same moment: the
+	// -race server, among the suite's other servers, not scheduled for
+	// that long. A stuck waiter stays stuck for a lease or for good.
+	stressSlack = 3 * time.Second
 	// clockSlack covers the server's whole-millisecond clock.
 	clockSlack = 2 * time.Millisecond
 )
