@@ -39,8 +39,11 @@
 //     claim still held after an error reply (the server refused the
 //     answer: too long, a full disk) is aborted with that reply, and the
 //     callers waiting for the run fail with it (KV-12). A claim still held
-//     after a network error (the COMPLETE never arrived) gets the answer
-//     once more, and if that fails too, Run fails and releases the claim,
+//     after a network error (the COMPLETE never arrived), or after a reply
+//     that says the command did not run and may be sent again (TRYAGAIN
+//     while proxy mode moves a slot, LOADING, MASTERDOWN, CLUSTERDOWN,
+//     READONLY), gets the answer once more, and if that fails too, Run
+//     fails and releases the claim,
 //     so that a waiting caller takes the run over at once rather than
 //     when the lease runs out.
 //   - A key reused with a different fingerprint fails with ErrMismatch

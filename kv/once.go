@@ -358,10 +358,12 @@ func (c *claimRun) lost(err error) {
 //     again by another caller, it would be refused too: the claim is
 //     aborted with a message saying so (returned as aborted), and the
 //     callers waiting for the run fail with it (KV-12);
-//   - the claim, still held by token, and err the network's: the COMPLETE
-//     never took effect. It is sent once more; if that fails too, the
-//     claim is released as a lapse, so that a waiter elsewhere takes it
-//     over now rather than when the lease runs out;
+//   - the claim, still held by token, and err the network's, or an error
+//     reply that says the command did not run and may be sent again
+//     (retryableReply: TRYAGAIN while a slot moves, LOADING …): the
+//     COMPLETE never took effect. It is sent once more; if that fails too,
+//     the claim is released as a lapse, so that a waiter elsewhere takes
+//     it over now rather than when the lease runs out;
 //   - anything else, or no answer: err.
 func (o *Once[T]) settle(ctx context.Context, full string, token int64, data []byte, err error) (_ error, aborted string) {
 	for resent := false; ; resent = true {
@@ -375,7 +377,7 @@ func (o *Once[T]) settle(ctx context.Context, full string, token int64, data []b
 			return err, ""
 		}
 		var reply redis.Error
-		if errors.As(err, &reply) {
+		if errors.As(err, &reply) && !retryableReply(err) {
 			msg := "the answer could not be stored: " + err.Error()
 			if _, aerr := o.abort(ctx, full, token, msg); aerr == nil {
 				return err, msg

@@ -476,30 +476,50 @@ func TestLostCompleteReplyIsNotALostLease(t *testing.T) {
 	}
 }
 
-// TestCompleteThatNeverArrivedIsSentAgain (KV-13): a COMPLETE lost on
-// the network, after go-redis' own retries, left the claim running under
+// TestCompleteThatNeverArrivedIsSentAgain (KV-13): a COMPLETE that did
+// not take effect, lost on the network after go-redis' own retries, or
+// answered with an error reply that says the command did not run and
+// may be sent again (-TRYAGAIN: proxy mode, a slot being moved; -LOADING,
+// -MASTERDOWN …: an upstream failing over), left the claim running under
 // the run's token. Run asks ONCE.STATUS, sees the claim still its own,
 // and sends the answer again: it is stored, and no one runs fn again.
+// Before, a transient reply was taken for a refusal of the answer: the
+// run was aborted, and every caller waiting for it told it failed
+// (KV-12), though the answer would have been stored.
 func TestCompleteThatNeverArrivedIsSentAgain(t *testing.T) {
 	addr := server(t)
-	rdb := client(t, addr)
-	h := &failingCmd{name: "once.complete", first: 1, last: 1}
-	rdb.AddHook(h)
-	o := open[int](t, store(t, rdb), "resend", Keep(time.Hour))
-	info, err := o.RunInfo(ctxFor(t, 5*time.Second), "k", func(context.Context) (int, error) { return 7, nil })
-	if err != nil || info.Value != 7 || info.Replayed {
-		t.Fatalf("Run: %+v, %v; the server holds %v", info, err, status(t, client(t, addr), "resend:k"))
-	}
-	if h.calls.Load() != 2 {
-		t.Fatalf("%d COMPLETEs sent, want the failed one and one more", h.calls.Load())
-	}
-	st := status(t, client(t, addr), "resend:k")
-	if st["state"] != "done" || st["token"] != info.Token {
-		t.Fatalf("the server holds %v, want done under token %d", st, info.Token)
-	}
-	again, err := open[int](t, store(t, client(t, addr)), "resend").RunInfo(ctxFor(t, 5*time.Second), "k", nil2[int]())
-	if err != nil || again.Value != 7 || !again.Replayed {
-		t.Fatalf("a second Run: %+v, %v", again, err)
+	for _, tc := range []struct {
+		name string
+		err  error // nil: lost on the network
+	}{
+		{"lost on the network", nil},
+		{"TRYAGAIN", replyErr("TRYAGAIN the slot of the key is moving, try again")},
+		{"LOADING", replyErr("LOADING Redis is loading the dataset in memory")},
+		{"MASTERDOWN", replyErr("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")},
+		{"CLUSTERDOWN", replyErr("CLUSTERDOWN The cluster is down")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "resend-" + strings.ToLower(strings.ReplaceAll(tc.name, " ", "-"))
+			rdb := client(t, addr)
+			h := &failingCmd{name: "once.complete", first: 1, last: 1, err: tc.err}
+			rdb.AddHook(h)
+			o := open[int](t, store(t, rdb), name, Keep(time.Hour))
+			info, err := o.RunInfo(ctxFor(t, 5*time.Second), "k", func(context.Context) (int, error) { return 7, nil })
+			if err != nil || info.Value != 7 || info.Replayed {
+				t.Fatalf("Run: %+v, %v; the server holds %v", info, err, status(t, client(t, addr), name+":k"))
+			}
+			if h.calls.Load() != 2 {
+				t.Fatalf("%d COMPLETEs sent, want the failed one and one more", h.calls.Load())
+			}
+			st := status(t, client(t, addr), name+":k")
+			if st["state"] != "done" || st["token"] != info.Token {
+				t.Fatalf("the server holds %v, want done under token %d", st, info.Token)
+			}
+			again, err := open[int](t, store(t, client(t, addr)), name).RunInfo(ctxFor(t, 5*time.Second), "k", nil2[int]())
+			if err != nil || again.Value != 7 || !again.Replayed {
+				t.Fatalf("a second Run: %+v, %v", again, err)
+			}
+		})
 	}
 }
 

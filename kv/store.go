@@ -325,6 +325,26 @@ func serverError(err error) error {
 	return err
 }
 
+// retryableReply reports whether err is an error reply that says the
+// command did not run and may be sent again as it is: a slot being moved
+// (TRYAGAIN: proxy mode in front of Redis Cluster), a server loading its
+// data or an upstream failing over (LOADING, MASTERDOWN, CLUSTERDOWN,
+// READONLY). These are the replies go-redis itself resends; once its
+// retries ran out, such a reply is no refusal of what was sent.
+func retryableReply(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	for _, p := range []string{"TRYAGAIN", "LOADING ", "MASTERDOWN ", "CLUSTERDOWN ", "READONLY "} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // do runs a short ONCE command on the main client.
 func (s *Store) do(ctx context.Context, args ...any) error {
 	return serverError(s.rdb.Do(ctx, args...).Err())
