@@ -331,10 +331,12 @@ export class Once<T> {
    *    again by another caller, it would be refused too: the claim is
    *    aborted with a message saying so, and the callers waiting for the
    *    run fail with it (KV-12);
-   *  - the claim, still held by token, and err the network's: the COMPLETE
-   *    never took effect. It is sent once more; if that fails too, the
-   *    claim is released as a lapse, so that a waiter elsewhere takes it
-   *    over now rather than when the lease runs out;
+   *  - the claim, still held by token, and err the network's, or an error
+   *    reply that says the command did not run and may be sent again
+   *    (retryableReply: TRYAGAIN while a slot moves, LOADING …): the
+   *    COMPLETE never took effect. It is sent once more; if that fails
+   *    too, the claim is released as a lapse, so that a waiter elsewhere
+   *    takes it over now rather than when the lease runs out;
    *  - anything else, or no answer: err.
    */
   async #settle(
@@ -348,7 +350,7 @@ export class Once<T> {
       if (st === undefined || st.token !== token) return { err }
       if (st.state === 'done') return { err: undefined }
       if (st.state !== 'running') return { err }
-      if (err instanceof Error && err.name === 'ReplyError') {
+      if (err instanceof Error && err.name === 'ReplyError' && !retryableReply(err)) {
         const msg = `the answer could not be stored: ${err.message}`
         if ((await this.#command('once.abort', full, token, msg)) === undefined) return { err, aborted: msg }
         resent = true
@@ -441,6 +443,17 @@ export class Once<T> {
       await pending
     }
   }
+}
+
+/**
+ * retryableReply says whether e is an error reply that says the command
+ * did not run and may be sent again as it is: a slot being moved
+ * (TRYAGAIN: proxy mode in front of Redis Cluster), a server loading its
+ * data or an upstream failing over (LOADING, MASTERDOWN, CLUSTERDOWN,
+ * READONLY). Such a reply is no refusal of what was sent.
+ */
+function retryableReply(e: Error): boolean {
+  return /^(TRYAGAIN|LOADING |MASTERDOWN |CLUSTERDOWN |READONLY )/.test(e.message)
 }
 
 /** waitFor waits for what the flight tells member, or for signal to abort. */

@@ -239,19 +239,33 @@ function failing(s: ReturnType<typeof store>, command: string, first: number, la
   return { calls: () => calls }
 }
 
-test('a COMPLETE that never arrived is sent again while the claim is still ours (KV-13)', async () => {
-  const admin = redis()
-  const name = uniq('resend')
-  const s = store()
-  const f = failing(s, 'once.complete', 1, 1)
-  const got = await s.once<number>(name, { keep: '1h' }).runInfo('k', () => 7)
-  assert.deepEqual([got.value, got.replayed], [7, false])
-  assert.equal(f.calls(), 2, 'the failed COMPLETE and one more')
-  const st = (await admin.call('once.status', `${name}:k`)) as unknown[]
-  const m = new Map<string, string>()
-  for (let i = 0; i + 1 < st.length; i += 2) m.set(String(st[i]), String(st[i + 1]))
-  assert.deepEqual([m.get('state'), Number(m.get('token'))], ['done', got.token])
-})
+// A COMPLETE that did not take effect: lost on the network, or answered
+// with an error reply that says the command did not run and may be sent
+// again (TRYAGAIN: proxy mode, a slot being moved; LOADING, MASTERDOWN …:
+// an upstream failing over). Such a reply is no refusal of the answer:
+// before, the run was aborted and every caller waiting for it told it
+// failed (KV-12), though the answer would have been stored.
+for (const [how, reply] of [
+  ['lost on the network', undefined],
+  ['TRYAGAIN', 'TRYAGAIN the slot of the key is moving, try again'],
+  ['LOADING', 'LOADING Redis is loading the dataset in memory'],
+  ['MASTERDOWN', "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."],
+  ['CLUSTERDOWN', 'CLUSTERDOWN The cluster is down'],
+] as const) {
+  test(`a COMPLETE that never took effect (${how}) is sent again while the claim is still ours (KV-13)`, async () => {
+    const admin = redis()
+    const name = uniq('resend')
+    const s = store()
+    const f = failing(s, 'once.complete', 1, 1, reply)
+    const got = await s.once<number>(name, { keep: '1h' }).runInfo('k', () => 7)
+    assert.deepEqual([got.value, got.replayed], [7, false])
+    assert.equal(f.calls(), 2, 'the failed COMPLETE and one more')
+    const st = (await admin.call('once.status', `${name}:k`)) as unknown[]
+    const m = new Map<string, string>()
+    for (let i = 0; i + 1 < st.length; i += 2) m.set(String(st[i]), String(st[i + 1]))
+    assert.deepEqual([m.get('state'), Number(m.get('token'))], ['done', got.token])
+  })
+}
 
 for (const replyMapping of ['legacy', 'resp3'] as const) {
   test(`a COMPLETE that never arrived is sent again, whatever the client's RESP3 reply mapping (${replyMapping}) (KV-13)`, async () => {
