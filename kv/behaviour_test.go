@@ -14,12 +14,16 @@ import (
 )
 
 // TestReentrant: a Run of a key inside its own run fails at once (KV-11);
-// other keys are fine.
+// other keys are fine. Also through another Store made on the same
+// client: the same server, so the same key (before, the nested Run
+// waited for its own run until its context ended).
 func TestReentrant(t *testing.T) {
 	addr := server(t)
-	s := store(t, client(t, addr))
+	rdb := client(t, addr)
+	s := store(t, rdb)
 	o := open[string](t, s, "re")
-	same := open[string](t, s, "re") // another handle on the same keys
+	same := open[string](t, s, "re")             // another handle on the same keys
+	twin := open[string](t, store(t, rdb), "re") // another Store on the same client
 	otherName := open[string](t, s, "other")
 	inner := func(context.Context) (string, error) { return "inner", nil }
 	for _, tc := range []struct {
@@ -37,6 +41,9 @@ func TestReentrant(t *testing.T) {
 			ch := make(chan error, 1)
 			go func() { _, err := o.Run(ctx, "c", inner); ch <- err }()
 			return "", <-ch
+		}, ErrReentrant, ""},
+		{"same key through another Store on the same client", "h", func(ctx context.Context) (string, error) {
+			return twin.Run(ctx, "h", inner)
 		}, ErrReentrant, ""},
 		{"through another key", "d", func(ctx context.Context) (string, error) {
 			return o.Run(ctx, "d2", func(ctx context.Context) (string, error) { return o.Run(ctx, "d", inner) })

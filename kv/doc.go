@@ -20,9 +20,11 @@
 //     in any process, runs fn; the others wait and get its answer the
 //     moment it is stored (KV-9, KV-10), decoded into their own copy.
 //   - A Run of a key inside its own run — through the context handed to
-//     fn, including from goroutines fn starts with it — fails at once with
-//     ErrReentrant instead of waiting for itself (KV-11). Pass fn's
-//     context on: a Run made with an unrelated context cannot be detected.
+//     fn, including from goroutines fn starts with it, and through any
+//     Store made on the same client — fails at once with ErrReentrant
+//     instead of waiting for itself (KV-11). Pass fn's context on: a Run
+//     made with an unrelated context, or through a Store on another
+//     client, cannot be detected.
 //   - A failed run keeps nothing: fn's error (or panic) frees the key,
 //     callers waiting for that run get ErrRunFailed with its message, and
 //     the next Run runs again (KV-12).

@@ -520,25 +520,27 @@ func (x *extender) stop() {
 }
 
 // Re-entrance (KV-11): the context given to a running function carries
-// the keys it runs, so a Run of one of them inside it fails at once.
+// the keys it runs, with the server they run on (Store.server), so a Run
+// of one of them inside it fails at once, through any Store made on the
+// same client.
 
 type runKey struct{}
 
 type runMark struct {
-	s      *Store
+	server any
 	key    string
 	parent *runMark
 }
 
 func withRun(ctx context.Context, s *Store, key string) context.Context {
 	p, _ := ctx.Value(runKey{}).(*runMark)
-	return context.WithValue(ctx, runKey{}, &runMark{s: s, key: key, parent: p})
+	return context.WithValue(ctx, runKey{}, &runMark{server: s.server, key: key, parent: p})
 }
 
 func inRun(ctx context.Context, s *Store, key string) bool {
 	m, _ := ctx.Value(runKey{}).(*runMark)
 	for ; m != nil; m = m.parent {
-		if m.s == s && m.key == key {
+		if m.server == s.server && m.key == key {
 			return true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,7 +59,12 @@ const defaultSharedBlockingConns = 4
 //
 // Close the store after the Runs that use it have returned.
 type Store struct {
-	rdb     redis.UniversalClient
+	rdb redis.UniversalClient
+	// server stands for the server the keys are on, for re-entrance
+	// (KV-11): rdb when it is a pointer (Stores made on one client share
+	// it), else the Store itself (an interface holding some other value
+	// may not be comparable).
+	server  any
 	wait    redis.UniversalClient
 	ownWait bool
 	sem     chan struct{}
@@ -126,6 +132,10 @@ func New(rdb redis.UniversalClient, opts ...StoreOption) *Store {
 	}
 	cfg.slice = max(cfg.slice, time.Millisecond)
 	s := &Store{rdb: rdb, flights: make(map[flightKey]*flight), idle: make(chan *flight), done: make(chan struct{})}
+	s.server = any(s)
+	if rdb != nil && reflect.TypeOf(rdb).Kind() == reflect.Pointer {
+		s.server = rdb
+	}
 	s.slice.Store(int64(cfg.slice))
 	if c, ok := rdb.(*redis.Client); ok && cfg.blocking == nil {
 		s.wait, s.ownWait = blockingClone(c.Options(), cfg.slice, cfg.maxConns), true
