@@ -100,11 +100,13 @@ export interface RunInfo<T> {
 
 /**
  * Re-entrance (KV-11): the async context of a running function carries the
- * keys it runs. A mark ends with its run: a callback that fn scheduled and
- * that runs the key after fn settled waits for nothing of its own.
+ * keys it runs, with the client they run through (any Store made on it
+ * reaches the same server, so the same keys). A mark ends with its run: a
+ * callback that fn scheduled and that runs the key after fn settled waits
+ * for nothing of its own.
  */
 interface RunMark {
-  store: Store
+  redis: Store['redis']
   key: string
   parent: RunMark | undefined
   running: boolean
@@ -114,7 +116,7 @@ const runs = new AsyncLocalStorage<RunMark>()
 
 function inRun(store: Store, key: string): boolean {
   for (let m = runs.getStore(); m !== undefined; m = m.parent) {
-    if (m.running && m.store === store && m.key === key) return true
+    if (m.running && m.redis === store.redis && m.key === key) return true
   }
   return false
 }
@@ -260,7 +262,7 @@ export class Once<T> {
       lost.abort(e)
       report({ kind: 'retry' })
     })
-    const mark: RunMark = { store: this.store, key: full, parent: runs.getStore(), running: true }
+    const mark: RunMark = { redis: this.store.redis, key: full, parent: runs.getStore(), running: true }
     let value: T
     try {
       value = await runs.run(mark, fn, { signal: joint.signal, token, key })

@@ -1,7 +1,7 @@
 // KV-11: a run of a key inside its own run fails at once.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ReentrantError } from '../src/index.js'
+import { ReentrantError, Store } from '../src/index.js'
 import { sleep, store, uniq } from './helpers.js'
 
 async function elapsed<T>(p: Promise<T>): Promise<[T | unknown, number]> {
@@ -39,6 +39,28 @@ test('re-entrance is seen through timers, promises and other handles of the name
     return [viaTimer, viaMicrotask, viaImmediate].filter((e) => e instanceof ReentrantError).length
   })
   assert.equal(errs, 3)
+})
+
+test('re-entrance is seen through another Store made on the same client (KV-11)', async () => {
+  // The same client is the same server, so the same key: before, the
+  // nested run waited for its own run, whose lease the outer run kept
+  // extending, until its signal aborted.
+  const s = store()
+  const twin = new Store(s.redis)
+  try {
+    const name = uniq('reent-twin')
+    let inner: unknown
+    let took = 0
+    const v = await s.once<string>(name).run('k', async () => {
+      ;[inner, took] = await elapsed(twin.once<string>(name).run('k', () => 'inner', { signal: AbortSignal.timeout(1000) }))
+      return 'outer'
+    })
+    assert.equal(v, 'outer')
+    assert.ok(inner instanceof ReentrantError, `want ReentrantError, got ${inner}`)
+    assert.ok(took < 250, `took ${took} ms: detected, not timed out`)
+  } finally {
+    await twin.close()
+  }
 })
 
 test('nested runs of other keys work, and each key of the chain is guarded', async () => {
