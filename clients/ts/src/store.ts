@@ -56,7 +56,8 @@ export class MismatchReply extends OnceError {
  * Short commands (ONCE.COMPLETE, ONCE.ABORT, ONCE.EXTEND) go through the
  * client given. Blocked waits (ONCE.CLAIM … WAIT) never do: they run on
  * connections of their own, made with `redis.duplicate()` (same server,
- * credentials, TLS and database) without `commandTimeout` or
+ * credentials and TLS; each wait in the database the client is in, also
+ * one it chose with `select()`) without `commandTimeout` or
  * `socketTimeout`, at most `maxBlockingConns` of them, opened when needed
  * and closed after 30 s unused, or when the client given ends (`quit()`,
  * `disconnect()`), or by `close()`. So a blocked wait never holds up the
@@ -147,8 +148,15 @@ export class Store {
     return undefined
   }
 
-  /** @internal claim sends ONCE.CLAIM key LEASE ms WAIT ms [FINGERPRINT fp] on conn, a wait connection. */
-  _claim(conn: Redis, key: string, leaseMs: number, waitMs: number, fp: string | undefined): Promise<ClaimReply> {
+  /**
+   * @internal claim sends ONCE.CLAIM key LEASE ms WAIT ms [FINGERPRINT fp]
+   * on conn, a wait connection, in the database the client given is in:
+   * made with its options, conn starts in options.db, and the client may
+   * have SELECTed another since (redis.select()).
+   */
+  async _claim(conn: Redis, key: string, leaseMs: number, waitMs: number, fp: string | undefined): Promise<ClaimReply> {
+    const db = selectedDb(this.redis)
+    if (selectedDb(conn) !== db) await conn.select(db)
     return sendClaim(conn.callBuffer('once.claim', ...claimArgs(key, leaseMs, waitMs, fp)))
   }
 
@@ -279,6 +287,15 @@ function serverError(e: unknown): unknown {
     if (e.message.startsWith('MISMATCH')) return new MismatchReply(e.message.replace(/^MISMATCH /, ''), { cause: e })
   }
   return e
+}
+
+/**
+ * selectedDb is the database r's commands go to: the one its last SELECT
+ * chose (ioredis keeps it, and selects it again after a reconnect), else
+ * its db option.
+ */
+function selectedDb(r: Redis): number {
+  return r.condition?.select ?? r.options.db ?? 0
 }
 
 /** blockingConn makes a connection for blocked waits from the client's options. */

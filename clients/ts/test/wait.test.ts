@@ -66,6 +66,40 @@ test('a claim that reaches an abandoned wait is released as a lapse, not aborted
   assert.deepEqual([info.value, info.replayed], ['c ran', false])
 })
 
+test('waits run in the database the client given has SELECTed, also one chosen after it was made (KV-9)', async () => {
+  // The wait connections are duplicates of the client given, made with
+  // its options: before, they waited in options.db (0), not in the
+  // database a later redis.select() chose, so a caller whose key runs
+  // elsewhere claimed the same-named key of database 0 and ran fn beside
+  // the real runner; its answer then came back STALE.
+  const name = uniq('select')
+  for (const [how, db, redisOpts] of [
+    ['db option', 4, { db: 4 }],
+    ['redis.select() after the client was made', 5, {}],
+  ] as const) {
+    const s = store({}, redisOpts)
+    if (!('db' in redisOpts)) await s.redis.select(db)
+    const started = gate()
+    const proceed = gate()
+    const first = store({}, { db }).once<string>(name).run(how, async () => {
+      started.open()
+      await proceed.promise
+      return 'first'
+    })
+    await started.promise
+    let ran = false
+    const waiter = s.once<string>(name).runInfo(how, () => {
+      ran = true
+      return 'second'
+    }, { signal: AbortSignal.timeout(5000) })
+    await sleep(200) // the waiter is waiting on the server
+    proceed.open()
+    const got = await waiter.catch((e) => e)
+    assert.deepEqual([got.value, got.replayed, ran], ['first', true, false], `${how}: got ${got}`)
+    assert.equal(await first, 'first')
+  }
+})
+
 test('a wait longer than ioredis commandTimeout is not cut short', async () => {
   const name = uniq('long')
   const runner = store().once<string>(name)
