@@ -79,6 +79,8 @@ export class Store {
    * come before its connection counts as dead (ms); tests shorten it.
    */
   _waitMargin = OP_TIMEOUT
+  /** @internal opTimeout bounds the first claim, without WAIT (ms); tests shorten it. */
+  _opTimeout = OP_TIMEOUT
   #closed = false
   readonly #onEnd: () => void
 
@@ -165,7 +167,17 @@ export class Store {
    * without WAIT, on the client given: the server answers at once.
    */
   _claimNow(key: string, leaseMs: number, fp: string | undefined): Promise<ClaimReply> {
-    return sendClaim(withTimeout(this.redis.callBuffer('once.claim', ...claimArgs(key, leaseMs, undefined, fp)), OP_TIMEOUT))
+    const sent = sendClaim(this.redis.callBuffer('once.claim', ...claimArgs(key, leaseMs, undefined, fp)))
+    return withTimeout(sent, this._opTimeout).catch((e: unknown) => {
+      if (e instanceof NoReplyError) {
+        // The command goes on (in ioredis' queue while it reconnects, or
+        // on a slow link): a claim granted after all would hold the key,
+        // unknown to anyone, until its lease ran out. Release it as a
+        // lapse when its reply comes.
+        sent.then((r) => (r.state === 'claimed' ? this._release(key, r.token) : undefined), () => {})
+      }
+      throw e
+    })
   }
 
   /** @internal do runs a short ONCE command on the client given. */

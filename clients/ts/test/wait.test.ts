@@ -100,6 +100,31 @@ test('waits run in the database the client given has SELECTed, also one chosen a
   }
 })
 
+test('a first claim whose reply comes too late is released, not left to hold the key for its lease (KV-13)', async () => {
+  // The first ONCE.CLAIM (no WAIT) of a flight gets no reply in time (a
+  // slow link, or ioredis' offline queue while it reconnects): its callers
+  // fail, but the command goes on and the server grants the claim. Before,
+  // that claim held the key, run by no one, for its 30 s lease, and every
+  // caller of the key in any process waited for it.
+  const name = uniq('lateclaim')
+  const s = store()
+  s._opTimeout = 100
+  const r = s.redis as any
+  const real = r.callBuffer.bind(r)
+  let delayed = 0
+  r.callBuffer = (command: string, ...args: unknown[]) => {
+    const p = real(command, ...args)
+    if (command !== 'once.claim' || delayed++ > 0) return p
+    return new Promise((resolve, reject) => setTimeout(() => p.then(resolve, reject), 400))
+  }
+  await assert.rejects(s.once<string>(name).run('k', () => 'never'), { name: 'NoReplyError' })
+  assert.equal(delayed, 1, 'no ONCE.CLAIM was delayed: the test did not test')
+  const t0 = performance.now()
+  const got = await store().once<string>(name).runInfo('k', () => 'ran', { signal: AbortSignal.timeout(5000) })
+  assert.deepEqual([got.value, got.replayed], ['ran', false])
+  assert.ok(performance.now() - t0 < 2000, `the other caller waited ${performance.now() - t0} ms`)
+})
+
 test('a wait longer than ioredis commandTimeout is not cut short', async () => {
   const name = uniq('long')
   const runner = store().once<string>(name)
