@@ -396,6 +396,52 @@ func TestSingleflight(t *testing.T) {
 			}
 		}
 	})
+	// Waits that share the client's own pool (BlockingClient(rdb), or a
+	// client New cannot clone) leave a connection of it to other commands:
+	// before, the default of 4 waits took all of a pool of 3, and other
+	// commands queued behind a wait slice.
+	t.Run("waits on a shared client leave it a connection", func(t *testing.T) {
+		runner := open[int](t, store(t, client(t, addr)), "shared")
+		rdb := client(t, addr, func(o *redis.Options) { o.PoolSize = 3 })
+		s := store(t, rdb, BlockingClient(rdb))
+		o := open[int](t, s, "shared")
+		const keys = 6
+		release := make(chan struct{})
+		for k := range keys {
+			started := make(chan struct{})
+			go func() {
+				_, _ = runner.Run(ctxFor(t, 10*time.Second), strconv.Itoa(k), func(context.Context) (int, error) {
+					close(started)
+					<-release
+					return k, nil
+				})
+			}()
+			recv(t, started)
+		}
+		wait := runAll(keys, func(i int) (RunInfo[int], error) {
+			return o.RunInfo(ctxFor(t, 10*time.Second), strconv.Itoa(i), nil2[int]())
+		})
+		eventually(t, 5*time.Second, "server waits", func() bool { return serverInfo(t, admin)["waiting_clients"] >= 2 })
+		time.Sleep(50 * time.Millisecond)
+		if w := serverInfo(t, admin)["waiting_clients"]; w != 2 {
+			t.Errorf("waiting_clients %d, want 2: all of the pool of 3 but one", w)
+		}
+		for i := range 10 {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			t0 := time.Now()
+			err := rdb.Get(ctx, "nothing").Err()
+			cancel()
+			if err != redis.Nil || time.Since(t0) > 100*time.Millisecond {
+				t.Fatalf("GET %d during the waits: %v after %v", i, err, time.Since(t0))
+			}
+		}
+		close(release)
+		for i, r := range wait() {
+			if r.err != nil || r.info.Value != i {
+				t.Fatalf("caller %d: %+v %v", i, r.info, r.err)
+			}
+		}
+	})
 	t.Run("many keys do not starve the pool", func(t *testing.T) {
 		runner := open[int](t, store(t, client(t, addr)), "many")
 		rdb := client(t, addr, func(o *redis.Options) { o.PoolSize = 3 })

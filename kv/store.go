@@ -36,8 +36,10 @@ const defaultSharedBlockingConns = 4
 //     AddHook do not see these waits. Close closes that client.
 //   - Otherwise (cluster, ring, or a wrapper), or when BlockingClient names
 //     a client, the waits run on that client (rdb by default), at most
-//     MaxBlockingConns (default 4) at a time, each shorter than its read
-//     timeout.
+//     MaxBlockingConns at a time, each shorter than its read timeout. The
+//     default is 4, and when the waits share rdb's own pool and New sees
+//     its size, at most that size less one, so that other commands always
+//     find a connection.
 //
 // Callers of the same key share one wait (see Once.Run), so the number of
 // these connections grows with the number of distinct keys waited on at
@@ -98,7 +100,8 @@ type storeConfig struct {
 // BlockingClient makes the store run its blocked waits on c, at most
 // MaxBlockingConns (default 4) at a time. c may be the client given to
 // New itself: the waits then share its pool, but never hold more than
-// MaxBlockingConns of its connections. The store does not close c.
+// MaxBlockingConns of its connections (by default, at most its pool size
+// less one). The store does not close c.
 //
 // Each wait lasts at most WaitSlice and at most half of c's read timeout
 // when c is a *redis.Client; otherwise go-redis' default read timeout
@@ -154,32 +157,57 @@ func New(rdb redis.UniversalClient, opts ...StoreOption) *Store {
 	if s.wait == nil {
 		s.wait = rdb
 	}
-	n := cfg.maxConns
-	if n <= 0 {
-		n = defaultSharedBlockingConns
-	}
-	s.sem = make(chan struct{}, n)
 	// The wait must end before the client's read timeout does. As
 	// initialized, a client's ReadTimeout is > 0 a timeout, else none; a
 	// ring's 0 is its shards' default. A client whose options New cannot
 	// see is assumed to have the default of a cluster's (5 s), and is not
-	// fitted.
+	// fitted. pool is its pool size (per node or shard), 0 when unseen.
 	rt := 5 * time.Second
+	pool := 0
 	switch c := s.wait.(type) {
 	case interface{ Options() *redis.Options }:
-		rt, s.fitted = c.Options().ReadTimeout, true
+		o := c.Options()
+		rt, s.fitted, pool = o.ReadTimeout, true, activeConns(o.PoolSize, o.MaxActiveConns)
 	case interface{ Options() *redis.ClusterOptions }:
-		rt, s.fitted = c.Options().ReadTimeout, true
+		o := c.Options()
+		rt, s.fitted, pool = o.ReadTimeout, true, activeConns(o.PoolSize, o.MaxActiveConns)
 	case interface{ Options() *redis.RingOptions }:
-		rt, s.fitted = c.Options().ReadTimeout, true
+		o := c.Options()
+		rt, s.fitted, pool = o.ReadTimeout, true, activeConns(o.PoolSize, o.MaxActiveConns)
 		if rt == 0 {
 			rt = 3 * time.Second
 		}
 	}
+	n := cfg.maxConns
+	if n <= 0 {
+		n = defaultSharedBlockingConns
+		// Waits on the client given share its pool with every other
+		// command: they leave it a connection at least.
+		if pool > 0 && (cfg.blocking == nil || samePointer(cfg.blocking, rdb)) {
+			n = max(min(n, pool-1), 1)
+		}
+	}
+	s.sem = make(chan struct{}, n)
 	if rt > 0 {
 		s.slice.Store(int64(max(min(cfg.slice, rt/2), time.Millisecond)))
 	}
 	return s
+}
+
+// activeConns is the most connections a pool of size poolSize, capped
+// at maxActive when that is set, holds at once.
+func activeConns(poolSize, maxActive int) int {
+	if maxActive > 0 {
+		return min(poolSize, maxActive)
+	}
+	return poolSize
+}
+
+// samePointer reports whether a and b are the same client: both pointers,
+// equal. (Values of other kinds are not compared: they may not be.)
+func samePointer(a, b redis.UniversalClient) bool {
+	pa, pb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return pa.Kind() == reflect.Pointer && pb.Kind() == reflect.Pointer && pa.Pointer() == pb.Pointer() && pa.Type() == pb.Type()
 }
 
 // blockingClone makes a client for blocked waits from the options of an
