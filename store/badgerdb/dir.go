@@ -30,6 +30,9 @@ const (
 	// entries anywhere.
 	formatStaleIndex = 1
 	markerHead       = "oncekv data directory"
+	// markerTmp is the file the marker is written to before it is
+	// renamed into place.
+	markerTmp = MarkerFile + ".tmp"
 	// RunningFile is in the data directory while a store has it open,
 	// holding the boot's ID: found at Open with another boot's, it says
 	// that the machine went down with the store open (lostPower).
@@ -53,8 +56,9 @@ func markerText(format int) []byte {
 }
 
 // checkDir decides whether dir may be opened: fresh reports an empty (or
-// missing) directory, to be marked as ours once Badger has created its
-// files; format is the format its marker names. An error names the
+// missing) directory, or one holding only the marker's temporary file,
+// to be marked as ours before Badger creates its files; format is the
+// format its marker names. An error names the
 // directory and what was found there.
 func checkDir(dir string) (fresh bool, format int, err error) {
 	ents, err := os.ReadDir(dir)
@@ -70,7 +74,10 @@ func checkDir(dir string) (fresh bool, format int, err error) {
 			names = append(names, e.Name())
 		}
 	}
-	if len(names) == 0 {
+	if len(names) == 0 || slices.Equal(names, []string{markerTmp}) {
+		// Only the marker's temporary file: the first start was killed
+		// while it wrote the marker, before Badger wrote anything
+		// (KV-6). writeMarker writes it anew.
 		return true, FormatVersion, nil
 	}
 	b, err := os.ReadFile(filepath.Join(dir, MarkerFile))
@@ -232,7 +239,7 @@ func removeEmptyLogs(dir string) ([]string, error) {
 // writeMarker marks dir as oncekv's, durably.
 func writeMarker(dir string) error {
 	path := filepath.Join(dir, MarkerFile)
-	tmp := path + ".tmp"
+	tmp := filepath.Join(dir, markerTmp)
 	if err := writeFileSync(tmp, markerText(FormatVersion)); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}

@@ -189,6 +189,19 @@ func TestOwnerAndCorruptDirs(t *testing.T) {
 			return d
 		}},
 		{name: "own dir", setup: func(t *testing.T) string { return copyDir(t, filled) }, keep: true},
+		// KV-6: a kill -9 of the first start while it wrote the marker
+		// (writeMarker: the temporary file, then the rename) leaves
+		// the temporary file alone, empty or in part.
+		{name: "kill -9 of the first start before the marker's temporary file was written", setup: func(t *testing.T) string {
+			d := t.TempDir()
+			os.WriteFile(filepath.Join(d, markerTmp), nil, 0o644)
+			return d
+		}},
+		{name: "kill -9 of the first start before the marker was renamed", setup: func(t *testing.T) string {
+			d := t.TempDir()
+			os.WriteFile(filepath.Join(d, markerTmp), markerText(FormatVersion)[:10], 0o644)
+			return d
+		}},
 		{name: "own dir after a crash (image of an open store)", setup: func(t *testing.T) string {
 			src := copyDir(t, filled)
 			opts := DefaultOptions(src)
