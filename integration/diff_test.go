@@ -204,7 +204,7 @@ func (p *DiffPair) alive(t *testing.T) {
 	var err error
 	var o *Oncekv
 	for attempt := 0; attempt < 3; attempt++ {
-		if o, err = startOncekv(p.tb, p.O.bin, p.O.Dir, p.O.Port, p.O.Args); err == nil {
+		if o, err = startOncekv(p.tb, p.O.bin, p.O.Dir, p.O.Port, p.O.Args, p.O.Env...); err == nil {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)

@@ -17,6 +17,8 @@
 // Environment:
 //
 //	ONCEKV_BIN=/path/to/oncekv       use this binary instead of building one
+//	                                 (build it with -tags oncekv_poison,oncekv_testhooks,
+//	                                 or the tests that need those fail)
 //	ONCEKV_DIFF_AGAINST=redis        point the "oncekv" side of the diff tables
 //	                                 at a second redis-server (checks the runner
 //	                                 and the tables themselves)

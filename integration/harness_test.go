@@ -165,11 +165,14 @@ var build struct {
 func moduleRoot() (string, error) { return testserver.ModuleRoot() }
 
 // BuildOncekv builds the server binary once per test process (`go build
-// -tags oncekv_poison -o <tmp>/oncekv .` in the module root) and returns
-// its path. With ONCEKV_BIN set, it returns that instead. The tag makes the
-// server overwrite each request's arguments once a command has given them
-// back (resp.Reader.Release): a command that kept one after all then
-// answers, or stores, the poison, and the differential tests see it.
+// -tags oncekv_poison,oncekv_testhooks -o <tmp>/oncekv .` in the module
+// root) and returns its path. With ONCEKV_BIN set, it returns that
+// instead. oncekv_poison makes the server overwrite each request's
+// arguments once a command has given them back (resp.Reader.Release): a
+// command that kept one after all then answers, or stores, the poison,
+// and the differential tests see it. oncekv_testhooks gives the store
+// the environment variables that only tests set (ONCEKVTEST_*: see
+// store/badgerdb/testhooks_on.go); without them the binary is the same.
 func BuildOncekv(tb testing.TB) string {
 	tb.Helper()
 	build.once.Do(func() {
@@ -188,7 +191,7 @@ func BuildOncekv(tb testing.TB) string {
 			return
 		}
 		path := filepath.Join(build.dir, "oncekv")
-		cmd := exec.Command("go", "build", "-tags", "oncekv_poison", "-o", path, ".")
+		cmd := exec.Command("go", "build", "-tags", "oncekv_poison,oncekv_testhooks", "-o", path, ".")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			build.err = fmt.Errorf("go build in %s: %v\n%s", root, err, out)
@@ -211,6 +214,9 @@ type Oncekv struct {
 	Cmd  *exec.Cmd
 	// Args are the extra arguments it was started with (Restart reuses them).
 	Args []string
+	// Env are the environment variables it was started with besides the
+	// test's own (StartOncekvEnv; Restart reuses them).
+	Env []string
 
 	bin string
 	p   *proc
@@ -221,6 +227,13 @@ type Oncekv struct {
 // unless extra has --port), waits until PING answers, and registers a
 // cleanup that stops it (SIGTERM, wait, then SIGKILL).
 func StartOncekv(tb testing.TB, extra ...string) *Oncekv {
+	tb.Helper()
+	return StartOncekvEnv(tb, nil, extra...)
+}
+
+// StartOncekvEnv is StartOncekv with the environment variables env
+// ("NAME=value") added to the test's own.
+func StartOncekvEnv(tb testing.TB, env []string, extra ...string) *Oncekv {
 	tb.Helper()
 	bin := BuildOncekv(tb)
 	dir, ok := flagValue(extra, "--dir")
@@ -241,7 +254,7 @@ func StartOncekv(tb testing.TB, extra ...string) *Oncekv {
 		if port == 0 {
 			port = FreePort(tb)
 		}
-		o, err := startOncekv(tb, bin, dir, port, extra)
+		o, err := startOncekv(tb, bin, dir, port, extra, env...)
 		if err == nil {
 			return o
 		}
@@ -254,7 +267,7 @@ func StartOncekv(tb testing.TB, extra ...string) *Oncekv {
 	return nil
 }
 
-func startOncekv(tb testing.TB, bin, dir string, port int, extra []string) (*Oncekv, error) {
+func startOncekv(tb testing.TB, bin, dir string, port int, extra []string, env ...string) (*Oncekv, error) {
 	tb.Helper()
 	args := []string{"--bind", "127.0.0.1"}
 	if _, ok := flagValue(extra, "--port"); !ok {
@@ -265,11 +278,14 @@ func startOncekv(tb testing.TB, bin, dir string, port int, extra []string) (*Onc
 	}
 	args = append(args, extra...)
 	cmd := exec.Command(bin, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	p, err := startProc(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %v", bin, err)
 	}
-	o := &Oncekv{Addr: addrOf(port), Port: port, Dir: dir, Cmd: cmd, Args: extra, bin: bin, p: p}
+	o := &Oncekv{Addr: addrOf(port), Port: port, Dir: dir, Cmd: cmd, Args: extra, Env: env, bin: bin, p: p}
 	if err := waitReady(p, o.Addr, startTimeout); err != nil {
 		p.kill()
 		return nil, fmt.Errorf("oncekv %s: %v\noutput:\n%s", strings.Join(args, " "), err, p.tail(8000))
@@ -322,7 +338,7 @@ func (o *Oncekv) Restart(tb testing.TB) *Oncekv {
 	var last error
 	// The port was just released: a moment may pass before it can be bound.
 	for attempt := 0; attempt < 3; attempt++ {
-		n, err := startOncekv(tb, o.bin, o.Dir, o.Port, o.Args)
+		n, err := startOncekv(tb, o.bin, o.Dir, o.Port, o.Args, o.Env...)
 		if err == nil {
 			return n
 		}

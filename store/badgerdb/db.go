@@ -669,6 +669,9 @@ func Open(opts Options) (*DB, error) {
 	if opts.MinFreeDisk == 0 {
 		opts.MinFreeDisk = DefaultMinFreeDisk(opts.MemTableSize)
 	}
+	if testGCInterval > 0 {
+		opts.GCInterval = testGCInterval
+	}
 	fresh, format, err := checkDir(opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
