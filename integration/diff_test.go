@@ -219,7 +219,13 @@ func (p *DiffPair) alive(t *testing.T) {
 // RESP2 and again in RESP3, as subtests resp2/<name> and resp3/<name>.
 func RunDiffScripts(t *testing.T, scripts []Script) {
 	t.Helper()
-	p := NewDiffPair(t)
+	NewDiffPair(t).RunScripts(t, scripts)
+}
+
+// RunScripts runs each script on the pair, in RESP2 and again in RESP3, as
+// subtests resp2/<name> and resp3/<name>.
+func (p *DiffPair) RunScripts(t *testing.T, scripts []Script) {
+	t.Helper()
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprintf("resp%d", proto), func(t *testing.T) {
 			for _, s := range scripts {
