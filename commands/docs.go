@@ -210,6 +210,21 @@ var docs = map[string]Doc{
 		Group: "generic", Complexity: "O(1)",
 		Args: []Arg{docKey("key", 0), docKey("newkey", 1)},
 	},
+	"dump": {
+		Summary: "Returns a serialized representation of the value stored at a key.", Since: "2.6.0",
+		Group: "generic", Complexity: "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).",
+		Args: []Arg{docKey("key", 0)},
+	},
+	"restore": {
+		Summary: "Creates a key from the serialized representation of a value.", Since: "2.6.0",
+		Group: "generic", Complexity: "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
+		Args: []Arg{
+			docKey("key", 0), docInteger("ttl"), docString("serialized-value"),
+			docOptional(docToken("replace", "REPLACE")), docOptional(docToken("absttl", "ABSTTL")),
+			docOptional(docWithToken("IDLETIME", docInteger("seconds"))),
+			docOptional(docWithToken("FREQ", docInteger("frequency"))),
+		},
+	},
 	"randomkey": {
 		Summary: "Returns the name of a random key of the database.", Since: "1.0.0",
 		Group: "generic", Complexity: "O(1)",

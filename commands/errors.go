@@ -38,6 +38,12 @@ var (
 	ErrNoConfigFile  = errors.New("ERR The server is running without a config file")
 	ErrCursor        = errors.New("ERR invalid cursor")
 	ErrTimeout       = errors.New("ERR timeout is not an integer or out of range")
+	ErrBusyKey       = errors.New("BUSYKEY Target key name already exists.")
+	ErrDumpPayload   = errors.New("ERR DUMP payload version or checksum are wrong")
+	ErrBadData       = errors.New("ERR Bad data format")
+	// ErrDumpOnce has no Redis counterpart: a ONCE record has no RDB
+	// encoding that a Redis server could restore.
+	ErrDumpOnce = errors.New("ERR DUMP of a ONCE record (TYPE once) is not supported: no Redis server could restore it")
 	// ErrKeyTooLong has no Redis counterpart: Redis takes keys of up to
 	// proto-max-bulk-len, the storage engine here store.MaxKeyLen.
 	ErrKeyTooLong = errors.New("ERR key is too long (at most " + strconv.Itoa(store.MaxKeyLen) + " bytes)")
@@ -78,7 +84,7 @@ var sentinels = []error{
 	ErrNoSuchKey, ErrDBIndex, ErrNoAuth, ErrNoPassSet, ErrWrongPass, ErrStringTooBig,
 	ErrOffsetRange, ErrNoProto, ErrExecNoMulti, ErrDiscardNoMult, ErrNestedMulti,
 	ErrWatchInMulti, ErrNotInMulti, ErrExecAbort, ErrClientName, ErrMisconf, ErrShutdown, ErrNoConfigFile, ErrCursor,
-	ErrTimeout, ErrKeyTooLong, ErrValueTooLong,
+	ErrTimeout, ErrBusyKey, ErrDumpPayload, ErrBadData, ErrDumpOnce, ErrKeyTooLong, ErrValueTooLong,
 }
 
 // misconf words a refused write as Redis's MISCONF, naming the cause.

@@ -37,6 +37,9 @@ func keyCommands() []*Command {
 		{Name: "rename", Arity: 3, Flags: Write, FirstKey: 1, LastKey: 2, Categories: kw("slow"), Run: renameCmd(false)},
 		{Name: "renamenx", Arity: 3, Flags: Write | Fast, FirstKey: 1, LastKey: 2, Categories: kw("fast"), Run: renameCmd(true)},
 		{Name: "randomkey", Arity: 1, Flags: ReadOnly, Categories: kr("slow"), Run: randomkeyCmd},
+		{Name: "dump", Arity: 2, Flags: ReadOnly | Borrows, FirstKey: 1, LastKey: 1, Categories: kr("slow"), Run: dumpCmd},
+		{Name: "restore", Arity: -4, Flags: Write | DenyOOM | Borrows, FirstKey: 1, LastKey: 1,
+			Categories: kw("slow", "dangerous"), Run: restoreCmd},
 	}
 }
 

@@ -69,6 +69,7 @@ func TestQueuedWriteWhileTheStoreRefusesWrites(t *testing.T) {
 	for _, write := range [][]string{
 		{"SET", "a", "w"}, {"DEL", "a"}, {"EXPIRE", "a", "10"}, {"FLUSHDB"},
 		{"ONCE.CLAIM", "k"}, {"ONCE.CLAIM", "k", "WAIT", "0"},
+		{"RESTORE", "a", "0", string(dumpString([]byte("w"))), "REPLACE"},
 	} {
 		t.Run(write[0], func(t *testing.T) {
 			rs := &refusingStore{DB: openTestStore(t)}

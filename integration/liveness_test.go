@@ -67,6 +67,7 @@ var liveSteps = map[string][]string{
 	"config|rewrite":          {"CONFIG REWRITE"},
 	"config|set":              {"CONFIG SET slowlog-log-slower-than 10000"},
 	"dbsize":                  {"DBSIZE"},
+	"dump":                    {"SET {k} abc ; DUMP {k}", "DUMP nokey"},
 	"decr":                    {"DECR {k}"},
 	"decrby":                  {"DECRBY {k} 3"},
 	"del":                     {"SET {k} 1 ; DEL {k} nokey"},
@@ -113,6 +114,7 @@ var liveSteps = map[string][]string{
 	"rename":                  {"SET {k} 1 ; RENAME {k} {k}:b"},
 	"renamenx":                {"SET {k} 1 ; RENAMENX {k} {k}:b"},
 	"reset":                   {"RESET"},
+	"restore":                 {"RESTORE {k} 0 " + liveRestorePayload + " REPLACE ; GET {k}", "RESTORE {k} 100000 junk"},
 	"save":                    {"SAVE"},
 	"scan":                    {"SCAN 0", "SCAN 0 MATCH * COUNT 100 TYPE string"},
 	"select":                  {"SELECT 3 ; SET {k} 1 ; SELECT 0"},
@@ -138,6 +140,19 @@ var liveSteps = map[string][]string{
 	// refused, which the multi contexts below check.
 	"shutdown": {"!multi SHUTDOWN NOSAVE"},
 }
+
+// liveRestorePayload is a DUMP payload of a string that liveSplit keeps
+// in one piece: of RDB version 8 (10, Redis 7.0's, is a newline) and with
+// a checksum holding no space and no ';'.
+var liveRestorePayload = func() string {
+	for i := 0; ; i++ {
+		v := "v" + strconv.Itoa(i)
+		p := rdbPayload("\x00"+string(rune(len(v)))+v, 8)
+		if f := strings.Fields(p); len(f) == 1 && f[0] == p && !strings.Contains(p, ";") {
+			return p
+		}
+	}
+}()
 
 // liveContexts put a step among other commands: before and after it,
 // in one write.

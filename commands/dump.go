@@ -1,0 +1,381 @@
+package commands
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc64"
+	"math"
+	"strconv"
+
+	"github.com/oncekv/oncekv/store"
+)
+
+// DUMP and RESTORE of strings, in Redis 7.0's serialization: the RDB
+// encoding of one object, then the RDB version (2 bytes) and a CRC64 of
+// all that (8 bytes), both little endian. Payloads move string keys
+// between oncekv and any Redis server in either direction.
+//
+// DUMP writes what redis-server writes with `rdbcompression no`: integer
+// encodings for the integers that fit 32 bits, the bytes verbatim
+// otherwise. Redis's default (`rdbcompression yes`) LZF-compresses
+// strings longer than 20 bytes where that saves space, so the payloads of
+// such strings differ from Redis's bytes; any Redis RESTOREs both.
+// RESTORE reads every string encoding, LZF included, of the RDB versions
+// up to 10 (Redis 7.0's); another type (a list, a hash…) is refused with
+// the error Redis gives a payload it cannot load.
+
+// rdbVersion is the RDB version Redis 7.0 writes and the newest it reads.
+const rdbVersion = 10
+
+// RDB encodings of a string (rdb.h).
+const (
+	rdbTypeString = 0    // object type of a string
+	rdbLen32      = 0x80 // a 32-bit big-endian length follows
+	rdbLen64      = 0x81 // a 64-bit big-endian length follows
+	rdbEncInt8    = 0    // after an encoded-value prefix: one signed byte
+	rdbEncInt16   = 1    // two little-endian bytes
+	rdbEncInt32   = 2    // four little-endian bytes
+	rdbEncLZF     = 3    // compressed length, length, LZF data
+)
+
+// crcTable is the CRC-64 Jones polynomial, reflected, as Redis's crc64.c.
+var crcTable = crc64.MakeTable(0x95ac9329ac4bc9b5)
+
+// dumpCRC is Redis's crc64(0, b): hash/crc64 complements the register
+// before and after, which Redis's does not.
+func dumpCRC(b []byte) uint64 { return ^crc64.Update(^uint64(0), crcTable, b) }
+
+// dumpString serializes a string value as Redis 7.0's DUMP does with
+// rdbcompression off.
+func dumpString(s []byte) []byte {
+	out := make([]byte, 0, len(s)+1+9+10)
+	out = append(out, rdbTypeString)
+	out = appendRDBString(out, s)
+	out = binary.LittleEndian.AppendUint16(out, rdbVersion)
+	return binary.LittleEndian.AppendUint64(out, dumpCRC(out))
+}
+
+// appendRDBString appends s as rdbSaveRawString stores it without
+// compression: a decimal integer written as ll2string would write it and
+// fitting 32 bits as an integer encoding, anything else as its length
+// and bytes.
+func appendRDBString(dst, s []byte) []byte {
+	if len(s) <= 11 {
+		if n, err := strconv.ParseInt(string(s), 10, 64); err == nil &&
+			strconv.FormatInt(n, 10) == string(s) && n >= math.MinInt32 && n <= math.MaxInt32 {
+			const enc = 3 << 6 // the encoded-value prefix
+			switch {
+			case n >= math.MinInt8 && n <= math.MaxInt8:
+				return append(dst, enc|rdbEncInt8, byte(n))
+			case n >= math.MinInt16 && n <= math.MaxInt16:
+				return binary.LittleEndian.AppendUint16(append(dst, enc|rdbEncInt16), uint16(n))
+			default:
+				return binary.LittleEndian.AppendUint32(append(dst, enc|rdbEncInt32), uint32(n))
+			}
+		}
+	}
+	return append(appendRDBLen(dst, uint64(len(s))), s...)
+}
+
+// appendRDBLen appends an RDB length: 6 bits, 14 bits, 32 or 64 bits.
+func appendRDBLen(dst []byte, n uint64) []byte {
+	switch {
+	case n < 1<<6:
+		return append(dst, byte(n))
+	case n < 1<<14:
+		return append(dst, byte(n>>8)|1<<6, byte(n))
+	case n <= math.MaxUint32:
+		return binary.BigEndian.AppendUint32(append(dst, rdbLen32), uint32(n))
+	}
+	return binary.BigEndian.AppendUint64(append(dst, rdbLen64), n)
+}
+
+// restoreString reads a DUMP payload holding a string, as Redis 7.0's
+// RESTORE does: ErrDumpPayload when the version is newer than Redis 7.0's
+// or the checksum is wrong, ErrBadData when the object is not a string or
+// is malformed. The string may share p's memory.
+func restoreString(p []byte) ([]byte, error) {
+	if len(p) < 10 {
+		return nil, ErrDumpPayload
+	}
+	footer := p[len(p)-10:]
+	if binary.LittleEndian.Uint16(footer) > rdbVersion ||
+		binary.LittleEndian.Uint64(footer[2:]) != dumpCRC(p[:len(p)-8]) {
+		return nil, ErrDumpPayload
+	}
+	// Redis reads the object from the whole payload, footer included: a
+	// string that runs into the footer is read, and bytes left between
+	// the object and the footer are ignored.
+	if p[0] != rdbTypeString {
+		return nil, ErrBadData
+	}
+	s, _, err := readRDBString(p[1:])
+	return s, err
+}
+
+// readRDBString reads one RDB string from the start of b and returns it
+// with the rest of b.
+func readRDBString(b []byte) (s, rest []byte, err error) {
+	n, encoded, b, ok := readRDBLen(b)
+	if !ok {
+		return nil, nil, ErrBadData
+	}
+	if !encoded {
+		if n > uint64(len(b)) {
+			return nil, nil, ErrBadData
+		}
+		return b[:n], b[n:], nil
+	}
+	var v int64
+	switch n {
+	case rdbEncInt8:
+		if len(b) < 1 {
+			return nil, nil, ErrBadData
+		}
+		v, b = int64(int8(b[0])), b[1:]
+	case rdbEncInt16:
+		if len(b) < 2 {
+			return nil, nil, ErrBadData
+		}
+		v, b = int64(int16(binary.LittleEndian.Uint16(b))), b[2:]
+	case rdbEncInt32:
+		if len(b) < 4 {
+			return nil, nil, ErrBadData
+		}
+		v, b = int64(int32(binary.LittleEndian.Uint32(b))), b[4:]
+	case rdbEncLZF:
+		return readLZF(b)
+	default:
+		return nil, nil, ErrBadData
+	}
+	return strconv.AppendInt(nil, v, 10), b, nil
+}
+
+// readRDBLen reads an RDB length; encoded reports the encoded-value
+// prefix, whose 6 bits name an encoding rather than a length.
+func readRDBLen(b []byte) (n uint64, encoded bool, rest []byte, ok bool) {
+	if len(b) < 1 {
+		return 0, false, nil, false
+	}
+	c := b[0]
+	switch {
+	case c>>6 == 0:
+		return uint64(c & 0x3f), false, b[1:], true
+	case c>>6 == 1:
+		if len(b) < 2 {
+			return 0, false, nil, false
+		}
+		return uint64(c&0x3f)<<8 | uint64(b[1]), false, b[2:], true
+	case c>>6 == 3:
+		return uint64(c & 0x3f), true, b[1:], true
+	case c == rdbLen32 && len(b) >= 5:
+		return uint64(binary.BigEndian.Uint32(b[1:])), false, b[5:], true
+	case c == rdbLen64 && len(b) >= 9:
+		n = binary.BigEndian.Uint64(b[1:])
+		// All ones is Redis's RDB_LENERR.
+		return n, false, b[9:], n != math.MaxUint64
+	}
+	return 0, false, nil, false
+}
+
+// lzfMaxRatio bounds LZF's expansion: a back reference of 3 bytes copies
+// at most 264 (7 + 255 + 2).
+const lzfMaxRatio = 88
+
+// readLZF reads an LZF-compressed string: its compressed length, its
+// length, then the compressed bytes, which must decode to exactly that
+// length (Redis's rdbLoadLzfStringObject).
+func readLZF(b []byte) (s, rest []byte, err error) {
+	// Redis reads both lengths ignoring an encoded-value prefix.
+	clen, _, b, ok := readRDBLen(b)
+	if !ok {
+		return nil, nil, ErrBadData
+	}
+	ulen, _, b, ok := readRDBLen(b)
+	if !ok || clen > uint64(len(b)) {
+		return nil, nil, ErrBadData
+	}
+	in, rest := b[:clen], b[clen:]
+	if ulen == 0 {
+		// liblzf answers 0 for any input it cannot fit into nothing,
+		// which Redis takes for the 0 bytes it expected.
+		return []byte{}, rest, nil
+	}
+	if clen == 0 || ulen > clen*lzfMaxRatio {
+		return nil, nil, ErrBadData
+	}
+	if ulen > store.MaxValueLen {
+		return nil, nil, fmt.Errorf("restore: %d bytes: %w", ulen, store.ErrValueTooLong)
+	}
+	out := make([]byte, ulen)
+	if lzfDecompress(in, out) != len(out) {
+		return nil, nil, ErrBadData
+	}
+	return out, rest, nil
+}
+
+// lzfDecompress decodes the LZF data in into out and returns how many
+// bytes it wrote, or 0 when in is malformed or does not fit out, as
+// liblzf's lzf_decompress does. in is not empty.
+//
+// The format: a control byte c below 32 is followed by c+1 literal bytes;
+// any other is a back reference, of length c>>5 (7 meaning 7 plus the
+// next byte) plus 2, to the byte (c&31)<<8 + the next byte + 1 behind
+// the end of the output so far; the copy may overlap itself.
+func lzfDecompress(in, out []byte) int {
+	ip, op := 0, 0
+	for ip < len(in) {
+		c := int(in[ip])
+		ip++
+		if c < 32 {
+			n := c + 1
+			if op+n > len(out) || ip+n > len(in) {
+				return 0
+			}
+			op += copy(out[op:], in[ip:ip+n])
+			ip += n
+			continue
+		}
+		n := c >> 5
+		ref := op - (c&0x1f)<<8 - 1
+		if ip >= len(in) {
+			return 0
+		}
+		if n == 7 {
+			n += int(in[ip])
+			ip++
+			if ip >= len(in) {
+				return 0
+			}
+		}
+		ref -= int(in[ip])
+		ip++
+		n += 2
+		if op+n > len(out) || ref < 0 {
+			return 0
+		}
+		for ; n > 0; n-- {
+			out[op] = out[ref]
+			op++
+			ref++
+		}
+	}
+	return op
+}
+
+// restoreOpts are RESTORE's options after the payload. IDLETIME and FREQ
+// are checked as Redis checks them and then ignored: keys here have no
+// LRU clock or LFU counter (OBJECT is not supported).
+type restoreOpts struct {
+	replace, absTTL bool
+}
+
+// parseRestoreOpts parses RESTORE's options in Redis's order of checks:
+// IDLETIME and FREQ exclude each other, their values are checked where
+// they stand.
+func parseRestoreOpts(args [][]byte) (restoreOpts, error) {
+	var o restoreOpts
+	idle, freq := false, false
+	for j := 0; j < len(args); j++ {
+		more := j+1 < len(args)
+		switch a := args[j]; {
+		case eq(a, "replace"):
+			o.replace = true
+		case eq(a, "absttl"):
+			o.absTTL = true
+		case eq(a, "idletime") && more && !freq:
+			n, ok := parseInt(args[j+1])
+			if !ok {
+				return o, ErrNotInteger
+			}
+			if n < 0 {
+				return o, errorf("ERR Invalid IDLETIME value, must be >= 0")
+			}
+			idle = true
+			j++
+		case eq(a, "freq") && more && !idle:
+			n, ok := parseInt(args[j+1])
+			if !ok {
+				return o, ErrNotInteger
+			}
+			if n < 0 || n > 255 {
+				return o, errorf("ERR Invalid FREQ value, must be >= 0 and <= 255")
+			}
+			freq = true
+			j++
+		default:
+			return o, ErrSyntax
+		}
+	}
+	return o, nil
+}
+
+func dumpCmd(x *Ctx) {
+	v, found, err := x.lookup(x.Args[1])
+	switch {
+	case err != nil:
+		x.Fail(err)
+	case !found:
+		x.W.Null()
+	case v.Kind != store.KindString:
+		x.Fail(ErrDumpOnce)
+	default:
+		x.W.Bulk(dumpString(v.Data))
+	}
+}
+
+// restoreCmd checks as Redis 7.0's restoreCommand does, in its order: the
+// options, an existing key (without REPLACE), the TTL, the payload.
+func restoreCmd(x *Ctx) {
+	o, err := parseRestoreOpts(x.Args[4:])
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	key := x.Args[1]
+	_, found, err := x.Tx.Get(x.DB, key)
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	if found && !o.replace {
+		x.Fail(ErrBusyKey)
+		return
+	}
+	ttl, ok := x.intArg(2)
+	if !ok {
+		return
+	}
+	if ttl < 0 {
+		x.Fail(errorf("ERR Invalid TTL value, must be >= 0"))
+		return
+	}
+	data, err := restoreString(x.Args[3])
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	at := ttl
+	if ttl != 0 && !o.absTTL {
+		// Wraps around near the maximum, as Redis's ttl+mstime() does:
+		// the deadline is then past.
+		at = ttl + x.Now()
+	}
+	if at != 0 && at <= x.Now() {
+		// A deadline already past: REPLACE still removed the old key,
+		// and nothing is created (Redis 7.0).
+		if found {
+			if _, err := x.Tx.Delete(x.DB, key); err != nil {
+				x.Fail(err)
+				return
+			}
+		}
+		x.W.OK()
+		return
+	}
+	if err := x.Tx.Set(x.DB, key, store.Value{Kind: store.KindString, Data: data, ExpireAt: at}); err != nil {
+		x.Fail(err)
+		return
+	}
+	x.W.OK()
+}
