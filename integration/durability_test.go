@@ -141,7 +141,8 @@ func diskFull(t *testing.T, size string, ballastBytes int, args ...string) {
 	}
 	// Every write command is refused, DEL and ONCE too, and PING, as in
 	// Redis 7 (a health check sees it); reads keep working.
-	for _, cmd := range [][]string{{"DEL", "fill:00000"}, {"INCR", "n"}, {"ONCE.CLAIM", "o", "LEASE", "1000"}, {"PING"}} {
+	for _, cmd := range [][]string{{"DEL", "fill:00000"}, {"INCR", "n"}, {"ONCE.CLAIM", "o", "LEASE", "1000"}, {"PING"},
+		{"RESTORE", "fill:00000", "0", rdbPayload("\x00\x01v", 10), "REPLACE"}} {
 		if f, err := c.TryReadFrameAfter(EncodeCommand(cmd...)); err != nil || f.Type != '-' || !strings.HasPrefix(f.Str, "MISCONF") {
 			t.Errorf("%v while full: %v %v, want -MISCONF", cmd, f, err)
 			dial()
