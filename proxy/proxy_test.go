@@ -797,3 +797,49 @@ func TestClientPauseRefused(t *testing.T) {
 		t.Errorf("CLIENT ID: %q (the other CLIENT subcommands still answer)", got)
 	}
 }
+
+// DUMP and RESTORE are forwarded: through the proxy they answer exactly
+// what the upstream answers directly, for strings and for the types only
+// the upstream holds, and a payload DUMPed through the proxy RESTOREs
+// through it.
+func TestDumpRestoreThroughTheProxy(t *testing.T) {
+	t.Parallel()
+	direct, upstream := testredis.Standalone(t), testredis.Standalone(t)
+	p := startTestProxy(t, "redis://"+upstream.Addr(), "")
+	one := "\x00\xc0\x01\n\x00&x\xe7\xb6\xd1\x01\x11\xfc" // Redis 7.0's DUMP of "1"
+	script := [][]string{
+		{"SET", "s", strings.Repeat("compressible ", 10)}, {"DUMP", "s"}, {"DUMP", "nokey"},
+		{"RESTORE", "r", "0", one}, {"GET", "r"}, {"RESTORE", "r", "0", one}, {"RESTORE", "r", "100000", one, "REPLACE"},
+		{"RESTORE", "r", "0", "junk", "REPLACE"}, {"RPUSH", "l", "a", "b"}, {"DUMP", "l"}, {"SELECT", "2"},
+		{"RESTORE", "r", "0", one}, {"DUMP", "r"}, {"SELECT", "0"}, {"DBSIZE"}, {"RESTORE"}, {"DUMP"},
+	}
+	for _, proto := range []string{"2", "3"} {
+		var got [2][]string
+		for i, addr := range []string{direct.Addr(), p.addr} {
+			c := dialRaw(t, addr)
+			c.do("FLUSHALL")
+			c.do("HELLO", proto)
+			got[i] = c.pipeline(script...)
+		}
+		for i := range script {
+			if got[0][i] != got[1][i] {
+				t.Errorf("RESP%s %q: redis %q, proxy %q", proto, script[i], got[0][i], got[1][i])
+			}
+		}
+	}
+	c := dialRaw(t, p.addr)
+	for _, k := range []string{"s", "l"} {
+		dump := c.do("DUMP", k)
+		_, payload, _ := strings.Cut(strings.TrimSuffix(dump, "\r\n"), "\r\n")
+		if got := c.do("RESTORE", k+":copy", "0", payload); got != "+OK\r\n" {
+			t.Fatalf("RESTORE of DUMP %q through the proxy: %q", dump, got)
+		}
+	}
+	for _, check := range [][]string{{"GET", "s"}, {"LRANGE", "l", "0", "-1"}} {
+		want := c.do(check...)
+		copyArgs := append([]string{check[0], check[1] + ":copy"}, check[2:]...)
+		if got := c.do(copyArgs...); got != want {
+			t.Errorf("%s of the copy: %q, want %q", check[0], got, want)
+		}
+	}
+}
