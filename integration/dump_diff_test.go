@@ -245,3 +245,42 @@ func TestRestoreRefusesWhatItCannotHold(t *testing.T) {
 		}
 	}
 }
+
+// A RESTOREd key is as durable as any write (KV-6): acknowledged under
+// appendfsync always, it survives kill -9 with its value and deadline,
+// and a key RESTORE … REPLACE removed (a deadline past) stays removed.
+func TestRestoreSurvivesKill(t *testing.T) {
+	t.Parallel()
+	o := StartOncekv(t, "--appendfsync", "always")
+	c := DialRaw(t, o.Addr)
+	lzf := "\x00\xc3\t\x1e\x01xx\xe0\x11\x00\x01xx\n\x00\xf0g?\xdf \x01\xeb\x95" // Redis 7.0's DUMP of 30 x
+	for _, args := range [][]string{
+		{"RESTORE", "plain", "0", rdbPayload("\x00\x05hello", 10)},
+		{"RESTORE", "lzf", "0", lzf},
+		{"RESTORE", "ttl", farFutureMs, rdbPayload("\x00\xc0\x07", 10), "ABSTTL"},
+		{"SET", "gone", "v"},
+		{"RESTORE", "gone", "1", lzf, "ABSTTL", "REPLACE"},
+	} {
+		if got := string(c.Do(args...)); got != "+OK\r\n" {
+			t.Fatalf("%s: %q", fmtArgs(args), got)
+		}
+	}
+	o.Kill(t)
+	o = o.Restart(t)
+	c = DialRaw(t, o.Addr)
+	for _, st := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"GET", "plain"}, "$5\r\nhello\r\n"},
+		{[]string{"GET", "lzf"}, "$30\r\n" + strings.Repeat("x", 30) + "\r\n"},
+		{[]string{"GET", "ttl"}, "$1\r\n7\r\n"},
+		{[]string{"PEXPIRETIME", "ttl"}, ":" + farFutureMs + "\r\n"},
+		{[]string{"EXISTS", "gone"}, ":0\r\n"},
+		{[]string{"DBSIZE"}, ":3\r\n"},
+	} {
+		if got := string(c.Do(st.args...)); got != st.want {
+			t.Errorf("after kill -9 and a restart, %s: %q, want %q", fmtArgs(st.args), got, st.want)
+		}
+	}
+}
