@@ -471,6 +471,20 @@ func clientHelp(x *Ctx) {
 		"SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
 		"HELP", "    Prints this help.",
 	}
+	if hidden := x.S.helpHidden; len(hidden) > 0 {
+		// An entry is its line and the indented lines under it.
+		kept, skip := lines[:1:1], false
+		for _, l := range lines[1:] {
+			if !strings.HasPrefix(l, " ") {
+				name, _, _ := strings.Cut(l, " ")
+				skip = hidden[strings.ToLower(name)]
+			}
+			if !skip {
+				kept = append(kept, l)
+			}
+		}
+		lines = kept
+	}
 	x.W.Array(len(lines))
 	for _, l := range lines {
 		x.W.Simple(l)

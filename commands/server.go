@@ -85,6 +85,9 @@ type Server struct {
 	once    *once.Engine
 	// pause is CLIENT PAUSE's state (pause.go).
 	pause pauser
+	// helpHidden are the CLIENT subcommands (lower case) that CLIENT
+	// HELP does not list (HideClientSubcommands).
+	helpHidden map[string]bool
 
 	// KeepDeadline, when set, tells EXPIRE and PERSIST to leave a value's
 	// deadline alone (a running ONCE record's lease).
@@ -657,6 +660,19 @@ type InfoSection struct {
 	// store transaction: INFO's own, or EXEC's when INFO is queued in
 	// MULTI.
 	LinesIn func(tx store.Tx) [][2]string
+}
+
+// HideClientSubcommands leaves the CLIENT subcommands names out of CLIENT
+// HELP: those that whoever serves this server's connections refuses
+// before they reach it (the proxy: PAUSE, UNPAUSE, UNBLOCK). Call it
+// before serving.
+func (s *Server) HideClientSubcommands(names ...string) {
+	if s.helpHidden == nil {
+		s.helpHidden = map[string]bool{}
+	}
+	for _, n := range names {
+		s.helpHidden[strings.ToLower(n)] = true
+	}
 }
 
 // AddInfoSection registers an extra INFO section, shown after the

@@ -200,6 +200,8 @@ func New(cfg Config) *Proxy {
 	p.table = cfg.Local.Table()
 	p.pass.Store(cfg.RequirePass != "")
 	cfg.Local.AddInfoSection(commands.InfoSection{Name: "proxy", Lines: p.infoLines})
+	// CLIENT HELP lists what the proxy serves.
+	cfg.Local.HideClientSubcommands(refusedClient...)
 	for from, to := range cfg.Renames {
 		if from == to {
 			continue
@@ -600,9 +602,17 @@ func clientRefused(args [][]byte) bool {
 	if len(args) < 2 || !strings.EqualFold(string(args[0]), "client") {
 		return false
 	}
-	sub := string(args[1])
-	return strings.EqualFold(sub, "pause") || strings.EqualFold(sub, "unpause") || strings.EqualFold(sub, "unblock")
+	for _, sub := range refusedClient {
+		if strings.EqualFold(string(args[1]), sub) {
+			return true
+		}
+	}
+	return false
 }
+
+// refusedClient are the CLIENT subcommands the proxy refuses
+// (clientRefused); CLIENT HELP does not list them.
+var refusedClient = []string{"pause", "unpause", "unblock"}
 
 // unknownCommand is Redis's reply to an unknown command: each argument
 // quoted, the list cut near 128 bytes.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -841,5 +842,87 @@ func TestDumpRestoreThroughTheProxy(t *testing.T) {
 		if got := c.do(copyArgs...); got != want {
 			t.Errorf("%s of the copy: %q, want %q", check[0], got, want)
 		}
+	}
+}
+
+// CLIENT HELP through the proxy lists the subcommands it serves, without
+// PAUSE, UNPAUSE and UNBLOCK (refused, TestClientPauseRefused), and every
+// subcommand it lists works: each is run here, in the order HELP lists
+// them.
+func TestClientHelpListsWhatTheProxyServes(t *testing.T) {
+	t.Parallel()
+	up := testredis.Standalone(t)
+	p := startTestProxy(t, "redis://"+up.Addr(), "")
+	c, other := dialRaw(t, p.addr), dialRaw(t, p.addr)
+	otherID := strings.TrimSuffix(strings.TrimPrefix(other.do("CLIENT", "ID"), ":"), "\r\n")
+	third := dialRaw(t, p.addr)
+	third.do("PING")
+	type step struct {
+		args []string
+		want string // the whole reply, or with a trailing "…" its prefix
+	}
+	steps := map[string][]step{
+		"GETNAME": {{[]string{"CLIENT", "GETNAME"}, "$3\r\nbob\r\n"}},
+		"ID":      {{[]string{"CLIENT", "ID"}, ":…"}},
+		"INFO":    {{[]string{"CLIENT", "INFO"}, "$…"}},
+		"KILL": {
+			{[]string{"CLIENT", "KILL", "ID", otherID}, ":1\r\n"},
+			{[]string{"CLIENT", "KILL", third.nc.LocalAddr().String()}, "+OK\r\n"},
+		},
+		"LIST":     {{[]string{"CLIENT", "LIST", "ID", "1", "2"}, "$…"}},
+		"REPLY":    {{[]string{"CLIENT", "REPLY", "ON"}, "+OK\r\n"}},
+		"SETNAME":  {{[]string{"CLIENT", "SETNAME", "bob"}, "+OK\r\n"}},
+		"NO-EVICT": {{[]string{"CLIENT", "NO-EVICT", "ON"}, "+OK\r\n"}},
+		"SETINFO":  {{[]string{"CLIENT", "SETINFO", "LIB-NAME", "x"}, "+OK\r\n"}},
+		"HELP":     {{[]string{"CLIENT", "HELP"}, "*…"}},
+	}
+	// SETNAME first, so that GETNAME and INFO have a name to show.
+	if got := c.do("CLIENT", "SETNAME", "bob"); got != "+OK\r\n" {
+		t.Fatalf("CLIENT SETNAME: %q", got)
+	}
+	help, err := parseReply([]byte(c.do("CLIENT", "HELP")))
+	if err != nil || help.typ != '*' || len(help.elems) < 2 {
+		t.Fatalf("CLIENT HELP: %v %+v", err, help)
+	}
+	var listed []string
+	for _, e := range help.elems[1:] {
+		if line := e.text(); !strings.HasPrefix(line, " ") {
+			name, _, _ := strings.Cut(line, " ")
+			listed = append(listed, name)
+		}
+	}
+	want := []string{"GETNAME", "ID", "INFO", "KILL", "KILL", "LIST", "REPLY", "SETNAME", "NO-EVICT", "SETINFO", "HELP"}
+	if fmt.Sprint(listed) != fmt.Sprint(want) {
+		t.Errorf("CLIENT HELP lists %v, want %v", listed, want)
+	}
+	for _, name := range slices.Compact(listed) {
+		if _, ok := steps[name]; !ok {
+			t.Errorf("CLIENT HELP lists %s, which this test does not run", name)
+		}
+		for _, st := range steps[name] {
+			got := c.do(st.args...)
+			if pre, ok := strings.CutSuffix(st.want, "…"); ok && strings.HasPrefix(got, pre) || got == st.want {
+				continue
+			}
+			t.Errorf("%s: %q, want %q", strings.Join(st.args, " "), got, st.want)
+		}
+	}
+	if got := c.do("CLIENT", "INFO"); !strings.Contains(got, " name=bob ") || !strings.Contains(got, " lib-name=x ") {
+		t.Errorf("CLIENT INFO after SETNAME and SETINFO: %q", got)
+	}
+	if got := c.do("CLIENT", "LIST"); strings.Contains(got, "id="+otherID+" ") || !strings.Contains(got, " name=bob ") {
+		t.Errorf("CLIENT LIST after CLIENT KILL ID %s: %q", otherID, got)
+	}
+	for _, gone := range []*rawClient{other, third} {
+		_ = gone.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := gone.br.ReadByte(); err == nil {
+			t.Errorf("a killed client's connection is still open")
+		}
+	}
+	// CLIENT REPLY OFF and SKIP too: the SET runs, its reply is dropped.
+	c.send([]string{"CLIENT", "REPLY", "SKIP"}, []string{"SET", "k", "1"}, []string{"CLIENT", "REPLY", "OFF"},
+		[]string{"SET", "k", "2"}, []string{"CLIENT", "REPLY", "ON"}, []string{"GET", "k"})
+	if got := []string{c.read(), c.read()}; fmt.Sprint(got) != fmt.Sprint([]string{"+OK\r\n", "$1\r\n2\r\n"}) {
+		t.Errorf("CLIENT REPLY SKIP, SET, REPLY OFF, SET, REPLY ON, GET: %q, want ON's +OK and GET's 2", got)
 	}
 }
