@@ -37,6 +37,9 @@ func (p *Proxy) selectDB(s *session, args [][]byte) {
 	}
 	r, err := conn.do(nil, args...)
 	if err != nil {
+		if conn == s.pin && s.holdsTx() {
+			s.loseTx(w.Len())
+		}
 		w.Error(p.upstreamError(n, err))
 		return
 	}
@@ -98,6 +101,14 @@ func (p *Proxy) blocking(s *session, args [][]byte) {
 			n.put(conn)
 		}
 		if err != nil {
+			if conn == s.pin && s.holdsTx() {
+				// WATCH's connection (loseTx): no reply, and the
+				// connection closes once this returns.
+				s.loseTx(s.c.W.Len())
+				s.reset()
+				_ = p.upstreamError(n, err) // counted; the idle ones go too
+				return
+			}
 			s.c.W.Error(p.upstreamError(n, err))
 			return
 		}
@@ -413,6 +424,7 @@ func (p *Proxy) infoLines() [][2]string {
 		[2]string{"proxy_once_notices_dropped", i(st.noticesDropped.Load())},
 		[2]string{"proxy_refused_commands", i(st.refused.Load())},
 		[2]string{"proxy_pinned_connections", i(st.pinned.Load())},
+		[2]string{"proxy_lost_transactions", i(st.lostTx.Load())},
 		[2]string{"proxy_moved_redirections", i(st.moved.Load())},
 		[2]string{"proxy_ask_redirections", i(st.ask.Load())},
 		[2]string{"proxy_tryagain_retries", i(st.tryagain.Load())},

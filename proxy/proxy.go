@@ -84,7 +84,10 @@
 //   - A command that fails because an upstream connection broke is not
 //     retried (it may have run); the client gets "ERR upstream …". Only a
 //     command that never left (the dial failed) is retried after a topology
-//     refresh.
+//     refresh. When the broken connection is the one pinned to a client's
+//     WATCH or MULTI, the upstream forgot the transaction: the client's
+//     connection is closed instead, without a reply to that command, as
+//     the upstream's restart would close it (session.loseTx).
 //   - A SCAN across a cluster whose set of masters changes during the scan
 //     may miss or repeat keys, as with any cluster client.
 package proxy
@@ -178,6 +181,7 @@ type Proxy struct {
 		pinned, fanouts, sessions              atomic.Int64
 		onceCommands, refused, blockedCommands atomic.Int64
 		noticesSent, noticesDropped            atomic.Int64
+		lostTx                                 atomic.Int64
 	}
 }
 
@@ -456,10 +460,22 @@ func (p *Proxy) Serve(c *resp.Conn, args [][]byte) {
 		p.unauthenticated(s, k, args)
 		return
 	}
+	if s.lost {
+		return // the connection closes (loseTx)
+	}
 	if s.inTx() {
 		p.serveTx(s, k, args)
-		return
+	} else {
+		p.serveCommand(s, k, args)
 	}
+	if s.lost {
+		s.dropLost()
+	}
+}
+
+// serveCommand runs a command outside MULTI.
+func (p *Proxy) serveCommand(s *session, k kind, args [][]byte) {
+	c := s.c
 	switch k {
 	case kForward:
 		p.forward(s, args)

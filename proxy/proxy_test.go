@@ -86,12 +86,19 @@ func (c *rawClient) send(cmds ...[]string) {
 
 func (c *rawClient) read() string {
 	c.tb.Helper()
-	_ = c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-	r, err := readReply(c.br, nil)
+	r, err := c.tryRead()
 	if err != nil {
 		c.tb.Fatalf("read: %v", err)
 	}
-	return string(r)
+	return r
+}
+
+// tryRead reads one reply, or the error that ended the read (the server
+// closed the connection: io.EOF or a reset).
+func (c *rawClient) tryRead() (string, error) {
+	_ = c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	r, err := readReply(c.br, nil)
+	return string(r), err
 }
 
 func (c *rawClient) do(args ...string) string {

@@ -94,6 +94,14 @@ type session struct {
 	txCmds     [][][]byte
 	txMoved    string
 	txErr      bool
+	// lost: the pinned connection broke while it held the client's
+	// WATCH or MULTI (the upstream restarted, the network failed), so
+	// the upstream forgot them. The client's connection is closed, as
+	// the upstream's own would have been, after the replies to the
+	// commands before the one that found it broken (they end at lostAt
+	// in c.W): see loseTx.
+	lost   bool
+	lostAt int
 }
 
 // queuedTouch is a queued command that removes keys; pos is its index
@@ -128,6 +136,41 @@ func (p *Proxy) sessionOf(c *resp.Conn) *session {
 }
 
 func (s *session) inTx() bool { return s.multi || s.pendingMulti }
+
+// holdsTx reports whether the pinned connection holds state of the
+// client's that the upstream keeps per connection: WATCHed keys, or a
+// MULTI with its queued commands.
+func (s *session) holdsTx() bool { return s.pin != nil && (s.watching || s.multi) }
+
+// loseTx handles the pinned connection's failure while it held the
+// client's transaction (holdsTx): the WATCHes and queued commands are
+// gone upstream, and no answer the proxy could give keeps the client's
+// picture of its transaction right (an error to a queued command, or to
+// EXEC, would read as "not run", and the commands after it would run
+// outside the transaction the client believes open). So the proxy does
+// what the upstream's restart does to its own clients: it closes the
+// client's connection, without a reply to the command that found the
+// connection broken (at, its place in c.W) or to any after it. Client
+// libraries reconnect, and know their transaction is gone.
+func (s *session) loseTx(at int) {
+	if s.lost {
+		return
+	}
+	s.lost, s.lostAt = true, at
+	s.p.stats.lostTx.Add(1)
+	s.c.CloseAfterReply()
+}
+
+// dropLost ends a session whose transaction was lost (loseTx), after the
+// command that found out: its reply and any written after are dropped,
+// and so is a blocking command it left to run.
+func (s *session) dropLost() {
+	if s.c.W.Len() > s.lostAt {
+		s.c.W.Truncate(s.lostAt)
+	}
+	s.c.TakeBlock()
+	s.reset()
+}
 
 // connFor returns the batch's connection to n, checking one out on first
 // use. Between WATCH and MULTI the pinned connection serves its node (in
@@ -191,6 +234,9 @@ func (s *session) isHeld(c *upConn) bool {
 func (s *session) Wait(context.Context) error {
 	s.armed = false
 	s.settle()
+	if s.lost {
+		s.reset() // settle ended the replies where the loss was found
+	}
 	return nil
 }
 
@@ -204,11 +250,15 @@ func (s *session) settle() {
 		_ = c.flush()
 	}
 	buf, ends := s.buf[:0], s.ends[:0]
+	cut := -1 // the first op that found the transaction's connection broken
 	for i := range s.ops {
 		o := &s.ops[i]
 		mark := len(buf)
 		var err error
 		buf, err = o.conn.read(buf)
+		if err != nil && cut < 0 && o.conn == s.pin && s.holdsTx() {
+			cut = i
+		}
 		switch {
 		case o.internal:
 			if err == nil && !isOK(buf[mark:]) {
@@ -246,6 +296,13 @@ func (s *session) settle() {
 	prev, k := first, 0
 	for i := range s.ops {
 		o := &s.ops[i]
+		if i == cut {
+			// The replies end before this op's (loseTx).
+			at := min(max(o.at, prev), first+len(s.tail))
+			w.Raw(s.tail[prev-first : at-first])
+			s.loseTx(w.Len())
+			break
+		}
 		if o.internal || o.silent {
 			continue
 		}
@@ -258,7 +315,9 @@ func (s *session) settle() {
 		w.Raw(buf[start:ends[k]])
 		prev, k = at, k+1
 	}
-	w.Raw(s.tail[prev-first:])
+	if cut < 0 {
+		w.Raw(s.tail[prev-first:])
+	}
 	// The replies written are the earlier commands': a command that
 	// settles the batch and whose own reply is dropped (CLIENT REPLY)
 	// keeps them.
@@ -298,6 +357,9 @@ func (s *session) call(conn *upConn, args [][]byte) []byte {
 	s.p.stats.forwarded.Add(1)
 	r, err := conn.read(nil)
 	if err != nil {
+		if conn == s.pin && s.holdsTx() {
+			s.loseTx(s.c.W.Len())
+		}
 		return appendError(nil, s.p.upstreamError(conn.node, err))
 	}
 	if re := errText(r); re != "" {

@@ -461,8 +461,9 @@ func (s *Server) serve(c *Conn) error {
 			// pipeline's replies, then read on.
 			c.MarkOK = false
 			if c.W.Len() > 0 || len(c.waits) > 0 {
-				ok := s.flush(c)
-				if !ok {
+				// A waiter may close the connection after the replies
+				// (CloseAfterReply: the proxy's lost transaction).
+				if ok := s.flush(c); !ok || c.closing {
 					return nil
 				}
 			} else if s.beforeReply != nil {
