@@ -170,13 +170,6 @@ func (p *Proxy) wait(s *session, args [][]byte) {
 		s.c.W.Raw(p.runOn(s, nodes[0], false, args)) // the arity error
 		return
 	}
-	marks := make([][][]byte, len(nodes))
-	for i, n := range nodes {
-		marks[i] = bs("PUBLISH", waitChannel, "")
-		if p.cl != nil {
-			marks[i] = bs("SET", p.waitKeyOn(n), "", "PX", "1000")
-		}
-	}
 	proto := s.c.W.Proto
 	s.c.Block(func(gone <-chan struct{}) {
 		replies := make([][]byte, len(nodes))
@@ -192,22 +185,7 @@ func (p *Proxy) wait(s *session, args [][]byte) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				conn.send(marks[i])
-				conn.send(args)
-				if r, err := conn.read(nil); err != nil || errText(r) != "" {
-					if err == nil {
-						replies[i] = r // MOVED: the map changed under us
-					} else {
-						replies[i] = appendError(nil, "ERR "+err.Error())
-					}
-					_, _ = conn.read(nil)
-					return
-				}
-				r, err := conn.read(nil)
-				if err != nil {
-					r = appendError(nil, "ERR "+err.Error())
-				}
-				replies[i] = r
+				replies[i] = p.waitOn(conn, n, args)
 			}()
 		}
 		done := make(chan struct{})
@@ -248,11 +226,61 @@ func (p *Proxy) wait(s *session, args [][]byte) {
 	})
 }
 
-// waitKeyOn is a key of WAIT's write whose slot n serves.
-func (p *Proxy) waitKeyOn(n *node) string {
+// waitOn sends WAIT's own write, then WAIT (args), on conn, a connection
+// of n, and returns WAIT's reply, or the error that kept it from
+// counting. In a cluster the write is to a key of a slot the map gives n;
+// when n answers it with MOVED (the slot moved: the map is behind) or ASK
+// (the slot is moving away, and the key is not on n), the write did not
+// happen on n and the WAIT after it counted nothing of the client's: the
+// map learns of the MOVED, and both are sent again with a key of another
+// slot, up to maxRedirects times. The redirection is never the client's
+// answer (a client of the proxy is not a cluster client).
+func (p *Proxy) waitOn(conn *upConn, n *node, args [][]byte) []byte {
+	var avoid map[int]bool // the slots that redirected
+	for try := 0; ; try++ {
+		mark := bs("PUBLISH", waitChannel, "")
+		if p.cl != nil {
+			mark = bs("SET", p.waitKeyOn(n, avoid), "", "PX", "1000")
+		}
+		conn.send(mark)
+		conn.send(args)
+		r, err := conn.read(nil)
+		if err != nil {
+			_, _ = conn.read(nil)
+			return appendError(nil, "ERR "+err.Error())
+		}
+		if t := errText(r); t != "" {
+			_, _ = conn.read(nil) // WAIT's, which counted nothing of ours
+			kind, slot, addr := parseRedirect(t)
+			if p.cl == nil || (kind != "MOVED" && kind != "ASK") || try >= maxRedirects {
+				return r
+			}
+			if kind == "MOVED" {
+				p.stats.moved.Add(1)
+				p.cl.slots[slot].Store(p.node(p.redirectAddr(addr)))
+				p.refreshSoon()
+			} else {
+				p.stats.ask.Add(1)
+			}
+			if avoid == nil {
+				avoid = map[int]bool{}
+			}
+			avoid[slot] = true
+			continue
+		}
+		if r, err = conn.read(nil); err != nil {
+			return appendError(nil, "ERR "+err.Error())
+		}
+		return r
+	}
+}
+
+// waitKeyOn is a key of WAIT's write whose slot the map gives n, but for
+// the slots in avoid.
+func (p *Proxy) waitKeyOn(n *node, avoid map[int]bool) string {
 	for i := 0; i < 1<<18; i++ {
 		k := waitKey + "{" + strconv.Itoa(i) + "}"
-		if p.cl.slots[KeySlot([]byte(k))].Load() == n {
+		if slot := KeySlot([]byte(k)); p.cl.slots[slot].Load() == n && !avoid[slot] {
 			return k
 		}
 	}
