@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/oncekv/oncekv/internal/testredis"
 )
@@ -16,12 +17,12 @@ import (
 const closed = "(closed)"
 
 // runRestartScript runs steps on a new connection to addr; the step
-// "RESTART" restarts srv (kill -9, then start again on the same port and
-// data, which appendfsync always keeps). A step is one command, or several
+// "RESTART" calls restart (kill -9 of the server, then start it again on
+// the same port and data, which appendfsync always keeps). A step is one command, or several
 // separated by " | " sent as one pipeline. It returns what the client saw,
 // one entry per command, ending with closed when the connection was
 // closed, and then the values of keys, read on a new connection.
-func runRestartScript(tb testing.TB, addr string, srv *testredis.Server, steps []string, keys ...string) []string {
+func runRestartScript(tb testing.TB, addr string, restart func(), steps []string, keys ...string) []string {
 	tb.Helper()
 	setup := dialRaw(tb, addr)
 	setup.do("FLUSHALL")
@@ -31,7 +32,7 @@ func runRestartScript(tb testing.TB, addr string, srv *testredis.Server, steps [
 run:
 	for _, step := range steps {
 		if step == "RESTART" {
-			srv.Restart()
+			restart()
 			continue
 		}
 		var cmds [][]string
@@ -108,9 +109,9 @@ func TestUpstreamRestartMidTransaction(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := append(tc.want, "a=$1\r\n0\r\n", "b=$-1\r\n")
-			ref := runRestartScript(t, direct.Addr(), direct, tc.steps, "a", "b")
+			ref := runRestartScript(t, direct.Addr(), direct.Restart, tc.steps, "a", "b")
 			lost := p.stats.lostTx.Load()
-			got := runRestartScript(t, p.addr, up, tc.steps, "a", "b")
+			got := runRestartScript(t, p.addr, up.Restart, tc.steps, "a", "b")
 			if n := p.stats.lostTx.Load() - lost; n != 1 {
 				t.Errorf("proxy_lost_transactions grew by %d, want 1", n)
 			}
@@ -128,6 +129,43 @@ func TestUpstreamRestartMidTransaction(t *testing.T) {
 			}
 			if n := p.stats.pinned.Load(); n != 0 {
 				t.Errorf("%d connections still pinned", n)
+			}
+		})
+	}
+}
+
+// The same in a cluster, where MULTI without WATCH is answered by the
+// proxy and pins the node of the first queued command's keys, and a
+// transaction whose slot moves is run again elsewhere: a restart of that
+// node closes the client's connection too, and nothing of the
+// transaction runs.
+func TestClusterNodeRestartMidTransaction(t *testing.T) {
+	t.Parallel()
+	cl := testredis.StartCluster(t, 1, 0, "--appendonly", "yes", "--appendfsync", "always")
+	node := cl.Node(cl.Addrs()[0])
+	p := startTestProxy(t, "redis-cluster://"+node.Addr(), "")
+	for _, tc := range []struct {
+		name  string
+		steps []string
+		want  []string
+	}{
+		{"multi-then-queue", []string{"MULTI", "INCR a", "RESTART", "INCR a", "EXEC"},
+			[]string{"+OK\r\n", "+QUEUED\r\n", closed}},
+		{"multi-then-exec", []string{"MULTI", "SET b 1", "RESTART", "EXEC"},
+			[]string{"+OK\r\n", "+QUEUED\r\n", closed}},
+		{"watch-then-watch", []string{"WATCH a", "RESTART", "WATCH b", "MULTI", "INCR a", "EXEC"},
+			[]string{"+OK\r\n", closed}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := append(tc.want, "a=$1\r\n0\r\n", "b=$-1\r\n")
+			restart := func() {
+				node.Restart()
+				if err := cl.WaitHealthy(10 * time.Second); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := runRestartScript(t, p.addr, restart, tc.steps, "a", "b"); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("through the proxy, node restarted: %q, want %q", got, want)
 			}
 		})
 	}
