@@ -438,6 +438,9 @@ func (p *Proxy) Serve(c *resp.Conn, args [][]byte) {
 	// rather than start where the command before it ended.
 	c.MarkOK = false
 	s := p.sessionOf(c)
+	if s.lost {
+		return // the connection closes (loseTx)
+	}
 	if p.renamedAway != nil {
 		name := string(lower(nil, args[0]))
 		if own, ok := p.renamedTo[name]; ok {
@@ -459,9 +462,6 @@ func (p *Proxy) Serve(c *resp.Conn, args [][]byte) {
 	if !c.Authed && p.pass.Load() {
 		p.unauthenticated(s, k, args)
 		return
-	}
-	if s.lost {
-		return // the connection closes (loseTx)
 	}
 	if s.inTx() {
 		p.serveTx(s, k, args)
