@@ -334,15 +334,19 @@ func specOf(c *Command, p int) int {
 // UPDATE for write commands, RO ACCESS for read-only ones, RO for the
 // others) say less than Redis does; one list per spec.
 var keySpecFlags = map[string][][]string{
-	"set":           {{"RW", "access", "update", "variable_flags"}},
-	"setnx":         {{"OW", "insert"}},
-	"setex":         {{"OW", "update"}},
-	"psetex":        {{"OW", "update"}},
-	"getdel":        {{"RW", "access", "delete"}},
-	"mset":          {{"OW", "update"}},
-	"msetnx":        {{"OW", "insert"}},
-	"append":        {{"RW", "insert"}},
-	"strlen":        {{"RO"}},
+	"set":    {{"RW", "access", "update", "variable_flags"}},
+	"setnx":  {{"OW", "insert"}},
+	"setex":  {{"OW", "update"}},
+	"psetex": {{"OW", "update"}},
+	"getdel": {{"RW", "access", "delete"}},
+	"mset":   {{"OW", "update"}},
+	"msetnx": {{"OW", "insert"}},
+	"append": {{"RW", "insert"}},
+	"strlen": {{"RO"}},
+	// The shard channels are not keys, but are hashed to slots as keys.
+	"ssubscribe":    {{"not_key"}},
+	"sunsubscribe":  {{"not_key"}},
+	"spublish":      {{"not_key"}},
 	"setrange":      {{"RW", "update"}},
 	"del":           {{"RM", "delete"}},
 	"unlink":        {{"RM", "delete"}},

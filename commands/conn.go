@@ -55,6 +55,17 @@ func pingCmd(x *Ctx) {
 		x.Fail(err)
 		return
 	}
+	if x.W.Proto == 2 && x.Subscribed() && len(x.Args) <= 2 {
+		// In the Pub/Sub context, as in Redis 7.0: ["pong", arg].
+		x.W.Array(2)
+		x.W.BulkString("pong")
+		if len(x.Args) == 2 {
+			x.W.Bulk(x.Args[1])
+		} else {
+			x.W.BulkString("")
+		}
+		return
+	}
 	switch len(x.Args) {
 	case 1:
 		x.W.Simple("PONG")
@@ -192,6 +203,9 @@ func resetCmd(x *Ctx) {
 		endMulti(x)
 	}
 	x.S.watch.unwatchAll(x.Conn)
+	// Out of the Pub/Sub context, without a reply per subscription.
+	x.S.pubsub.dropAll(x.Conn)
+	x.SetSubscribed(false)
 	x.Select(0)
 	x.SetProto(2)
 	x.Update(func(i *resp.Info) { i.Name = "" })
@@ -249,27 +263,44 @@ func clientSetinfo(x *Ctx) {
 }
 
 // clientLine is a connection's line in CLIENT LIST / CLIENT INFO.
-func clientLine(c *resp.Conn, now time.Time) string {
+func (s *Server) clientLine(c *resp.Conn, now time.Time) string {
 	i := c.Info()
-	flags := "N"
+	flags := ""
+	if c.Subscribed() {
+		flags += "P"
+	}
 	if i.Multi >= 0 && c != nil && i.Multi != 0 {
-		flags = "x"
+		flags += "x"
+	}
+	if flags == "" {
+		flags = "N"
 	}
 	multi := -1
 	if i.Multi > 0 {
 		multi = i.Multi
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=%s db=%d sub=0 psub=0 ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+	subs := s.pubsub.counts(c)
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=%d multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
 		c.ID, c.Addr, c.LocalAddr, i.Name, int(now.Sub(c.Created).Seconds()), int(now.Sub(i.LastActive).Seconds()),
-		flags, i.DB, multi, i.LastCmd, i.Proto, i.LibName, i.LibVer)
+		flags, i.DB, subs[subChannel], subs[subPattern], subs[subShard], multi, i.LastCmd, i.Proto, i.LibName, i.LibVer)
+}
+
+// clientType is a client's type, as CLIENT LIST and CLIENT KILL filter
+// it: "pubsub" in the Pub/Sub context, else "normal".
+func clientType(c *resp.Conn) string {
+	if c.Subscribed() {
+		return "pubsub"
+	}
+	return "normal"
 }
 
 func clientInfo(x *Ctx) {
-	x.W.Verbatim(clientLine(x.Conn, x.S.cfg.Clock()))
+	x.W.Verbatim(x.S.clientLine(x.Conn, x.S.cfg.Clock()))
 }
 
 func clientList(x *Ctx) {
 	var ids map[int64]bool
+	typ := "" // no TYPE filter
 	rest := x.Args[2:]
 	for len(rest) > 0 {
 		switch {
@@ -279,9 +310,7 @@ func clientList(x *Ctx) {
 				x.W.Error(fmt.Sprintf("ERR Unknown client type '%s'", cString(rest[1])))
 				return
 			}
-			if t != "normal" {
-				ids = map[int64]bool{}
-			}
+			typ = t
 			rest = rest[2:]
 		case eq(rest[0], "id") && len(rest) >= 2:
 			if ids == nil {
@@ -304,8 +333,8 @@ func clientList(x *Ctx) {
 	var b strings.Builder
 	now := x.S.cfg.Clock()
 	for _, c := range x.S.clients(x.Conn) {
-		if ids == nil || ids[c.ID] {
-			b.WriteString(clientLine(c, now))
+		if (ids == nil || ids[c.ID]) && (typ == "" || typ == clientType(c)) {
+			b.WriteString(x.S.clientLine(c, now))
 		}
 	}
 	x.W.Verbatim(b.String())
@@ -327,7 +356,7 @@ func clientKill(x *Ctx) {
 	// SKIPME no.
 	var id int64
 	var addr, laddr []byte
-	var typeMismatch bool
+	typ := "" // no TYPE filter
 	skipme := true
 	old := len(rest) == 1
 	if old {
@@ -350,12 +379,13 @@ func clientKill(x *Ctx) {
 			}
 			id = n
 		case eq(rest[i], "type"):
-			// Every client here is a normal one: no replicas, no Pub/Sub.
+			// Every client here is a normal or a Pub/Sub one: no
+			// replicas, no master.
 			switch {
-			case eq(v, "normal"):
-				typeMismatch = false
-			case eq(v, "master"), eq(v, "slave"), eq(v, "replica"), eq(v, "pubsub"):
-				typeMismatch = true
+			case eq(v, "normal"), eq(v, "pubsub"):
+				typ = strings.ToLower(string(v))
+			case eq(v, "master"), eq(v, "slave"), eq(v, "replica"):
+				typ = "master"
 			default:
 				x.W.Error("ERR Unknown client type '" + cString(v) + "'")
 				return
@@ -388,7 +418,7 @@ func clientKill(x *Ctx) {
 	var killed int64
 	self := false
 	for _, c := range x.S.clients(x.Conn) {
-		if typeMismatch || (addr != nil && c.Addr != string(addr)) ||
+		if (typ != "" && typ != clientType(c)) || (addr != nil && c.Addr != string(addr)) ||
 			(laddr != nil && c.LocalAddr != string(laddr)) || (id != 0 && c.ID != id) {
 			continue
 		}

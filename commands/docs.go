@@ -8,6 +8,77 @@ package commands
 // Groups, argument names, types and tokens follow Redis 7 so that clients
 // (redis-cli's hints and help among them) show the usual syntax.
 var docs = map[string]Doc{
+	// pubsub, in Redis 7.0's words
+	"subscribe": {
+		Summary: "Listen for messages published to the given channels", Since: "2.0.0", Group: "pubsub",
+		Complexity: "O(N) where N is the number of channels to subscribe to.",
+		Args:       []Arg{docMultiple(docString("channel"))},
+	},
+	"unsubscribe": {
+		Summary: "Stop listening for messages posted to the given channels", Since: "2.0.0", Group: "pubsub",
+		Complexity: "O(N) where N is the number of clients already subscribed to a channel.",
+		Args:       []Arg{docOptional(docMultiple(docString("channel")))},
+	},
+	"psubscribe": {
+		Summary: "Listen for messages published to channels matching the given patterns", Since: "2.0.0", Group: "pubsub",
+		Complexity: "O(N) where N is the number of patterns the client is already subscribed to.",
+		Args:       []Arg{docMultiple(docBlock("pattern", Arg{Name: "pattern", Type: ArgPattern}))},
+	},
+	"punsubscribe": {
+		Summary: "Stop listening for messages posted to channels matching the given patterns", Since: "2.0.0", Group: "pubsub",
+		Complexity: "O(N+M) where N is the number of patterns the client is already subscribed and M is the number of total patterns subscribed in the system (by any client).",
+		Args:       []Arg{docOptional(docMultiple(Arg{Name: "pattern", Type: ArgPattern}))},
+	},
+	"ssubscribe": {
+		Summary: "Listen for messages published to the given shard channels", Since: "7.0.0", Group: "pubsub",
+		Complexity: "O(N) where N is the number of shard channels to subscribe to.",
+		Args:       []Arg{docMultiple(docString("shardchannel"))},
+	},
+	"sunsubscribe": {
+		Summary: "Stop listening for messages posted to the given shard channels", Since: "7.0.0", Group: "pubsub",
+		Complexity: "O(N) where N is the number of clients already subscribed to a shard channel.",
+		Args:       []Arg{docOptional(docMultiple(docString("shardchannel")))},
+	},
+	"publish": {
+		Summary: "Post a message to a channel", Since: "2.0.0", Group: "pubsub",
+		Complexity: "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).",
+		Args:       []Arg{docString("channel"), docString("message")},
+	},
+	"spublish": {
+		Summary: "Post a message to a shard channel", Since: "7.0.0", Group: "pubsub",
+		Complexity: "O(N) where N is the number of clients subscribed to the receiving shard channel.",
+		Args:       []Arg{docString("shardchannel"), docString("message")},
+	},
+	"pubsub": {
+		Summary: "A container for Pub/Sub commands", Since: "2.8.0", Group: "pubsub", Complexity: "Depends on subcommand.",
+	},
+	"pubsub|channels": {
+		Summary: "List active channels", Since: "2.8.0", Group: "pubsub",
+		Complexity: "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)",
+		Args:       []Arg{docOptional(Arg{Name: "pattern", Type: ArgPattern})},
+	},
+	"pubsub|numsub": {
+		Summary: "Get the count of subscribers for channels", Since: "2.8.0", Group: "pubsub",
+		Complexity: "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
+		Args:       []Arg{docOptional(docMultiple(docString("channel")))},
+	},
+	"pubsub|numpat": {
+		Summary: "Get the count of unique patterns pattern subscriptions", Since: "2.8.0", Group: "pubsub", Complexity: "O(1)",
+	},
+	"pubsub|shardchannels": {
+		Summary: "List active shard channels", Since: "7.0.0", Group: "pubsub",
+		Complexity: "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).",
+		Args:       []Arg{docOptional(Arg{Name: "pattern", Type: ArgPattern})},
+	},
+	"pubsub|shardnumsub": {
+		Summary: "Get the count of subscribers for shard channels", Since: "7.0.0", Group: "pubsub",
+		Complexity: "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
+		Args:       []Arg{docOptional(docMultiple(docString("shardchannel")))},
+	},
+	"pubsub|help": {
+		Summary: "Show helpful text about the different subcommands", Since: "6.2.0", Group: "pubsub", Complexity: "O(1)",
+	},
+
 	// string
 	"get": {
 		Summary: "Returns the string value of a key.", Since: "1.0.0", Group: "string", Complexity: "O(1)",

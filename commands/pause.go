@@ -225,14 +225,14 @@ func (s *Server) held(c *resp.Conn, cmd *Command, args [][]byte) bool {
 // mayWrite reports whether a pause of writes holds cmd: a Write command,
 // or an EXEC whose queue has one (Redis's is_may_replicate_command).
 func (s *Server) mayWrite(c *resp.Conn, cmd *Command) bool {
-	if cmd.Flags&Write != 0 {
+	if pausedAsWrite(cmd) {
 		return true
 	}
 	if cmd.Name != "exec" || !c.InMulti {
 		return false
 	}
 	for _, q := range c.Queue {
-		if qc, _ := s.resolve(nil, q); qc != nil && qc.Flags&Write != 0 {
+		if qc, _ := s.resolve(nil, q); qc != nil && pausedAsWrite(qc) {
 			return true
 		}
 	}
@@ -314,4 +314,11 @@ func clientUnblock(x *Ctx) {
 		return
 	}
 	x.W.Int(0)
+}
+
+// pausedAsWrite reports whether CLIENT PAUSE WRITE holds cmd: the write
+// commands, and PUBLISH and SPUBLISH, which Redis 7.0 flags may_replicate
+// (they go to replicas) and pauses with them.
+func pausedAsWrite(cmd *Command) bool {
+	return cmd.Flags&Write != 0 || cmd.Name == "publish" || cmd.Name == "spublish"
 }

@@ -88,6 +88,8 @@ type Server struct {
 	// helpHidden are the CLIENT subcommands (lower case) that CLIENT
 	// HELP does not list (HideClientSubcommands).
 	helpHidden map[string]bool
+	// pubsub is who subscribed to what (pubsub.go).
+	pubsub pubsubRegistry
 
 	// KeepDeadline, when set, tells EXPIRE and PERSIST to leave a value's
 	// deadline alone (a running ONCE record's lease).
@@ -140,6 +142,7 @@ func New(cfg Config, st store.Store) *Server {
 	s.table.Register(serverCommands()...)
 	s.table.Register(txCommands()...)
 	s.table.Register(commandCommands()...)
+	s.table.Register(pubsubCommands()...)
 	s.table.attachDocs()
 	return s
 }
@@ -234,6 +237,11 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 	}
 	if !c.Authed && cmd.Flags&NoAuth == 0 && s.requirePass() != "" {
 		s.reject(c, args, ErrNoAuth.Error())
+		return
+	}
+	if c.W.Proto == 2 && c.Subscribed() && !allowedSubscribed(cmd) {
+		// A RESP2 client in the Pub/Sub context, as in Redis 7.0.
+		s.reject(c, args, errSubscribed(cmd))
 		return
 	}
 	if !marked {
@@ -504,10 +512,11 @@ func (x *Ctx) write(tx store.Tx) error {
 }
 
 // Disconnected settles a closed connection's tally and forgets its
-// WATCHes.
+// WATCHes and subscriptions.
 func (s *Server) Disconnected(c *resp.Conn) {
 	s.BeforeReply(c) // commands it ran whose replies were not sent
 	s.watch.unwatchAll(c)
+	s.pubsub.dropAll(c)
 }
 
 // checkPassword compares in constant time. Like Redis, it compares SHA-256

@@ -109,6 +109,11 @@ type Conn struct {
 	// the blocked command takes an UNBLOCK, and unblockCh carries it.
 	unblockable bool
 	unblockCh   chan UnblockMode
+	// out is the pushes other connections queued (push.go); proto is
+	// W.Proto, for their goroutines; subscribed marks a Pub/Sub client.
+	out        outbox
+	proto      atomic.Int32
+	subscribed atomic.Bool
 }
 
 // BlockFunc finishes a blocked command: it waits for the command's outcome
@@ -237,6 +242,7 @@ func (c *Conn) Select(db int) {
 // SetProto switches the reply encoding.
 func (c *Conn) SetProto(p int) {
 	c.W.Proto = p
+	c.proto.Store(int32(p))
 	c.Update(func(i *Info) { i.Proto = p })
 }
 

@@ -122,6 +122,9 @@ type Server struct {
 	maxClients atomic.Int64
 	protected  atomic.Bool
 	idle       atomic.Int64 // IdleTimeout in nanoseconds
+	// pubsubLimit is client-output-buffer-limit pubsub (push.go); nil
+	// is Redis's default.
+	pubsubLimit atomic.Pointer[OutputLimit]
 }
 
 // NewServer returns a server; it listens only on Start.
@@ -426,6 +429,7 @@ func (s *Server) admit(nc net.Conn) (*Conn, string) {
 	c.rd.SetAuthed(c.Authed)
 	c.W.OnError = s.onError
 	c.info = Info{LastActive: now, Proto: 2, LastCmd: "NULL"}
+	c.proto.Store(2)
 	s.conns[c] = struct{}{}
 	s.Accepted.Add(1)
 	s.log.Debug("client connected", zap.Int64("id", c.ID), zap.String("addr", c.Addr))
@@ -434,6 +438,7 @@ func (s *Server) admit(nc net.Conn) (*Conn, string) {
 
 // forget unregisters a closed connection.
 func (s *Server) forget(c *Conn, err error) {
+	c.closeOutbox()
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
@@ -507,6 +512,15 @@ func (s *Server) serve(c *Conn) error {
 				fn := c.block
 				c.block = nil
 				s.runBlocked(c, fn, closedChan)
+				return nil
+			}
+			return s.serveDetached(c)
+		}
+		if c.out.on.Load() {
+			// The command made the connection one that receives pushes
+			// (SUBSCRIBE): they must reach it while it waits for its
+			// client, as serveDetached waits for both.
+			if !s.flush(c) || c.closing {
 				return nil
 			}
 			return s.serveDetached(c)
@@ -686,11 +700,12 @@ func (s *Server) serveDetached(c *Conn) (err error) {
 				err = rd.Fill()
 				s.disarmIdle(c)
 				var ne net.Error
-				if err != nil && errors.As(err, &ne) && ne.Timeout() && (c.blocked.Load() || q.len() > 0 ||
+				if err != nil && errors.As(err, &ne) && ne.Timeout() && (c.blocked.Load() || q.len() > 0 || c.subscribed.Load() ||
 					time.Since(time.Unix(0, c.unblockedAt.Load())) < time.Duration(s.idle.Load())) {
 					// A blocked client is not idle, nor one answered
 					// less than the timeout ago: the deadline was
-					// armed while it was blocked.
+					// armed while it was blocked. A Pub/Sub client
+					// never times out, as in Redis.
 					continue
 				}
 				if err == nil && c.blocked.Load() && rd.holding()+q.memory() > rd.Limits().QueryBufferLimit {
@@ -769,6 +784,12 @@ func (s *Server) serveDetached(c *Conn) (err error) {
 		if !ok {
 			select {
 			case <-q.ready:
+				continue
+			case <-c.pushReady():
+				// Pushes from other connections (push.go).
+				if !send() {
+					return nil
+				}
 				continue
 			case <-gone:
 			}
@@ -901,6 +922,8 @@ func (s *Server) flush(c *Conn) bool {
 	if s.beforeReply != nil {
 		s.beforeReply(c)
 	}
+	c.takeOutbox() // pushes queued so far go after the replies
+	defer c.sentOutbox()
 	if !s.settleHandoff(c) {
 		c.W.Reset()
 		return false
