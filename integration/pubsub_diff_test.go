@@ -203,6 +203,24 @@ func TestDiffPubsub(t *testing.T) {
 			held("SUBSCRIBE", "e").On(3),
 			readNext().On(3),
 		}},
+		// client-output-buffer-limit: the pubsub class is enforced
+		// (pubsub_test.go); CONFIG SET and GET are Redis's for every
+		// class. The script puts the defaults back.
+		{"output-buffer-limit-config", []Step{
+			cmd("CONFIG", "GET", "client-output-buffer-limit"),
+			cmd("CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 512kb 10"),
+			cmd("CONFIG", "GET", "client-output-buffer-limit"),
+			cmd("CONFIG", "SET", "client-output-buffer-limit", "PUBSUB 2MB 0 0 replica 1gb 1k 5"),
+			cmd("CONFIG", "GET", "client-output-buffer-limit"),
+			cmd("CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb"),
+			cmd("CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 0 0 master 1 1 1"),
+			cmd("CONFIG", "SET", "client-output-buffer-limit", "pubsub -1 0 0"),
+			cmd("CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 1.5 0"),
+			cmd("CONFIG", "SET", "client-output-buffer-limit", "nobody 1 1 1"),
+			cmd("CONFIG", "GET", "client-output-buffer-limit"),
+			cmd("CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60"),
+			cmd("CONFIG", "GET", "client-output-buffer-limit"),
+		}},
 		{"kill", []Step{
 			cmd("SUBSCRIBE", "c").On(1),
 			cmd("PSUBSCRIBE", "p*").On(2),

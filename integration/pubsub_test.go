@@ -149,17 +149,36 @@ func parsePubPayload(s string) (p, seq int, ok bool) {
 }
 
 // A subscriber that never reads is closed once its pending messages pass
-// client-output-buffer-limit pubsub (32mb hard by default), as Redis
-// closes it; meanwhile PUBLISH never waits for it, another subscriber of
-// the same channel gets every message, and other clients are served.
+// client-output-buffer-limit pubsub (32mb hard by default, or as set at
+// startup or by CONFIG SET), as Redis closes it; meanwhile PUBLISH never
+// waits for it, another subscriber of the same channel gets every message,
+// and other clients are served.
 func TestPubsubSlowSubscriberIsClosed(t *testing.T) {
 	t.Parallel()
-	addr := onceServer(t)
+	for _, tc := range []struct {
+		name  string
+		args  []string // the server's directives
+		set   string   // CONFIG SET client-output-buffer-limit, if any
+		limit int      // the hard limit in force
+	}{
+		{"default", nil, "", 32 << 20},
+		{"at startup", []string{"--client-output-buffer-limit", "pubsub 1mb 0 0"}, "", 1 << 20},
+		{"CONFIG SET", nil, "pubsub 2mb 0 0", 2 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) { slowSubscriber(t, onceServer(t, tc.args...), tc.set, tc.limit) })
+	}
+}
+
+func slowSubscriber(t *testing.T, addr, set string, limit int) {
+	other := DialRaw(t, addr)
+	if set != "" {
+		if got := string(other.Do("CONFIG", "SET", "client-output-buffer-limit", set)); got != "+OK\r\n" {
+			t.Fatalf("CONFIG SET: %q", got)
+		}
+	}
 	slow := subscribeRaw(t, addr, 2, "SUBSCRIBE", "news")
 	fast := subscribeRaw(t, addr, 3, "SUBSCRIBE", "news")
 	pub := DialRaw(t, addr)
-	other := DialRaw(t, addr)
-
 	const size, most = 64 << 10, 2000 // at most 125 MiB published
 	msg := strings.Repeat("m", size)
 	got := make(chan int, 1)
@@ -207,8 +226,8 @@ func TestPubsubSlowSubscriberIsClosed(t *testing.T) {
 	if !dropped {
 		t.Fatalf("a subscriber that never read was still subscribed after %d messages of %d bytes", published, size)
 	}
-	if published*size < 32<<20 {
-		t.Errorf("the slow subscriber was closed after %d bytes, under the 32mb hard limit", published*size)
+	if published*size < limit {
+		t.Errorf("the slow subscriber was closed after %d bytes, under the %d-byte hard limit", published*size, limit)
 	}
 	t.Logf("closed after %d messages (%d MiB)", published, published*size>>20)
 	if got := string(other.Do("PUBSUB", "NUMSUB", "news")); got != "*2\r\n$4\r\nnews\r\n:1\r\n" {

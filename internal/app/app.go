@@ -134,6 +134,7 @@ func New(cfg config.Config, log *zap.Logger) (*App, error) {
 		Logger:      log.Named("commands"),
 	}, st)
 	a.Wire = resp.NewServer(wireConfig(cfg, tlsCfg, log), a.Commands)
+	a.Wire.SetPubsubLimit(PubsubLimit(cfg))
 	a.Commands.Attach(a.Wire)
 	a.Engine = once.New(st, once.Config{DefaultLease: cfg.OnceLease, Logger: log.Named("once")})
 	a.Commands.EnableOnce(a.Engine)
@@ -287,4 +288,10 @@ func wireConfig(cfg config.Config, tlsCfg *tls.Config, log *zap.Logger) resp.Con
 			QueryBufferLimit: cfg.ClientQueryBufferLimit,
 		},
 	}
+}
+
+// PubsubLimit is client-output-buffer-limit's pubsub class, for the wire.
+func PubsubLimit(cfg config.Config) resp.OutputLimit {
+	l := cfg.ClientOutputBufferLimit[config.ClassPubsub]
+	return resp.OutputLimit{Hard: l.Hard, Soft: l.Soft, SoftSeconds: l.SoftFor()}
 }

@@ -34,6 +34,8 @@ func (a *App) UseLogLevel(lvl zap.AtomicLevel) {
 //     that authenticated stay so (as in Redis); "" lets everyone in.
 //   - timeout: every connection, an idle one from the moment of the change.
 //   - maxclients, protected-mode: connections accepted from now on.
+//   - client-output-buffer-limit: the pubsub class, every subscriber
+//     from its next message.
 //   - proto-max-bulk-len, client-query-buffer-limit: every connection,
 //     from its next argument.
 //   - loglevel: the log at once; min-free-disk: the store's next write.
@@ -90,6 +92,9 @@ func (a *App) SetConfig(pairs [][2]string) error {
 	if bulk || query {
 		a.Wire.SetLimits(resp.Limits{MaxBulkLen: next.ProtoMaxBulkLen, QueryBufferLimit: next.ClientQueryBufferLimit})
 		a.Commands.SetProtoMaxBulkLen(next.ProtoMaxBulkLen)
+	}
+	if note("client-output-buffer-limit", next.ClientOutputBufferLimit != old.ClientOutputBufferLimit) {
+		a.Wire.SetPubsubLimit(PubsubLimit(next))
 	}
 	if note("min-free-disk", next.MinFreeDisk != old.MinFreeDisk) && a.Store != nil {
 		a.Store.SetMinFreeDisk(next.MinFreeDisk)

@@ -62,6 +62,10 @@ type Config struct {
 	// ClientQueryBufferLimit bounds the memory of a client's unfinished
 	// request and MULTI queue (Redis's client-query-buffer-limit).
 	ClientQueryBufferLimit int64
+	// ClientOutputBufferLimit is Redis's client-output-buffer-limit, by
+	// class (ClassNormal, ClassReplica, ClassPubsub); only the pubsub
+	// class is enforced (outputlimit.go).
+	ClientOutputBufferLimit [nclasses]BufferLimit
 	// ProtectedMode refuses clients from outside the loopback interface
 	// while no password is set (Redis's protected-mode).
 	ProtectedMode bool
@@ -128,10 +132,11 @@ func Default() Config {
 		TableTrim:        time.Second,
 		TableCompression: "none",
 
-		ProtoMaxBulkLen:        512 << 20,
-		ClientQueryBufferLimit: 1 << 30,
-		ProtectedMode:          true,
-		TLSAuthClients:         "yes",
+		ProtoMaxBulkLen:         512 << 20,
+		ClientQueryBufferLimit:  1 << 30,
+		ClientOutputBufferLimit: defaultBufferLimits,
+		ProtectedMode:           true,
+		TLSAuthClients:          "yes",
 
 		SlowlogLogSlowerThan: 10000,
 		SlowlogMaxLen:        128,
@@ -426,6 +431,11 @@ func (c *Config) Set(name string, vals []string) error {
 		c.ProtoMaxBulkLen, err = size()
 	case "client-query-buffer-limit":
 		c.ClientQueryBufferLimit, err = size()
+	case "client-output-buffer-limit":
+		// One word each or one quoted value: Redis splits the line.
+		if why := c.setBufferLimits(strings.Fields(strings.Join(vals, " "))); why != "" {
+			err = fmt.Errorf("directive %q: %s", name, why)
+		}
 	case "protected-mode":
 		c.ProtectedMode, err = yesNo()
 	case "tls-port":
@@ -626,36 +636,37 @@ func (c Config) IdleTimeout() time.Duration { return time.Duration(c.Timeout) * 
 // Directives are the values CONFIG GET shows.
 func (c Config) Directives() map[string]string {
 	return map[string]string{
-		"port":                      strconv.Itoa(c.Port),
-		"bind":                      strings.Join(c.Bind, " "),
-		"dir":                       c.Dir,
-		"appendfsync":               c.AppendFsync,
-		"appendonly":                "yes",
-		"databases":                 strconv.Itoa(c.Databases),
-		"requirepass":               c.RequirePass,
-		"loglevel":                  c.LogLevel,
-		"maxclients":                strconv.Itoa(c.MaxClients),
-		"procs":                     strconv.Itoa(c.Procs),
-		"sched-policy":              c.SchedPolicy,
-		"timeout":                   strconv.Itoa(c.Timeout),
-		"save":                      "",
-		"memtable-size":             strconv.FormatInt(c.MemTableSize, 10),
-		"block-cache-size":          strconv.FormatInt(c.BlockCacheSize, 10),
-		"value-cache-size":          strconv.FormatInt(c.ValueCacheSize, 10),
-		"memory-burst":              strconv.FormatInt(c.MemoryBurst, 10),
-		"once-lease-ms":             strconv.FormatInt(c.OnceLease.Milliseconds(), 10),
-		"table-trim-ms":             strconv.FormatInt(c.TableTrim.Milliseconds(), 10),
-		"table-compression":         c.TableCompression,
-		"min-free-disk":             strconv.FormatInt(c.MinFreeDisk, 10),
-		"backup-dir":                c.BackupDir,
-		"proto-max-bulk-len":        strconv.FormatInt(c.ProtoMaxBulkLen, 10),
-		"client-query-buffer-limit": strconv.FormatInt(c.ClientQueryBufferLimit, 10),
-		"protected-mode":            yesno(c.ProtectedMode),
-		"tls-port":                  strconv.Itoa(c.TLSPort),
-		"tls-cert-file":             c.TLSCertFile,
-		"tls-key-file":              c.TLSKeyFile,
-		"tls-ca-cert-file":          c.TLSCACertFile,
-		"tls-auth-clients":          c.TLSAuthClients,
+		"port":                       strconv.Itoa(c.Port),
+		"bind":                       strings.Join(c.Bind, " "),
+		"dir":                        c.Dir,
+		"appendfsync":                c.AppendFsync,
+		"appendonly":                 "yes",
+		"databases":                  strconv.Itoa(c.Databases),
+		"requirepass":                c.RequirePass,
+		"loglevel":                   c.LogLevel,
+		"maxclients":                 strconv.Itoa(c.MaxClients),
+		"procs":                      strconv.Itoa(c.Procs),
+		"sched-policy":               c.SchedPolicy,
+		"timeout":                    strconv.Itoa(c.Timeout),
+		"save":                       "",
+		"memtable-size":              strconv.FormatInt(c.MemTableSize, 10),
+		"block-cache-size":           strconv.FormatInt(c.BlockCacheSize, 10),
+		"value-cache-size":           strconv.FormatInt(c.ValueCacheSize, 10),
+		"memory-burst":               strconv.FormatInt(c.MemoryBurst, 10),
+		"once-lease-ms":              strconv.FormatInt(c.OnceLease.Milliseconds(), 10),
+		"table-trim-ms":              strconv.FormatInt(c.TableTrim.Milliseconds(), 10),
+		"table-compression":          c.TableCompression,
+		"min-free-disk":              strconv.FormatInt(c.MinFreeDisk, 10),
+		"backup-dir":                 c.BackupDir,
+		"proto-max-bulk-len":         strconv.FormatInt(c.ProtoMaxBulkLen, 10),
+		"client-query-buffer-limit":  strconv.FormatInt(c.ClientQueryBufferLimit, 10),
+		"client-output-buffer-limit": c.bufferLimitsValue(),
+		"protected-mode":             yesno(c.ProtectedMode),
+		"tls-port":                   strconv.Itoa(c.TLSPort),
+		"tls-cert-file":              c.TLSCertFile,
+		"tls-key-file":               c.TLSKeyFile,
+		"tls-ca-cert-file":           c.TLSCACertFile,
+		"tls-auth-clients":           c.TLSAuthClients,
 		// Fixed values that clients and exporters ask for.
 		"maxmemory":        "0",
 		"maxmemory-policy": "noeviction",

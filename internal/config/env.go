@@ -24,7 +24,7 @@ var directiveNames = func() []string {
 		"port", "bind", "dir", "appendfsync", "databases", "requirepass",
 		"loglevel", "maxclients", "timeout", "procs", "sched-policy", "memtable-size", "block-cache-size", "value-cache-size", "memory-burst",
 		"min-free-disk", "backup-dir", "proto-max-bulk-len",
-		"client-query-buffer-limit", "protected-mode", "tls-port",
+		"client-query-buffer-limit", "client-output-buffer-limit", "protected-mode", "tls-port",
 		"tls-cert-file", "tls-key-file", "tls-ca-cert-file", "tls-auth-clients",
 		"rename-command", "once-lease-ms", "table-trim-ms", "table-compression",
 		"slowlog-log-slower-than", "slowlog-max-len", "metrics-addr",
@@ -40,7 +40,7 @@ var directiveNames = func() []string {
 
 // multiWord are the directives whose environment value is split into
 // words.
-var multiWord = map[string]bool{"bind": true, "save": true, "rename-command": true}
+var multiWord = map[string]bool{"bind": true, "save": true, "rename-command": true, "client-output-buffer-limit": true}
 
 // EnvName is the environment variable of a directive: "proto-max-bulk-len"
 // → "ONCEKV_PROTO_MAX_BULK_LEN".

@@ -89,19 +89,19 @@ func (c Config) Rewrite(old []byte) []byte {
 	}
 	rewritten := map[string]bool{}
 	for _, name := range directiveNames {
-		vals, force, ok := c.rewriteLines(name)
+		vals, force, ok := c.rewriteEach(name)
 		if !ok {
 			continue
 		}
 		rewritten[name] = true
-		for _, v := range vals {
+		for i, v := range vals {
 			line := name + " " + v
 			if l := at[name]; len(l) > 0 {
 				lines[l[0]] = line
 				at[name] = l[1:]
 				continue
 			}
-			if !force {
+			if !force[i] {
 				continue
 			}
 			if !signed {
@@ -136,6 +136,23 @@ func (c Config) Rewrite(old []byte) []byte {
 func known(name string) bool {
 	d := Default()
 	return !errors.Is(d.Set(name, nil), ErrUnknown)
+}
+
+// rewriteEach is rewriteLines with the default judged line by line: a
+// line past those of the directive in the file is appended only if it
+// differs from the default. client-output-buffer-limit has a line per
+// class, each judged alone, as Redis judges them.
+func (c Config) rewriteEach(name string) (vals []string, force []bool, ok bool) {
+	if name == "client-output-buffer-limit" {
+		vals, force = c.bufferLimitsLines()
+		return vals, force, true
+	}
+	vals, f, ok := c.rewriteLines(name)
+	force = make([]bool, len(vals))
+	for i := range force {
+		force[i] = f
+	}
+	return vals, force, ok
 }
 
 // rewriteLines gives directive name's values in c as CONFIG REWRITE

@@ -34,18 +34,19 @@ const (
 )
 
 var runtimeKinds = map[string]runtimeKind{
-	"requirepass":               kindMutable,
-	"timeout":                   kindMutable,
-	"maxclients":                kindMutable,
-	"procs":                     kindMutable,
-	"sched-policy":              kindMutable,
-	"loglevel":                  kindMutable,
-	"protected-mode":            kindMutable,
-	"proto-max-bulk-len":        kindMutable,
-	"client-query-buffer-limit": kindMutable,
-	"min-free-disk":             kindMutable,
-	"slowlog-log-slower-than":   kindMutable,
-	"slowlog-max-len":           kindMutable,
+	"requirepass":                kindMutable,
+	"timeout":                    kindMutable,
+	"maxclients":                 kindMutable,
+	"procs":                      kindMutable,
+	"sched-policy":               kindMutable,
+	"loglevel":                   kindMutable,
+	"protected-mode":             kindMutable,
+	"proto-max-bulk-len":         kindMutable,
+	"client-query-buffer-limit":  kindMutable,
+	"client-output-buffer-limit": kindMutable,
+	"min-free-disk":              kindMutable,
+	"slowlog-log-slower-than":    kindMutable,
+	"slowlog-max-len":            kindMutable,
 
 	// Fixed once the server runs: the listeners, the store's layout and
 	// durability mode (switching appendfsync would have to re-ticket the
@@ -190,6 +191,8 @@ func (c *Config) setRuntime(name, v string) string {
 		} else {
 			c.ClientQueryBufferLimit = n
 		}
+	case "client-output-buffer-limit":
+		return c.setBufferLimits(strings.Fields(v))
 	case "min-free-disk":
 		if v == "-1" {
 			c.MinFreeDisk = -1

@@ -33,6 +33,18 @@ func TestWithSet(t *testing.T) {
 			err: failed + "'sched-policy') - argument(s) must be one of the following: normal, batch"},
 		{name: "ignored", pairs: [][2]string{{"save", ""}, {"appendonly", "yes"}, {"hz", "50"}}, want: func(*Config) {}},
 		{name: "save pairs", pairs: [][2]string{{"save", "3600 1 300 100"}}, want: func(*Config) {}},
+		{name: "client-output-buffer-limit", pairs: [][2]string{{"client-output-buffer-limit", "PUBSUB 1mb 512kb 10 replica 0 0 0"}},
+			want: func(c *Config) {
+				c.ClientOutputBufferLimit[ClassPubsub] = BufferLimit{Hard: 1 << 20, Soft: 512 << 10, SoftSeconds: 10}
+				c.ClientOutputBufferLimit[ClassReplica] = BufferLimit{}
+			}},
+		{name: "client-output-buffer-limit none", pairs: [][2]string{{"client-output-buffer-limit", ""}}, want: func(*Config) {}},
+		{name: "client-output-buffer-limit words", pairs: [][2]string{{"client-output-buffer-limit", "pubsub 1mb 0"}},
+			err: failed + "'client-output-buffer-limit') - Wrong number of arguments in buffer limit configuration."},
+		{name: "client-output-buffer-limit class", pairs: [][2]string{{"client-output-buffer-limit", "pubsub 1mb 0 0 master 1 1 1"}},
+			err: failed + "'client-output-buffer-limit') - Invalid client class specified in buffer limit configuration."},
+		{name: "client-output-buffer-limit value", pairs: [][2]string{{"client-output-buffer-limit", "pubsub 1mb -1 0"}},
+			err: failed + "'client-output-buffer-limit') - Error in hard, soft or soft_seconds setting in buffer limit configuration."},
 
 		{name: "unknown", pairs: [][2]string{{"NoSuch", "1"}}, err: unknown + "'NoSuch'"},
 		{name: "unknown, quoted up to a NUL as C's %s", pairs: [][2]string{{"no\x00such", "1"}}, err: unknown + "'no'"},
@@ -98,7 +110,7 @@ func TestWithSet(t *testing.T) {
 }
 
 func TestSettable(t *testing.T) {
-	want := []string{"client-query-buffer-limit", "loglevel", "maxclients", "min-free-disk",
+	want := []string{"client-output-buffer-limit", "client-query-buffer-limit", "loglevel", "maxclients", "min-free-disk",
 		"procs", "protected-mode", "proto-max-bulk-len", "requirepass", "sched-policy", "slowlog-log-slower-than", "slowlog-max-len", "timeout"}
 	if got := Settable(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Settable = %v, want %v", got, want)
