@@ -259,6 +259,9 @@ func TestDiffProtocolLimits(t *testing.T) {
 			{name: "one-argument-over", chunks: []string{"*2\r\n$4\r\nECHO\r\n$2097152\r\n", big[:1<<20], big[:1<<20] + "\r\n"}},
 			{name: "under", chunks: []string{"*2\r\n$4\r\nECHO\r\n$3\r\nabc\r\n"}},
 			{name: "config-get", chunks: []string{"CONFIG GET client-query-buffer-limit\r\n"}},
+			// A subscriber's requests are held to the limit too.
+			{name: "subscriber-one-argument-over", chunks: []string{"SUBSCRIBE a\r\n", "*2\r\n$4\r\nPING\r\n$2097152\r\n", big[:1<<20], big[:1<<20] + "\r\n"}},
+			{name: "subscriber-under", chunks: []string{"SUBSCRIBE a\r\n", "*2\r\n$4\r\nPING\r\n$3\r\nabc\r\n"}},
 		} {
 			compareExchange(t, r, o, ex)
 		}
@@ -266,6 +269,7 @@ func TestDiffProtocolLimits(t *testing.T) {
 		// commands run before the next read, and all are answered.
 		pings := strings.Repeat("PING\r\n", 400000) // 2.4 MB
 		compareExchange(t, r, o, exchange{name: "pipeline-of-small-commands", chunks: []string{pings}})
+		compareExchange(t, r, o, exchange{name: "subscriber-pipeline-of-small-commands", chunks: []string{"SUBSCRIBE a\r\n" + pings}})
 		// A blocked client's input is read on and nothing of it runs, so
 		// the same pipeline after a blocking command goes over the limit:
 		// the client is closed at once, without the blocked command's

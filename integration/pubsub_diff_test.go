@@ -221,6 +221,29 @@ func TestDiffPubsub(t *testing.T) {
 			cmd("CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60"),
 			cmd("CONFIG", "GET", "client-output-buffer-limit"),
 		}},
+		// AUTH: a subscriber connected before the password keeps getting
+		// its messages; a new connection must AUTH before it subscribes;
+		// RESET leaves the subscriber unauthenticated and unsubscribed.
+		// RESP2 only: a new RESP3 connection starts with HELLO 3, which
+		// the password refuses.
+		{"auth", []Step{
+			cmd("SUBSCRIBE", "a").On(1).InResp(2),
+			cmd("CONFIG", "SET", "requirepass", "s3cret").InResp(2),
+			cmd("PUBLISH", "a", "x").InResp(2),
+			readNext().On(1).InResp(2),
+			cmd("SUBSCRIBE", "a").On(2).InResp(2),
+			cmd("PING").On(2).InResp(2),
+			cmd("PUBLISH", "a", "y").On(2).InResp(2),
+			cmd("AUTH", "s3cret").On(2).InResp(2),
+			cmd("SUBSCRIBE", "a").On(2).InResp(2),
+			cmd("RESET").On(1).InResp(2),
+			cmd("SUBSCRIBE", "a").On(1).InResp(2),
+			cmd("PING").On(1).InResp(2),
+			cmd("PUBLISH", "a", "z").InResp(2),
+			readNext().On(2).InResp(2),
+			cmd("AUTH", "s3cret").On(1).InResp(2),
+			cmd("CONFIG", "SET", "requirepass", "").InResp(2),
+		}},
 		{"kill", []Step{
 			cmd("SUBSCRIBE", "c").On(1),
 			cmd("PSUBSCRIBE", "p*").On(2),
