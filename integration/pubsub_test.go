@@ -246,3 +246,71 @@ func slowSubscriber(t *testing.T, addr, set string, limit int) {
 		t.Errorf("the other subscriber got %d messages of %d", n, published)
 	}
 }
+
+// CLIENT LIST shows a subscriber's P flag and its sub, psub and ssub
+// counts, TYPE pubsub lists the subscribers only and TYPE normal the
+// others; INFO stats counts the channels, patterns and shard channels
+// with a subscriber, as Redis 7.0 names them. (Redis's lines differ in
+// fields this server does not track, so they are checked here rather
+// than compared.)
+func TestPubsubClientListAndInfo(t *testing.T) {
+	t.Parallel()
+	addr := onceServer(t)
+	admin := DialRaw(t, addr)
+	for _, tc := range []struct {
+		name   string
+		cmds   [][]string // run on a new connection, in order
+		fields string     // expected in its CLIENT LIST line
+		typ    string     // its type
+		info   string     // INFO stats lines, with no one else subscribed
+	}{
+		{"channels", [][]string{{"SUBSCRIBE", "a", "b"}}, "flags=P db=0 sub=2 psub=0 ssub=0 multi=-1", "pubsub",
+			"pubsub_channels:2\r\npubsub_patterns:0\r\npubsubshard_channels:0\r\n"},
+		{"patterns", [][]string{{"PSUBSCRIBE", "a*"}}, "flags=P db=0 sub=0 psub=1 ssub=0", "pubsub",
+			"pubsub_channels:0\r\npubsub_patterns:1\r\npubsubshard_channels:0\r\n"},
+		{"shard", [][]string{{"SSUBSCRIBE", "s"}, {"SUBSCRIBE", "a"}}, "flags=P db=0 sub=1 psub=0 ssub=1", "pubsub",
+			"pubsub_channels:1\r\npubsub_patterns:0\r\npubsubshard_channels:1\r\n"},
+		{"unsubscribed", [][]string{{"SUBSCRIBE", "a"}, {"UNSUBSCRIBE"}}, "flags=N db=0 sub=0 psub=0 ssub=0", "normal",
+			"pubsub_channels:0\r\npubsub_patterns:0\r\npubsubshard_channels:0\r\n"},
+		{"reset", [][]string{{"PSUBSCRIBE", "a*"}, {"RESET"}}, "flags=N db=0 sub=0 psub=0 ssub=0", "normal",
+			"pubsub_channels:0\r\npubsub_patterns:0\r\npubsubshard_channels:0\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DialRaw(t, addr)
+			id := strings.TrimSuffix(strings.TrimPrefix(string(c.Do("CLIENT", "ID")), ":"), "\r\n")
+			for _, args := range tc.cmds {
+				c.Do(args...)
+				// Read the confirmations after the first.
+				for n := 2; n < len(args) && strings.HasSuffix(strings.ToLower(args[0]), "subscribe"); n++ {
+					if _, err := c.TryReadFrame(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			list := admin.ReadFrameAfterDo(t, "CLIENT", "LIST", "ID", id).Str
+			if !strings.Contains(list, " "+tc.fields+" ") {
+				t.Errorf("CLIENT LIST: %q, want %q", list, tc.fields)
+			}
+			for _, typ := range []string{"pubsub", "normal"} {
+				listed := strings.Contains(admin.ReadFrameAfterDo(t, "CLIENT", "LIST", "TYPE", typ).Str, "id="+id+" ")
+				if listed != (typ == tc.typ) {
+					t.Errorf("CLIENT LIST TYPE %s lists it: %v; its type is %s", typ, listed, tc.typ)
+				}
+			}
+			stats := admin.ReadFrameAfterDo(t, "INFO", "stats").Str
+			if !strings.Contains(stats, tc.info) {
+				t.Errorf("INFO stats lacks %q:\n%s", tc.info, stats)
+			}
+			c.Close()
+			// Its subscriptions go with it.
+			deadline := time.Now().Add(5 * time.Second)
+			for !strings.Contains(admin.ReadFrameAfterDo(t, "INFO", "stats").Str,
+				"pubsub_channels:0\r\npubsub_patterns:0\r\npubsubshard_channels:0\r\n") {
+				if time.Now().After(deadline) {
+					t.Fatal("the closed subscriber's subscriptions are still counted")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
