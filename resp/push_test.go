@@ -28,6 +28,9 @@ func (h *pushHub) Serve(c *Conn, args [][]byte) {
 		h.subs = append(h.subs, c)
 		h.mu.Unlock()
 		c.W.Simple("subscribed")
+	case "unsub":
+		c.SetSubscribed(false)
+		c.W.Simple("unsubscribed")
 	case "pub":
 		size, _ := strconv.Atoi(string(args[1]))
 		msg := strings.Repeat("m", size)
@@ -116,5 +119,29 @@ func TestPushOutputLimit(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A subscriber is not idle, as in Redis: the timeout spares it while it
+// is subscribed, and applies again once it is not.
+func TestIdleTimeoutSparesSubscribers(t *testing.T) {
+	addr := startTest(t, Config{IdleTimeout: 200 * time.Millisecond}, &pushHub{})
+	sub, sr := dialTest(t, addr)
+	expectLines(t, sub, sr, "sub\r\n", "+subscribed\r\n")
+	idle, ir := dialTest(t, addr)
+	expectLines(t, idle, ir, "ping\r\n", "+ping\r\n")
+	time.Sleep(700 * time.Millisecond)
+	pub, pr := dialTest(t, addr)
+	expectLines(t, pub, pr, "pub 3\r\n", ":1\r\n")
+	expectLines(t, sub, sr, "", "*1\r\n", "$3\r\n", "mmm\r\n")
+	if _, err := ir.ReadString('\n'); err == nil {
+		t.Fatal("an idle client that is not subscribed was not closed")
+	}
+	expectLines(t, sub, sr, "unsub\r\n", "+unsubscribed\r\n")
+	_ = sub.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := sr.ReadString('\n'); err == nil {
+		t.Fatal("an idle client that unsubscribed was not closed")
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("an idle client that unsubscribed was still open after 5 s")
 	}
 }
