@@ -314,3 +314,69 @@ func TestPubsubClientListAndInfo(t *testing.T) {
 		})
 	}
 }
+
+// A RESP3 subscriber blocked in a command (ONCE.WAIT here, BLPOP in
+// Redis) is sent the messages published meanwhile at once, before the
+// blocked command's reply, as Redis sends them (KV-10's waiter still gets
+// its answer the moment the run completes).
+func TestPubsubMessagesReachABlockedSubscriber(t *testing.T) {
+	t.Parallel()
+	addr := onceServer(t)
+	for _, tc := range []struct {
+		name     string
+		messages int
+	}{
+		{"one message", 1},
+		{"several", 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "blocked:" + strings.ReplaceAll(tc.name, " ", "-")
+			runner := DialRaw(t, addr)
+			claim := runner.ReadFrameAfterDo(t, "ONCE.CLAIM", key, "LEASE", "30000")
+			if len(claim.Elems) != 2 || claim.Elems[0].Str != "claimed" {
+				t.Fatalf("ONCE.CLAIM: %q", claim.Raw)
+			}
+			sub := subscribeRaw(t, addr, 3, "SUBSCRIBE", key)
+			sub.Timeout = 2 * time.Second
+			if err := sub.TrySend(EncodeCommand("ONCE.WAIT", key, "TIMEOUT", "20000")); err != nil {
+				t.Fatal(err)
+			}
+			// Blocked once the server counts it so.
+			deadline := time.Now().Add(5 * time.Second)
+			for !strings.Contains(runner.ReadFrameAfterDo(t, "INFO", "clients").Str, "blocked_clients:1\r\n") {
+				if time.Now().After(deadline) {
+					t.Fatal("ONCE.WAIT did not block")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			pub := DialRaw(t, addr)
+			for i := range tc.messages {
+				if got := string(pub.Do("PUBLISH", key, "m"+strconv.Itoa(i))); got != ":1\r\n" {
+					t.Fatalf("PUBLISH: %q", got)
+				}
+				f, err := sub.TryReadFrame()
+				if err != nil {
+					t.Fatalf("message %d while blocked: %v", i, err)
+				}
+				if ch, p, ok := pubsubMessage(f); !ok || f.Type != '>' || ch != key || p != "m"+strconv.Itoa(i) {
+					t.Fatalf("message %d while blocked: %q", i, f.Raw)
+				}
+			}
+			if got := string(runner.Do("ONCE.COMPLETE", key, claim.Elems[1].Str, "answer")); got != "+OK\r\n" {
+				t.Fatalf("ONCE.COMPLETE: %q", got)
+			}
+			if f, err := sub.TryReadFrame(); err != nil || len(f.Elems) != 2 || f.Elems[0].Str != "done" || f.Elems[1].Str != "answer" {
+				t.Fatalf("ONCE.WAIT's answer: %v %v", f, err)
+			}
+			// Still subscribed, and served as before.
+			if got := string(pub.Do("PUBLISH", key, "after")); got != ":1\r\n" {
+				t.Fatalf("PUBLISH after: %q", got)
+			}
+			if f, err := sub.TryReadFrame(); err != nil {
+				t.Fatal(err)
+			} else if _, p, ok := pubsubMessage(f); !ok || p != "after" {
+				t.Fatalf("message after the wait: %q", f.Raw)
+			}
+		})
+	}
+}

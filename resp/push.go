@@ -185,6 +185,62 @@ func (c *Conn) closeOutbox() {
 	o.mu.Unlock()
 }
 
+// pushWhileBlocked sends c's pushes while a command of c blocks (a RESP3
+// subscriber in ONCE.WAIT), as Redis sends a blocked client's messages:
+// the replies before the command were sent, and its own comes after, so
+// a goroutine of its own may write to the socket meanwhile. The function
+// it returns stops it, once it sent what it took, before the command's
+// reply is sent.
+func (s *Server) pushWhileBlocked(c *Conn) (stop func()) {
+	ready := c.pushReady()
+	if ready == nil {
+		return func() {}
+	}
+	// The replies handed to the store (handoff.go) go first.
+	if !s.settleHandoff(c) {
+		return func() {}
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		var buf []byte
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ready:
+			}
+			o := &c.out
+			o.mu.Lock()
+			buf = append(buf[:0], o.w.buf...)
+			o.inflight += len(buf)
+			o.w.Reset()
+			o.mu.Unlock()
+			if len(buf) == 0 {
+				continue
+			}
+			var n int
+			var err error
+			if c.sk.Ready() {
+				n, err = c.sk.Write(buf)
+			} else {
+				n, err = c.nc.Write(buf)
+			}
+			s.stats.Writes.Add(1)
+			s.stats.NetOutput.Add(int64(n))
+			c.sentOutbox()
+			if err != nil {
+				c.nc.Close() // the blocked command sees its client gone
+				return
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
+}
+
 // pushReady is a channel that receives when pushes wait, or nil.
 func (c *Conn) pushReady() <-chan struct{} {
 	if !c.out.on.Load() {

@@ -772,7 +772,9 @@ func (s *Server) serveDetached(c *Conn) (err error) {
 				s.runBlocked(c, fn, closedChan)
 				return false
 			}
+			stop := s.pushWhileBlocked(c)
 			s.runBlocked(c, fn, gone)
+			stop()
 		}
 		return send()
 	}
