@@ -536,6 +536,10 @@ type DB struct {
 	// posSynced is when the applier last synced Badger to record the
 	// log position it holds (recordPosition).
 	posSynced time.Time
+	// memSynced are the fids of Badger's immutable memtable files that
+	// syncBadger fsynced (under memMu).
+	memMu     sync.Mutex
+	memSynced map[uint64]bool
 	applyKick chan struct{}
 	roundMu   sync.Mutex // commitRound's, for a store that was not started
 	// applyNow asks the applier to apply at once, without gathering.
@@ -966,7 +970,7 @@ func (s *DB) Close() error {
 	if err := s.wal.sync(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: %w", err))
 	}
-	if err := s.bdb.Sync(); err != nil {
+	if err := s.syncBadger(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: sync: %w", err))
 	} else if s.committed.Load() == s.logged.Load() {
 		// Badger holds and has synced every logged write: the log
@@ -1506,7 +1510,7 @@ func (s *DB) checkpointAll() error {
 	if err != nil {
 		return err
 	}
-	if err := s.bdb.Sync(); err != nil {
+	if err := s.syncBadger(); err != nil {
 		return err
 	}
 	return s.wal.remove(seg)
@@ -1959,7 +1963,7 @@ func (s *DB) recoverWAL() error {
 	}
 	s.replayed = r.stats
 	if len(segs) > 0 {
-		if err := s.bdb.Sync(); err != nil {
+		if err := s.syncBadger(); err != nil {
 			return fmt.Errorf("sync after log replay: %w", err)
 		}
 		if r.stats.read > 0 {
@@ -2621,7 +2625,7 @@ func (s *DB) recordPosition(pos walPos) {
 		return
 	}
 	s.posSynced = time.Now()
-	if err := s.bdb.Sync(); err != nil {
+	if err := s.syncBadger(); err != nil {
 		s.log.Warn("could not sync Badger to record the log position", zap.Error(err))
 		return
 	}
@@ -2743,7 +2747,7 @@ const cleanSlice = 128
 // checkpoint syncs Badger and deletes the log segments up to seg, whose
 // writes it holds.
 func (s *DB) checkpoint(seg uint64) {
-	if err := s.bdb.Sync(); err != nil {
+	if err := s.syncBadger(); err != nil {
 		s.log.Warn("checkpoint: sync failed; keeping the log", zap.Error(err))
 		return
 	}

@@ -63,7 +63,7 @@ func (s *DB) dropDBs(dbs []int) error {
 	if err := s.bdb.Update(func(txn *badger.Txn) error { return txn.Set(flushKey, encodeDBs(dbs)) }); err != nil {
 		return fmt.Errorf("record the flush: %w", err)
 	}
-	if err := s.bdb.Sync(); err != nil {
+	if err := s.syncBadger(); err != nil {
 		return fmt.Errorf("record the flush: %w", err)
 	}
 	err := s.endDrop(dbs, true)
@@ -72,7 +72,7 @@ func (s *DB) dropDBs(dbs []int) error {
 		// must not complete it over the writes that come after. (Badger
 		// may have dropped some of the keys: as it was without the
 		// record.)
-		err = errors.Join(err, s.bdb.Update(func(txn *badger.Txn) error { return txn.Delete(flushKey) }), s.bdb.Sync())
+		err = errors.Join(err, s.bdb.Update(func(txn *badger.Txn) error { return txn.Delete(flushKey) }), s.syncBadger())
 	}
 	return err
 }
@@ -106,7 +106,7 @@ func (s *DB) endDrop(dbs []int, retry bool) error {
 		if err := s.bdb.Update(func(txn *badger.Txn) error { return txn.Delete(flushKey) }); err != nil {
 			return fmt.Errorf("end the flush: %w", err)
 		}
-		if err := s.bdb.Sync(); err != nil {
+		if err := s.syncBadger(); err != nil {
 			return fmt.Errorf("end the flush: %w", err)
 		}
 		return nil

@@ -473,7 +473,7 @@ func (s *DB) loadSweepCheck(stale, crashed bool) error {
 	// Synced before the format is raised, or a crash could leave format
 	// 2 without the record (which a later Open would then make anew,
 	// from a later, still safe, deadline).
-	return s.bdb.Sync()
+	return s.syncBadger()
 }
 
 // lastDeadline is the latest deadline in the expiry index, in every

@@ -383,8 +383,12 @@ func (w *wal) rotate() (uint64, error) {
 	return old, nil
 }
 
+// removeSegment deletes a log segment: os.Remove, a variable for the
+// tests, which record when segments go (badgersync_test.go).
+var removeSegment = os.Remove
+
 // remove deletes the segments up to and including n, which Badger holds
-// and has synced.
+// and has synced (syncBadger).
 func (w *wal) remove(upTo uint64) error {
 	segs, err := walSegments(w.dir)
 	if err != nil {
@@ -397,7 +401,7 @@ func (w *wal) remove(upTo uint64) error {
 		if n > upTo || n >= cur {
 			break
 		}
-		if err := os.Remove(filepath.Join(w.dir, segName(n))); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := removeSegment(filepath.Join(w.dir, segName(n))); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("wal: %w", err)
 		}
 	}

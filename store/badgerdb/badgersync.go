@@ -1,0 +1,148 @@
+package badgerdb
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// syncBadger makes every write Badger has applied so far durable: what
+// the store needs before it deletes log segments, or records a log
+// position, that hold those writes (KV-6). Every such place calls it,
+// never Badger's Sync alone.
+//
+// Badger's Sync (v4.9.6) syncs only its active memtable's log (the
+// newest .mem file) and its current value log file. A full memtable is
+// made immutable and handed to the flusher without a sync of its .mem
+// file, which stays dirty in the page cache until the memtable is
+// flushed to a table (tables are synced) and the file deleted: writes
+// applied before the Sync may be in such a file only. So after Badger's
+// Sync, syncBadger fsyncs every .mem file of the directory but the
+// newest (syncImmutableMemtables). Older value log files need nothing:
+// Badger truncates a value log file to its end when it moves on to the
+// next, and that truncation syncs it first.
+//
+// It runs at checkpoints, not per write: after the applier finishes a
+// log segment (checkpoint: one per WALSegmentSize written), at most once
+// a second when the applier records the log position (recordPosition),
+// for FLUSHDB / FLUSHALL (checkpointAll, dropDBs, endDrop), and at Open
+// and Close.
+func (s *DB) syncBadger() error {
+	if err := s.bdb.Sync(); err != nil {
+		return err
+	}
+	err := s.syncImmutableMemtables()
+	if badgerSynced != nil {
+		badgerSynced()
+	}
+	return err
+}
+
+// syncMemFile makes the data of one of Badger's .mem files durable. A
+// variable for the tests, which record what it syncs.
+//
+// Badger writes a .mem file through a shared, writable mapping; on Linux
+// an fsync or fdatasync of any descriptor of the file writes back its
+// dirty pages, those dirtied through a mapping included (they are the
+// file's page cache pages). fdatasync is enough: the file's size was set
+// when it was created, and fdatasync writes a size change too.
+var syncMemFile = fdatasync
+
+// badgerSynced, when set (by tests), is called at the end of each
+// syncBadger.
+var badgerSynced func()
+
+// syncImmutableMemtables fsyncs each .mem file of Badger's directory
+// but the newest, once: an older file belongs to an immutable memtable,
+// which no write reaches any more (or to one already flushed, whose
+// file is about to go). The newest is the active memtable's, which
+// Badger's Sync, called before, synced.
+//
+// If a memtable is made immutable between Badger's Sync and the listing
+// here, the newest file listed is the new active one, which holds only
+// writes applied after that Sync began, and the one Badger synced is
+// synced again here: every write applied before syncBadger was called is
+// in a file synced by one or the other. A file deleted meanwhile was
+// flushed to a table, synced, and needs nothing.
+//
+// The fids (the number a .mem file is named with) of the files synced
+// are remembered, so that each immutable file is synced once, however
+// many checkpoints it waits through: Badger numbers its memtables in
+// increasing order and never writes to an older one again. Fids whose
+// files are gone are forgotten.
+func (s *DB) syncImmutableMemtables() error {
+	names, err := readDirNames(s.opts.Dir)
+	if err != nil {
+		return fmt.Errorf("sync Badger's memtables: %w", err)
+	}
+	var fids []uint64
+	for _, name := range names {
+		num, ok := strings.CutSuffix(name, memExt)
+		if !ok {
+			continue
+		}
+		fid, err := strconv.ParseUint(num, 10, 64)
+		if err != nil {
+			continue
+		}
+		fids = append(fids, fid)
+	}
+	newest := uint64(0)
+	for _, fid := range fids {
+		newest = max(newest, fid)
+	}
+	s.memMu.Lock()
+	defer s.memMu.Unlock()
+	synced := make(map[uint64]bool, len(fids))
+	var errs []error
+	for _, fid := range fids {
+		if fid == newest {
+			continue
+		}
+		if s.memSynced[fid] {
+			synced[fid] = true
+			continue
+		}
+		err := syncMemtable(filepath.Join(s.opts.Dir, memName(fid)))
+		switch {
+		case err == nil:
+			synced[fid] = true
+		case errors.Is(err, os.ErrNotExist):
+			// Flushed to a table meanwhile.
+		default:
+			errs = append(errs, fmt.Errorf("sync Badger's memtable %s: %w", memName(fid), err))
+		}
+	}
+	s.memSynced = synced
+	return errors.Join(errs...)
+}
+
+// memExt is the extension of Badger's memtable logs.
+const memExt = ".mem"
+
+// memName is the name of Badger's memtable log fid (as Badger names it).
+func memName(fid uint64) string { return fmt.Sprintf("%05d%s", fid, memExt) }
+
+// syncMemtable fsyncs the file at path. Badger deleting it meanwhile
+// does no harm: the descriptor keeps the file until it is closed.
+func syncMemtable(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = syncMemFile(f)
+	return errors.Join(err, f.Close())
+}
+
+// readDirNames lists the names in dir, unsorted.
+func readDirNames(dir string) ([]string, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	names, err := d.Readdirnames(-1)
+	return names, errors.Join(err, d.Close())
+}
