@@ -3,10 +3,14 @@ package badgerdb
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/dgraph-io/badger/v4"
+	"go.uber.org/zap"
 )
 
 // syncBadger makes every write Badger has applied so far durable: what
@@ -28,8 +32,8 @@ import (
 // It runs at checkpoints, not per write: after the applier finishes a
 // log segment (checkpoint: one per WALSegmentSize written), at most once
 // a second when the applier records the log position (recordPosition),
-// for FLUSHDB / FLUSHALL (checkpointAll, dropDBs, endDrop), and at Open
-// and Close.
+// for FLUSHDB / FLUSHALL (checkpointAll, dropDBs, endDrop), after a
+// value-log GC rewrite (rewriteValueLog), and at Open and Close.
 func (s *DB) syncBadger() error {
 	if err := s.bdb.Sync(); err != nil {
 		return err
@@ -145,4 +149,55 @@ func readDirNames(dir string) ([]string, error) {
 	}
 	names, err := d.Readdirnames(-1)
 	return names, errors.Join(err, d.Close())
+}
+
+// collectValueLog garbage-collects Badger's value log, one file after
+// another, while Badger finds one worth rewriting.
+func (s *DB) collectValueLog() bool {
+	s.tableReads.Add(1) // it looks each entry up in the tables
+	for s.rewriteValueLog() {
+	}
+	return true
+}
+
+// rewriteValueLog has Badger rewrite one value log file, and reports
+// whether it did.
+//
+// Badger's rewrite writes the file's live values anew, unsynced (the
+// store's Badger does not sync its writes), then deletes the file at
+// once, unless an iterator is open: then the deletion waits for the
+// last open iterator's Close. A power loss after the deletion reached
+// the disk but before the values' new copies did would lose them
+// (KV-6). So an iterator is held open across the rewrite, Badger is
+// synced (syncBadger: the new copies are in the current value log file
+// and in memtables), and only then is the iterator closed, which deletes
+// the file (or leaves that to the last other iterator open, later
+// still).
+//
+// The iterator is never read. It picks no table (no table holds a
+// version after math.MaxUint64), so it holds no table and reads none:
+// no tableReads to count for trimTables. It does hold the memtables open
+// at its start (their memory and .mem files stay until it closes) and
+// its transaction's read timestamp (compactions keep the versions
+// written since): both for one rewrite only, as the rewrite itself
+// already holds back the discarding of versions while it runs. It is
+// held per file rather than across the loop so that each rewritten
+// file's space comes back as soon as it is synced, however many files a
+// collection rewrites. It runs on the collection's goroutine, which
+// Close waits for before it closes Badger.
+func (s *DB) rewriteValueLog() bool {
+	txn := s.bdb.NewTransaction(false)
+	defer txn.Discard()
+	it := txn.NewIterator(badger.IteratorOptions{SinceTs: math.MaxUint64})
+	defer it.Close()
+	if err := s.bdb.RunValueLogGC(0.5); err != nil {
+		return false
+	}
+	if err := s.syncBadger(); err != nil {
+		// The disk fails: the file goes anyway (the iterator cannot stay
+		// open for good), but the collection stops here.
+		s.log.Warn("value-log GC: could not sync Badger after a rewrite", zap.Error(err))
+		return false
+	}
+	return true
 }

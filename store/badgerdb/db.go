@@ -2881,14 +2881,6 @@ func (s *DB) every(d time.Duration, fn func(due time.Time) bool) {
 	}()
 }
 
-// collectValueLog garbage-collects Badger's value log.
-func (s *DB) collectValueLog() bool {
-	s.tableReads.Add(1) // it looks each entry up in the tables
-	for s.bdb.RunValueLogGC(0.5) == nil {
-	}
-	return true
-}
-
 // newIterator opens an iterator of txn, counting it as a read of the
 // tables for trimTables, at its opening and again at its close (a scan
 // maps table pages all along, and a trim while it runs may find no other
