@@ -4,6 +4,7 @@ package integration
 // no ONCE commands to compare with).
 
 import (
+	"strconv"
 	"testing"
 	"time"
 )
@@ -73,8 +74,13 @@ func TestClientPauseOnce(t *testing.T) {
 	// Past the lease: the handover waits for the end of the pause.
 	noReply(t, w, 400*time.Millisecond, "waiter at a lapse while paused")
 	// The lapsed record reads as gone, as any key past its deadline
-	// (KV-4), while its waiter still waits for the handover.
-	wantRaw(t, ctl, "*-1\r\n", "ONCE.STATUS", "p")
+	// (KV-4), but ONCE.STATUS tells what is true: it runs still, on the
+	// old token with no lease left, while its waiter waits for the
+	// handover.
+	wantRaw(t, ctl, ":0\r\n", "EXISTS", "p")
+	wantRaw(t, ctl, "*12\r\n$5\r\nstate\r\n$7\r\nrunning\r\n$5\r\ntoken\r\n:"+strconv.FormatInt(tok, 10)+
+		"\r\n$8\r\nlease-ms\r\n:0\r\n$7\r\nkeep-ms\r\n:-1\r\n$7\r\nwaiters\r\n:1\r\n$11\r\nfingerprint\r\n$-1\r\n",
+		"ONCE.STATUS", "p")
 	if n := rawInfoInt(t, ctl, "lease_lapses"); n != 0 {
 		t.Fatalf("lease_lapses while paused = %d, want 0", n)
 	}

@@ -122,7 +122,15 @@ type keyState struct {
 	// the record itself has expired.
 	fp    []byte
 	hasFP bool
+	// token and deadline are the running record's, kept for Status
+	// after the record has expired and before its lapse is handed over
+	// (a pause defers it).
+	token    uint64
+	deadline int64
 }
+
+// track notes what ks must remember of r, the key's running record.
+func (ks *keyState) track(r Record) { ks.token, ks.deadline = r.Token, r.Deadline }
 
 type delivery struct {
 	w *Waiter
@@ -546,6 +554,7 @@ func (e *Engine) addWaiter(r Record, w *Waiter) {
 	if r.HasFP {
 		ks.fp = append([]byte(nil), r.Fingerprint...)
 	}
+	ks.track(r)
 	ks.waiters = append(ks.waiters, w)
 	e.Stats.Waits.Add(1)
 	e.Stats.waiting.Add(1)
@@ -620,6 +629,7 @@ func (e *Engine) settle(tx store.Tx, k wkey) (Record, bool, error) {
 	switch {
 	case ok && r.State == Running:
 		e.mu.Lock()
+		ks.track(r)
 		e.armLocked(k, ks, r.Deadline)
 		e.mu.Unlock()
 		return r, ok, nil
@@ -701,6 +711,7 @@ func (e *Engine) handOver(tx store.Tx, k wkey, ks *keyState) error {
 	// store refuses one.
 	e.deliver(next, Result{State: "claimed", Token: tok})
 	ks.fp, ks.hasFP = r.Fingerprint, r.HasFP
+	ks.track(r)
 	if r.HasFP {
 		// The waiters joined a record that may have had no fingerprint:
 		// a CLAIM waiter whose own differs from the one the claim now
@@ -839,6 +850,7 @@ func (e *Engine) Extend(tx store.Tx, db int, key []byte, token uint64, lease int
 	}
 	e.mu.Lock()
 	if ks := e.keys[k]; ks != nil {
+		ks.track(r)
 		e.armLocked(k, ks, r.Deadline)
 	}
 	e.mu.Unlock()
@@ -853,11 +865,26 @@ type Status struct {
 }
 
 // Status reports a key's record; ok is false when it is free.
+//
+// A running record whose lease passed while callers wait for it is
+// running still, until its lapse is handed over (at once, or when a
+// CLIENT PAUSE ends: SetHold): Status reports it so, with its token and
+// a LeaseMs of 0, although reads see the record gone (KV-4).
 func (e *Engine) Status(tx store.Tx, db int, key []byte) (Status, bool, error) {
 	k := wkey{db, string(key)}
 	r, ok, err := e.load(tx, k)
-	if err != nil || !ok {
+	if err != nil {
 		return Status{}, false, err
+	}
+	if !ok {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		ks := e.keys[k]
+		if ks == nil || len(ks.waiters) == 0 {
+			return Status{}, false, nil
+		}
+		r = Record{State: Running, Token: ks.token, Fingerprint: ks.fp, HasFP: ks.hasFP, Deadline: ks.deadline}
+		return Status{Record: r, LeaseMs: 0, KeepMs: -1, Waiters: len(ks.waiters)}, true, nil
 	}
 	st := Status{Record: r, LeaseMs: -1, KeepMs: -1}
 	left := r.Deadline - e.now(tx)
