@@ -103,6 +103,12 @@ type Engine struct {
 	// adopting is the goroutine that adds the running records of before
 	// the start to running (adopt), which Close waits for.
 	adopting sync.WaitGroup
+	// unadopted is set from Start, with a store.KindWalker, until adopt
+	// ends: the running records of before are not all in running yet, so
+	// the writes of other commands must reach Stored (Active), or a
+	// RENAME of one after the walk found it, under a name the walk had
+	// passed, would be counted under neither name.
+	unadopted atomic.Bool
 }
 
 type wkey struct {
@@ -220,7 +226,8 @@ func (e *Engine) held() <-chan struct{} {
 // walk of the keyspace. Call it before the store's Start, so that the
 // store's first walk serves it; after, the store walks for it at once.
 // Until the walk ends, a running record of before is counted once a ONCE
-// command saves it (EXTEND, a handover), and not once deleted.
+// command saves it (EXTEND, a handover) or another command moves it
+// (RENAME: Stored), and not once deleted.
 func (e *Engine) Start() error {
 	_, err := e.st.Update(func(tx store.Tx) error {
 		b, err := tx.Meta(metaTokens)
@@ -241,6 +248,7 @@ func (e *Engine) Start() error {
 		return nil
 	}
 	var found []wkey
+	e.unadopted.Store(true)
 	w.WalkKind(store.KindOnce, func(db int, key []byte, v store.Value) {
 		if IsRunning(v) {
 			found = append(found, wkey{db, string(key)})
@@ -251,11 +259,13 @@ func (e *Engine) Start() error {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		if e.closed {
+			e.unadopted.Store(false)
 			return
 		}
 		e.adopting.Add(1)
 		go func() {
 			defer e.adopting.Done()
+			defer e.unadopted.Store(false)
 			e.adopt(found)
 		}()
 	})
@@ -1038,7 +1048,9 @@ func (e *Engine) Flushed(tx store.Tx, db int) {
 }
 
 // Active reports whether Touched and Flushed have anything to do.
-func (e *Engine) Active() bool { return len(e.running) > 0 || e.Waiting() > 0 }
+func (e *Engine) Active() bool {
+	return len(e.running) > 0 || e.Waiting() > 0 || e.unadopted.Load()
+}
 
 // Waiting is the number of blocked callers.
 func (e *Engine) Waiting() int64 { return e.Stats.waiting.Load() }

@@ -1,9 +1,15 @@
 package once_test
 
 import (
+	"bytes"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/oncekv/oncekv/once"
+	"github.com/oncekv/oncekv/store"
+	"github.com/oncekv/oncekv/store/badgerdb"
 )
 
 // TestEngineCountsRunningRecordsOfBeforeTheStart: the running records
@@ -88,4 +94,104 @@ func TestEngineCountsRunningRecordsOfBeforeTheStart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEngineCountsARunningRecordOfBeforeRenamedDuringTheCount: a running
+// record of before the restart that another command moves (RENAME) after
+// the store's walk found it, and before the engine has checked what the
+// walk found, is a running claim still (KV-16), under its new name:
+// RunningKeys (INFO's running_keys) counts it once the count ends,
+// without any command touching it again. The walk found it under its old
+// name, which is gone when the count checks it, and the new name may lie
+// where the walk had passed: only the write's hook can tell the engine.
+func TestEngineCountsARunningRecordOfBeforeRenamedDuringTheCount(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		engineFirst bool
+		src, dst    string
+	}{
+		// dst before src in key order: the walk passed it already.
+		{"engine first, moved back", true, "m", "a"},
+		{"engine first, moved on", true, "m", "z"},
+		{"store first, moved back", false, "m", "a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			v := openEnv(t, dir, time.Minute)
+			v.mustClaim(tc.src, lease(60000))
+			v.mustClaim("other", lease(60000))
+			v.close()
+
+			// The engine's count waits at its first transaction until
+			// the RENAME is made: the walk has ended by then.
+			st, err := badgerdb.Open(badgerdb.DefaultOptions(dir))
+			if err != nil {
+				t.Fatalf("open store: %v", err)
+			}
+			e := once.New(st, once.Config{DefaultLease: time.Minute})
+			counting := make(chan struct{})
+			renamed := make(chan struct{})
+			var gate sync.Once
+			e.SetUpdater(func(fn func(store.Tx) error) (store.Ticket, error) {
+				gate.Do(func() { close(counting); <-renamed })
+				return st.Update(fn)
+			})
+			if !tc.engineFirst {
+				st.Start()
+			}
+			if err := e.Start(); err != nil {
+				t.Fatalf("start engine: %v", err)
+			}
+			v = &env{t: t, dir: dir, st: st, e: e}
+			t.Cleanup(v.close)
+			if tc.engineFirst {
+				st.Start()
+			}
+			select {
+			case <-counting:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the engine's count of the running records did not start")
+			}
+			v.rename(tc.src, tc.dst)
+			close(renamed)
+			for deadline := time.Now().Add(10 * time.Second); ; {
+				n := v.runningKeys()
+				if n == 2 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after the count: RunningKeys %d for 10 s, want 2 (%s, renamed from %s, and other)", n, tc.dst, tc.src)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// rename moves src to dst as RENAME does through the commands' hook: the
+// hook sees the writes if the engine is Active when the command starts.
+func (v *env) rename(src, dst string) {
+	v.t.Helper()
+	v.update(func(tx store.Tx) {
+		hooked := v.e.Active()
+		val, ok, err := tx.Get(0, []byte(src))
+		if err != nil || !ok {
+			v.t.Fatalf("RENAME %s %s: get: %v %v", src, dst, ok, err)
+		}
+		val.Data = bytes.Clone(val.Data)
+		if err := tx.Set(0, []byte(dst), val); err != nil {
+			v.t.Fatalf("RENAME: set: %v", err)
+		}
+		if hooked {
+			v.e.Stored(tx, 0, []byte(dst), val)
+		}
+		if _, err := tx.Delete(0, []byte(src)); err != nil {
+			v.t.Fatalf("RENAME: delete: %v", err)
+		}
+		if hooked {
+			v.e.Touched(tx, 0, []byte(src))
+		}
+	})
 }
