@@ -265,12 +265,18 @@ func clientSetinfo(x *Ctx) {
 // clientLine is a connection's line in CLIENT LIST / CLIENT INFO.
 func (s *Server) clientLine(c *resp.Conn, now time.Time) string {
 	i := c.Info()
+	// In Redis's order (P, x, b), N when none: b is a client waiting
+	// in a blocking command (ONCE.WAIT, CLAIM … WAIT) or held by CLIENT
+	// PAUSE, as Redis 7.0 shows one in BLPOP or held by a pause.
 	flags := ""
 	if c.Subscribed() {
 		flags += "P"
 	}
-	if i.Multi >= 0 && c != nil && i.Multi != 0 {
+	if i.Multi > 0 {
 		flags += "x"
+	}
+	if c.Blocked() {
+		flags += "b"
 	}
 	if flags == "" {
 		flags = "N"
