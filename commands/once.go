@@ -241,6 +241,12 @@ func (x *Ctx) blockOn(w *once.Waiter, timeoutMs int64, again func() (once.Result
 			return
 		default:
 		}
+		// From now on a lapse's handover passes this waiter by once its
+		// client has left, even before it withdraws (KV-13).
+		e.Watch(w, gone)
+		if x.S.onceWatched != nil {
+			x.S.onceWatched()
+		}
 		unblock := c.Unblockable()
 		timedOut := false
 		var um resp.UnblockMode

@@ -83,6 +83,9 @@ type Server struct {
 	hooks   []TxHook
 	infos   []InfoSection
 	once    *once.Engine
+	// onceWatched, if set (by tests), is called once a blocked ONCE
+	// waiter's client is watched by the engine (blockOn).
+	onceWatched func()
 	// pause is CLIENT PAUSE's state (pause.go).
 	pause pauser
 	// helpHidden are the CLIENT subcommands (lower case) that CLIENT

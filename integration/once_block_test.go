@@ -274,6 +274,43 @@ func TestOnceBlockDisconnect(t *testing.T) {
 		awaitWaiting(t, ctl, 0)
 	})
 
+	t.Run("waiters closed, then the lease lapses: the claim goes straight to the live one", func(t *testing.T) {
+		// KV-13: the claim is handed over once, to the oldest live
+		// waiter, as the lease lapses; never to a waiter whose socket
+		// was closed (not even for the moment its withdrawal takes),
+		// and not a dead waiter's 30 s lease later.
+		tok := rawOnce(t, ctl, "ONCE.CLAIM", "h", "LEASE", "30000").Token
+		dead := sendWaiters(t, addr, 2, "ONCE.CLAIM", "h", "WAIT", "0", "LEASE", "30000")
+		awaitWaiting(t, ctl, 2)
+		live := sendWaiters(t, addr, 2, "ONCE.CLAIM", "h", "WAIT", "0", "LEASE", "30000")
+		awaitWaiting(t, ctl, 4)
+		handoffs := rawInfoInt(t, ctl, "handoffs")
+		closeAll(dead)
+		// The lease lapses now.
+		if f := rawFrame(t, ctl, "ONCE.EXTEND", "h", strconv.FormatInt(tok, 10), "LEASE", "1"); f.Str != "OK" {
+			t.Fatalf("EXTEND: %q", f.Raw)
+		}
+		start := time.Now()
+		r, err := frameOnce(live[0].ReadFrame())
+		if err != nil || r.State != "claimed" || r.Token <= tok {
+			t.Fatalf("oldest live waiter: %v %v, want [claimed >%d]", r, err, tok)
+		}
+		if el := time.Since(start); el > 2*time.Second {
+			t.Fatalf("oldest live waiter claimed %v after the lapse", el)
+		}
+		if n := rawInfoInt(t, ctl, "handoffs") - handoffs; n != 1 {
+			t.Errorf("handoffs: %d, want 1 (straight to the live waiter)", n)
+		}
+		if f := rawFrame(t, ctl, "ONCE.COMPLETE", "h", strconv.FormatInt(r.Token, 10), "done"); f.Str != "OK" {
+			t.Fatalf("heir's COMPLETE: %q", f.Raw)
+		}
+		if r, err := frameOnce(live[1].ReadFrame()); err != nil || r.State != "done" || r.Detail != "done" {
+			t.Fatalf("second live waiter: %v %v, want [done done]", r, err)
+		}
+		closeAll(live)
+		awaitWaiting(t, ctl, 0)
+	})
+
 	t.Run("a waiter that pipelined more commands and left", func(t *testing.T) {
 		rawOnce(t, ctl, "ONCE.CLAIM", "e", "LEASE", "30000")
 		c := DialRaw(t, addr)

@@ -18,7 +18,8 @@
 //     acknowledged write.
 //   - Leases (KV-13): a timer fires at the lease deadline of a key that has
 //     waiters; the claim passes to the oldest Claim waiter with a new token,
-//     or the key becomes free. Tokens come from one counter that only grows,
+//     or the key becomes free. A waiter whose caller has left (Watch) is
+//     passed by, even before it withdraws (Cancel). Tokens come from one counter that only grows,
 //     also across restarts: a block of tokens is reserved in the store
 //     before any of it is handed out.
 //
@@ -169,10 +170,39 @@ type Waiter struct {
 	k     wkey
 	ch    chan Result
 	gone  bool // removed from its key (delivered or cancelled)
+	// left, once Watch set it, is closed when the caller has left (its
+	// connection closed): a handover passes it by.
+	left <-chan struct{}
 }
 
 // C delivers the waiter's one result.
 func (w *Waiter) C() <-chan Result { return w.ch }
+
+// Watch tells the engine that w's caller has left once left is closed
+// (a blocked client's connection). A lapse's handover (KV-13) then passes
+// a waiter whose caller has left by, to the next one or to freeing the
+// key, rather than handing it a claim that only its withdrawal (Cancel)
+// would give back, a transaction and a token later. The caller must still
+// Cancel w once it sees left closed: it then gets ErrGone.
+func (e *Engine) Watch(w *Waiter, left <-chan struct{}) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	w.left = left
+}
+
+// hasLeft reports whether w's caller has left (Watch). Call it with e.mu
+// held.
+func (w *Waiter) hasLeft() bool {
+	if w.left == nil {
+		return false
+	}
+	select {
+	case <-w.left:
+		return true
+	default:
+		return false
+	}
+}
 
 // New returns an engine over st. It starts nothing: call Start.
 func New(st store.Store, cfg Config) *Engine {
@@ -667,12 +697,21 @@ func (e *Engine) lapse(tx store.Tx, k wkey, ks *keyState) error {
 func (e *Engine) handOver(tx store.Tx, k wkey, ks *keyState) error {
 	e.mu.Lock()
 	var next *Waiter
-	for i, w := range ks.waiters {
-		if w.claim {
-			next = w
-			ks.waiters = append(ks.waiters[:i:i], ks.waiters[i+1:]...)
-			break
+	for i := 0; i < len(ks.waiters); {
+		w := ks.waiters[i]
+		if !w.claim {
+			i++
+			continue
 		}
+		ks.waiters = append(ks.waiters[:i:i], ks.waiters[i+1:]...)
+		if w.hasLeft() {
+			// Its caller has left and has not withdrawn yet: the
+			// claim is not its own, not even for a moment.
+			e.drop(w)
+			continue
+		}
+		next = w
+		break
 	}
 	e.mu.Unlock()
 	if next == nil {
@@ -745,6 +784,14 @@ func (e *Engine) handOver(tx store.Tx, k wkey, ks *keyState) error {
 	}
 	e.armLocked(k, ks, r.Deadline)
 	return nil
+}
+
+// drop takes w, whose caller has left, out of the line; its Cancel gets
+// ErrGone. Call it with e.mu held.
+func (e *Engine) drop(w *Waiter) {
+	w.gone = true
+	e.Stats.waiting.Add(-1)
+	e.pending = append(e.pending, delivery{w, Result{Err: ErrGone}})
 }
 
 func (e *Engine) deliver(w *Waiter, r Result) {

@@ -15,4 +15,8 @@ var (
 	ErrInvalidLease = errors.New("invalid lease")
 	// ErrShutdown wakes waiters when the engine closes.
 	ErrShutdown = errors.New("server is shutting down")
+	// ErrGone is what a CLAIM … WAIT caller that has left (Watch) gets
+	// instead of a claim handed over at a lapse: the claim went to the
+	// next waiter. No client reads it.
+	ErrGone = errors.New("the waiting client has left")
 )
