@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"strconv"
@@ -305,6 +306,15 @@ func (x *Ctx) blockOn(w *once.Waiter, timeoutMs int64, again func() (once.Result
 		}
 		c.Await(r.Ticket)
 		writeResult(wr, r)
+		if r.State == "claimed" {
+			// A claim whose reply cannot be sent (the client left as
+			// it was handed over) goes on to the next waiter at once,
+			// not after its whole lease. Once sent, it is the
+			// client's, as any claim: if the client then leaves, the
+			// lease lapses.
+			db, key, tok := x.DB, bytes.Clone(x.Args[1]), r.Token
+			c.OnUnsent(func() { e.Release(db, key, tok) })
+		}
 	})
 }
 

@@ -114,6 +114,8 @@ type Conn struct {
 	out        outbox
 	proto      atomic.Int32
 	subscribed atomic.Bool
+	// unsent is what OnUnsent registered for the blocked command's reply.
+	unsent []func()
 }
 
 // BlockFunc finishes a blocked command: it waits for the command's outcome
@@ -167,6 +169,25 @@ func (c *Conn) EndUnblockable() (UnblockMode, bool) {
 	default:
 		return 0, false
 	}
+}
+
+// OnUnsent registers fn, which the server calls if the reply that the
+// blocked command's BlockFunc writes is not sent because its client is
+// gone: its gone was closed by the time the BlockFunc returned (the
+// reply is then dropped), or sending failed at once. A command whose
+// reply hands the client something (a ONCE claim) takes it back so.
+// Call it from the BlockFunc, after writing the reply. Once the reply is
+// handed on (written to the socket, or handed to the store to send once
+// durable), fn is forgotten: a client that leaves after that is not told
+// of, as its reply may be on its way (and a write the store's round makes
+// later that fails is not either).
+func (c *Conn) OnUnsent(fn func()) { c.unsent = append(c.unsent, fn) }
+
+// takeUnsent returns and forgets what OnUnsent registered.
+func (c *Conn) takeUnsent() []func() {
+	fs := c.unsent
+	c.unsent = nil
+	return fs
 }
 
 // Blocking reports whether the current command called Block.

@@ -770,13 +770,30 @@ func (s *Server) serveDetached(c *Conn) (err error) {
 				// The client is gone: the command withdraws what it
 				// waits on, as in serve.
 				s.runBlocked(c, fn, closedChan)
+				runUnsent(c.takeUnsent())
 				return false
 			}
 			stop := s.pushWhileBlocked(c)
+			mark := c.W.Len()
 			s.runBlocked(c, fn, gone)
 			stop()
+			select {
+			case <-gone:
+				// The client left as its command's wait ended (the
+				// reader saw its connection end): the reply is not
+				// sent, and what it handed over is taken back
+				// (OnUnsent), not held by no one.
+				c.W.Truncate(mark)
+				runUnsent(c.takeUnsent())
+			default:
+			}
 		}
-		return send()
+		ok := send()
+		unsent := c.takeUnsent()
+		if !ok {
+			runUnsent(unsent)
+		}
+		return ok
 	}
 	if !unblock() {
 		return nil
@@ -809,6 +826,7 @@ func (s *Server) serveDetached(c *Conn) (err error) {
 					fn := c.block
 					c.block = nil
 					s.runBlocked(c, fn, gone) // returns at once: gone is closed
+					runUnsent(c.takeUnsent())
 				}
 			}
 			return readErr
@@ -827,6 +845,13 @@ func (s *Server) serveDetached(c *Conn) (err error) {
 				return nil
 			}
 		}
+	}
+}
+
+// runUnsent runs what OnUnsent registered for a reply that was not sent.
+func runUnsent(fs []func()) {
+	for _, f := range fs {
+		f()
 	}
 }
 
