@@ -88,6 +88,15 @@ type Tx interface {
 	SetMeta(name string, value []byte) error
 }
 
+// DBSwapper is implemented by a Tx that can swap two databases whole
+// (SWAPDB) at once, whatever they hold: after SwapDBs(a, b), a holds what
+// b held, deadlines and counts (Len, Expiring) included, and the other
+// way round. It is a write of the transaction, as durable as the others.
+// a == b changes nothing; an index out of range is ErrBadDB.
+type DBSwapper interface {
+	SwapDBs(a, b int) error
+}
+
 // Ticket tells when the writes of one Update are durable.
 type Ticket interface {
 	// Wait blocks until the writes are durable under the store's fsync

@@ -173,7 +173,7 @@ func (s *DB) showKinds(ws []kindWalk, item *badger.Item) bool {
 		if !ok {
 			return nil
 		}
-		db := int(k[1])<<8 | int(k[2])
+		db := s.logicalDB(int(k[1])<<8 | int(k[2]))
 		for _, w := range ws {
 			if w.kind == v.Kind {
 				w.fn(db, k[3:], v)

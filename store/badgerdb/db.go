@@ -333,6 +333,8 @@ type op struct {
 type DB struct {
 	opts Options
 	bdb  *badger.DB
+	// dbMap is SWAPDB's table of databases (dbmap.go); nil: the identity.
+	dbMap atomic.Pointer[dbMap]
 	// builders is Badger's pool of table builders' arenas, which trim
 	// empties (builders.go); nil if not found.
 	builders *z.AllocatorPool
@@ -754,6 +756,10 @@ func Open(opts Options) (*DB, error) {
 	// After the replay, though the log holds nothing the flush must drop
 	// (it began with checkpointAll): should it, the flush drops it too.
 	if err := s.finishFlush(); err != nil {
+		bdb.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if err := s.loadDBMap(); err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -1719,6 +1725,9 @@ func (s *DB) stageLocked(key []byte, val []byte, del, absent bool) uint64 {
 // after another. Keys longer than a short buffer are left out. It
 // returns a sum of what it read, so that no read is left out as unused.
 func (s *DB) Prefetch(db int, keys [][]byte) uintptr {
+	if m := s.dbMap.Load(); m != nil && db >= 0 && db < len(m.phys) {
+		db = int(m.phys[db])
+	}
 	var hs [aheadMax]uint64
 	var kb [64]byte
 	m := 0

@@ -111,7 +111,8 @@ func (t *tx) getAny(db int, key []byte) (store.Value, []byte, bool, error) {
 }
 
 func (t *tx) Get(db int, key []byte) (store.Value, bool, error) {
-	if err := t.checkDB(db); err != nil {
+	db, err := t.physDB(db)
+	if err != nil {
 		return store.Value{}, false, err
 	}
 	v, _, ok, err := t.getAny(db, key)
@@ -131,7 +132,8 @@ func (t *tx) Set(db int, key []byte, v store.Value) error {
 	if !t.write {
 		return store.ErrReadOnly
 	}
-	if err := t.checkDB(db); err != nil {
+	db, err := t.physDB(db)
+	if err != nil {
 		return err
 	}
 	if len(key) > store.MaxKeyLen {
@@ -172,7 +174,8 @@ func (t *tx) Delete(db int, key []byte) (bool, error) {
 	if !t.write {
 		return false, store.ErrReadOnly
 	}
-	if err := t.checkDB(db); err != nil {
+	db, err := t.physDB(db)
+	if err != nil {
 		return false, err
 	}
 	old, raw, existed, err := t.getAny(db, key)
@@ -193,7 +196,8 @@ func (t *tx) remove(db int, key, raw []byte, old store.Value) {
 }
 
 func (t *tx) Scan(db int, from []byte, fn func(key []byte, v store.Value) (bool, error)) error {
-	if err := t.checkDB(db); err != nil {
+	db, err := t.physDB(db)
+	if err != nil {
 		return err
 	}
 	prefix := dbPrefix(spaceKeys, db)
@@ -208,14 +212,16 @@ func (t *tx) Scan(db int, from []byte, fn func(key []byte, v store.Value) (bool,
 }
 
 func (t *tx) Len(db int) int {
-	if db < 0 || db >= len(t.s.counts) {
+	db, err := t.physDB(db)
+	if err != nil {
 		return 0
 	}
 	return t.s.keyCount(db)
 }
 
 func (t *tx) Expiring(db int) int {
-	if db < 0 || db >= len(t.s.expiring) {
+	db, err := t.physDB(db)
+	if err != nil {
 		return 0
 	}
 	return t.s.expiringCount(db)
@@ -226,10 +232,13 @@ func (t *tx) Flush(dbs ...int) error {
 		return store.ErrReadOnly
 	}
 	t.memo.ok = false
-	for _, db := range dbs {
-		if err := t.checkDB(db); err != nil {
+	dbs = slices.Clone(dbs)
+	for i, db := range dbs {
+		p, err := t.physDB(db)
+		if err != nil {
 			return err
 		}
+		dbs[i] = p
 	}
 	if len(dbs) == 0 {
 		return nil
