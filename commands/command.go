@@ -365,6 +365,14 @@ var keySpecFlags = map[string][][]string{
 	"once.complete": {{"RW", "update"}},
 	"once.abort":    {{"RW", "delete"}},
 	"once.extend":   {{"RW", "update"}},
+
+	// The keyspace commands COPY, MOVE and OBJECT.
+	"copy":            {{"RO", "access"}, {"OW", "update"}},
+	"move":            {{"RW", "access", "update"}},
+	"object|encoding": {{"RO"}},
+	"object|refcount": {{"RO"}},
+	"object|idletime": {{"RO"}},
+	"object|freq":     {{"RO"}},
 }
 
 func keySpecFlagsOf(c *Command, i int) []string {
@@ -416,6 +424,11 @@ var commandTips = map[string][]string{
 	"once.claim":    {"nondeterministic_output"},
 	"once.wait":     {"nondeterministic_output"},
 	"once.status":   {"nondeterministic_output"},
+
+	"object|encoding": {"nondeterministic_output"},
+	"object|refcount": {"nondeterministic_output"},
+	"object|idletime": {"nondeterministic_output"},
+	"object|freq":     {"nondeterministic_output"},
 }
 
 // writeCommandInfo writes c's COMMAND INFO entry: name, arity, flags,

@@ -356,6 +356,13 @@ func TestCommandInfoKeySpecs(t *testing.T) {
 			{flags: []string{"OW", "update"}, index: 2, keyStep: 1},
 		}},
 		{"incr", []keySpec{{flags: []string{"RW", "access", "update"}, index: 1, keyStep: 1}}},
+		{"copy", []keySpec{
+			{flags: []string{"RO", "access"}, index: 1, keyStep: 1},
+			{flags: []string{"OW", "update"}, index: 2, keyStep: 1},
+		}},
+		{"move", []keySpec{{flags: []string{"RW", "access", "update"}, index: 1, keyStep: 1}}},
+		{"swapdb", nil},
+		{"object|encoding", []keySpec{{flags: []string{"RO"}, index: 2, keyStep: 1}}},
 	}
 	for _, tt := range tests {
 		c := s.table.byFullName([]byte(tt.name))
@@ -534,6 +541,11 @@ func TestCommandDocsUsage(t *testing.T) {
 		"once.extend":    "key token LEASE ms",
 		"once.wait":      "key [TIMEOUT ms]",
 		"once.status":    "key",
+
+		"copy":            "source destination [DB destination-db] [REPLACE]",
+		"move":            "key db",
+		"swapdb":          "index1 index2",
+		"object|refcount": "key",
 	}
 	for name, usage := range want {
 		var doc cmdTestValue
@@ -567,6 +579,10 @@ func TestCommandGetKeys(t *testing.T) {
 		{[]string{"mset", "a", "1", "b", "2"}, "*[$a $b]"},
 		{[]string{"mget", "a", "b", "c"}, "*[$a $b $c]"},
 		{[]string{"rename", "a", "b"}, "*[$a $b]"},
+		{[]string{"copy", "a", "b", "DB", "1", "REPLACE"}, "*[$a $b]"},
+		{[]string{"move", "a", "1"}, "*[$a]"},
+		{[]string{"object", "encoding", "a"}, "*[$a]"},
+		{[]string{"swapdb", "0", "1"}, "-ERR The command has no key arguments"},
 		{[]string{"get", "a", "b"}, "-ERR Invalid number of arguments specified for command"},
 		{[]string{"nosuch", "a"}, "-ERR Invalid command specified"},
 		{[]string{"ping", "x"}, "-ERR The command has no key arguments"},

@@ -305,6 +305,53 @@ var docs = map[string]Doc{
 		Group: "generic", Complexity: "O(N) where N is the number of keys",
 		Args: []Arg{docMultiple(docKey("key", 0))},
 	},
+	"copy": {
+		Summary: "Copies the value of a key to a new key, with its time to live.", Since: "6.2.0",
+		Group: "generic", Complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
+		Args: []Arg{
+			docKey("source", 0), docKey("destination", 1),
+			docOptional(Arg{Name: "destination-db", Type: ArgInteger, Token: "DB"}),
+			docOptional(docToken("replace", "REPLACE")),
+		},
+	},
+	"move": {
+		Summary: "Moves a key to another database.", Since: "1.0.0",
+		Group: "generic", Complexity: "O(1)",
+		Args: []Arg{docKey("key", 0), docInteger("db")},
+	},
+	"swapdb": {
+		Summary: "Swaps two databases.", Since: "4.0.0",
+		Group: "server", Complexity: "O(N) where N is the count of clients watching or blocking on keys from both databases.",
+		Args: []Arg{docInteger("index1"), docInteger("index2")},
+	},
+	"object": {
+		Summary: "A container for object introspection commands.", Since: "2.2.3",
+		Group: "generic", Complexity: "Depends on subcommand.",
+	},
+	"object|encoding": {
+		Summary: "Returns the internal encoding of the value of a key.", Since: "2.2.3",
+		Group: "generic", Complexity: "O(1)",
+		Args: []Arg{docKey("key", 0)},
+	},
+	"object|freq": {
+		Summary: "Returns the logarithmic access frequency counter of the value of a key.", Since: "4.0.0",
+		Group: "generic", Complexity: "O(1)",
+		Args: []Arg{docKey("key", 0)},
+	},
+	"object|idletime": {
+		Summary: "Returns the time since the value of a key was last accessed.", Since: "2.2.3",
+		Group: "generic", Complexity: "O(1)",
+		Args: []Arg{docKey("key", 0)},
+	},
+	"object|refcount": {
+		Summary: "Returns the number of references to the value of a key.", Since: "2.2.3",
+		Group: "generic", Complexity: "O(1)",
+		Args: []Arg{docKey("key", 0)},
+	},
+	"object|help": {
+		Summary: "Lists the OBJECT subcommands.", Since: "6.2.0",
+		Group: "generic", Complexity: "O(1)",
+	},
 
 	// connection
 	"ping": {

@@ -53,6 +53,23 @@ var (
 	ErrValueTooLong = errors.New("ERR value is too long (at most " + strconv.Itoa(store.MaxValueLen) + " bytes)")
 )
 
+// Errors of the keyspace commands COPY, MOVE, SWAPDB and OBJECT.
+var (
+	// ErrIntRange answers an integer argument outside the int range
+	// (Redis's getIntFromObjectOrReply).
+	ErrIntRange   = errors.New("ERR value is out of range, value must between -2147483648 and 2147483647")
+	ErrSameObject = errors.New("ERR source and destination objects are the same")
+	ErrFirstDB    = errors.New("ERR invalid first DB index")
+	ErrSecondDB   = errors.New("ERR invalid second DB index")
+	// ErrNoLFU answers OBJECT FREQ: maxmemory-policy is noeviction.
+	ErrNoLFU = errors.New("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+	// ErrCopyRunning answers COPY of a running ONCE record: a copy would
+	// be a second claim held by the same token (KV-9, KV-13).
+	ErrCopyRunning = errors.New("ERR COPY of a running ONCE record is not supported: its claim belongs to one key")
+	// ErrNoSwap answers SWAPDB on a store that cannot swap databases.
+	ErrNoSwap = errors.New("ERR SWAPDB is not supported by this store")
+)
+
 // errorText maps any error to the text of its RESP error reply. It is the
 // one place where store and engine errors become RESP.
 func errorText(err error) string {
@@ -85,6 +102,7 @@ var sentinels = []error{
 	ErrOffsetRange, ErrNoProto, ErrExecNoMulti, ErrDiscardNoMult, ErrNestedMulti,
 	ErrWatchInMulti, ErrNotInMulti, ErrExecAbort, ErrClientName, ErrMisconf, ErrShutdown, ErrNoConfigFile, ErrCursor,
 	ErrTimeout, ErrBusyKey, ErrDumpPayload, ErrBadData, ErrDumpOnce, ErrKeyTooLong, ErrValueTooLong,
+	ErrIntRange, ErrSameObject, ErrFirstDB, ErrSecondDB, ErrNoLFU, ErrCopyRunning, ErrNoSwap,
 }
 
 // misconf words a refused write as Redis's MISCONF, naming the cause.

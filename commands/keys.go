@@ -40,6 +40,10 @@ func keyCommands() []*Command {
 		{Name: "dump", Arity: 2, Flags: ReadOnly | Borrows, FirstKey: 1, LastKey: 1, Categories: kr("slow"), Run: dumpCmd},
 		{Name: "restore", Arity: -4, Flags: Write | DenyOOM | Borrows, FirstKey: 1, LastKey: 1,
 			Categories: kw("slow", "dangerous"), Run: restoreCmd},
+		{Name: "copy", Arity: -3, Flags: Write | DenyOOM, FirstKey: 1, LastKey: 2, Categories: kw("slow"), Run: copyCmd},
+		{Name: "move", Arity: 3, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Categories: kw("fast"), Run: moveCmd},
+		{Name: "swapdb", Arity: 3, Flags: Write | Fast, Categories: kw("fast", "dangerous"), Run: swapdbCmd},
+		objectCommands(),
 	}
 }
 
@@ -489,4 +493,265 @@ func randomkeyCmd(x *Ctx) {
 		return
 	}
 	x.W.Bulk(found)
+}
+
+// dbArg parses a database index as Redis's getIntFromObjectOrReply does:
+// notInt answers a non-integer (and, when it is not nil, an integer out
+// of the int range too), then an index outside the configured databases
+// is ErrDBIndex. It writes the error reply and reports false on failure.
+func (x *Ctx) dbArg(b []byte, notInt error) (int, bool) {
+	n, ok := parseInt(b)
+	switch {
+	case !ok && notInt != nil:
+		x.Fail(notInt)
+	case !ok:
+		x.Fail(ErrNotInteger)
+	case n != int64(int32(n)) && notInt != nil:
+		x.Fail(notInt)
+	case n != int64(int32(n)):
+		x.Fail(ErrIntRange)
+	case n < 0 || n >= int64(x.S.store.Databases()):
+		x.Fail(ErrDBIndex)
+	default:
+		return int(n), true
+	}
+	return 0, false
+}
+
+// copyArgs are COPY's options.
+type copyArgs struct {
+	db      int
+	replace bool
+}
+
+// parseCopy reads COPY's options in order, as Redis does: the first bad
+// one answers (a DB index is checked where it stands).
+func (x *Ctx) parseCopy() (copyArgs, bool) {
+	a := copyArgs{db: x.DB}
+	for j := 3; j < len(x.Args); j++ {
+		switch {
+		case eq(x.Args[j], "replace"):
+			a.replace = true
+		case eq(x.Args[j], "db") && j+1 < len(x.Args):
+			db, ok := x.dbArg(x.Args[j+1], nil)
+			if !ok {
+				return a, false
+			}
+			a.db = db
+			j++
+		default:
+			x.Fail(ErrSyntax)
+			return a, false
+		}
+	}
+	return a, true
+}
+
+// copyCmd is COPY source destination [DB n] [REPLACE]: the copy keeps the
+// source's deadline. A running ONCE record is not copied (ErrCopyRunning):
+// its token would then hold two claims, and a COMPLETE would settle only
+// one of them (KV-9, KV-13). A kept answer is copied as any value.
+func copyCmd(x *Ctx) {
+	a, ok := x.parseCopy()
+	if !ok {
+		return
+	}
+	src, dst := x.Args[1], x.Args[2]
+	if a.db == x.DB && bytes.Equal(src, dst) {
+		x.Fail(ErrSameObject)
+		return
+	}
+	v, found, err := x.lookup(src)
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	if !found {
+		x.W.Int(0)
+		return
+	}
+	if !x.S.expirable(v) {
+		x.Fail(ErrCopyRunning)
+		return
+	}
+	v.Data = bytes.Clone(v.Data)
+	if !a.replace {
+		_, exists, err := x.Tx.Get(a.db, dst)
+		if err != nil {
+			x.Fail(err)
+			return
+		}
+		if exists {
+			x.W.Int(0)
+			return
+		}
+	}
+	if err := x.Tx.Set(a.db, dst, v); err != nil {
+		x.Fail(err)
+		return
+	}
+	x.W.Int(1)
+}
+
+// moveCmd is MOVE key db: the key goes whole, with its deadline, to db
+// unless db has it. A ONCE record moves as RENAME moves it: a running
+// claim keeps its token and lease in db, and the source's removal is a
+// lapse there (its waiters take a new claim, KV-13).
+func moveCmd(x *Ctx) {
+	db, ok := x.dbArg(x.Args[2], nil)
+	if !ok {
+		return
+	}
+	if db == x.DB {
+		x.Fail(ErrSameObject)
+		return
+	}
+	key := x.Args[1]
+	v, found, err := x.Tx.Get(x.DB, key)
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	if !found {
+		x.W.Int(0)
+		return
+	}
+	v.Data = bytes.Clone(v.Data)
+	_, exists, err := x.Tx.Get(db, key)
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	if exists {
+		x.W.Int(0)
+		return
+	}
+	if _, err := x.Tx.Delete(x.DB, key); err != nil {
+		x.Fail(err)
+		return
+	}
+	if err := x.Tx.Set(db, key, v); err != nil {
+		x.Fail(err)
+		return
+	}
+	x.W.Int(1)
+}
+
+// swapdbCmd is SWAPDB index1 index2: the two databases swap what they
+// hold, at once, whatever their size (store.DBSwapper). As in Redis 7.0,
+// it touches every watched key of either database that exists in either
+// (WATCH), and a connection stays in the database it selected, now with
+// the other's keys. A ONCE waiter keeps waiting on its key in its own
+// database, where it finds what the other database held (once.Engine's
+// Swapped): the run it waited on went whole to the other database, with
+// its token, as MOVE takes it.
+func swapdbCmd(x *Ctx) {
+	a, ok := x.dbArg(x.Args[1], ErrFirstDB)
+	if !ok {
+		return
+	}
+	b, ok := x.dbArg(x.Args[2], ErrSecondDB)
+	if !ok {
+		return
+	}
+	sw, ok := x.Tx.(store.DBSwapper)
+	if !ok {
+		x.Fail(ErrNoSwap)
+		return
+	}
+	if err := sw.SwapDBs(a, b); err != nil {
+		x.Fail(err)
+		return
+	}
+	x.W.OK()
+}
+
+// objectCommands is OBJECT. The store keeps a string's bytes, not Redis's
+// object for them, so ENCODING and REFCOUNT answer what Redis 7.0 has for
+// a string stored by SET (objectEncoding); access times are not tracked,
+// so IDLETIME answers 0 (a key just read) rather than slow every read
+// down with a clock write; FREQ answers Redis's error, as maxmemory-policy
+// is noeviction. OBJECT reads count as keyspace hits or misses, as in
+// Redis, and change no key.
+func objectCommands() *Command {
+	sub := func(name string, run func(x *Ctx, v store.Value)) *Command {
+		return &Command{Name: "object|" + name, Arity: 3, Flags: ReadOnly, FirstKey: 2, LastKey: 2,
+			Categories: []string{"keyspace", "read", "slow"}, Run: func(x *Ctx) {
+				v, found, err := x.lookup(x.Args[2])
+				switch {
+				case err != nil:
+					x.Fail(err)
+				case !found:
+					x.W.Null()
+				default:
+					run(x, v)
+				}
+			}}
+	}
+	return &Command{Name: "object", Arity: -2, Categories: []string{"slow"}, Subcommands: []*Command{
+		sub("encoding", func(x *Ctx, v store.Value) { x.W.BulkString(objectEncoding(v).name) }),
+		sub("refcount", func(x *Ctx, v store.Value) { x.W.Int(objectEncoding(v).refcount) }),
+		sub("idletime", func(x *Ctx, _ store.Value) { x.W.Int(0) }),
+		sub("freq", func(x *Ctx, _ store.Value) { x.Fail(ErrNoLFU) }),
+		{Name: "object|help", Arity: 2, Flags: Loading | Stale, Categories: []string{"keyspace", "slow"}, Run: objectHelp},
+	}}
+}
+
+// encoding is what OBJECT ENCODING and REFCOUNT answer for a value.
+type encoding struct {
+	name     string
+	refcount int64
+}
+
+// sharedRefcount is Redis's OBJ_SHARED_REFCOUNT, the refcount of its
+// shared integers 0..9999 (OBJ_SHARED_INTEGERS), which SET stores when
+// maxmemory is 0.
+const sharedRefcount = math.MaxInt32
+
+// objectEncoding is Redis 7.0's encoding of v as SET stores it
+// (tryObjectEncoding): "int" for a canonical 64-bit integer of at most 20
+// bytes, shared when it is 0..9999; "embstr" up to 44 bytes; "raw" above.
+// Redis answers "raw" also for a short string that APPEND or SETRANGE
+// grew in place, which is not told apart here. A ONCE record, which Redis
+// has no encoding for, is "raw": the record's bytes.
+func objectEncoding(v store.Value) encoding {
+	if v.Kind != store.KindString {
+		return encoding{"raw", 1}
+	}
+	if len(v.Data) <= 20 {
+		if n, ok := parseInt(v.Data); ok {
+			if n >= 0 && n < 10000 {
+				return encoding{"int", sharedRefcount}
+			}
+			return encoding{"int", 1}
+		}
+	}
+	if len(v.Data) <= 44 {
+		return encoding{"embstr", 1}
+	}
+	return encoding{"raw", 1}
+}
+
+func objectHelp(x *Ctx) {
+	lines := []string{
+		"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"ENCODING <key>",
+		"    Return the kind of internal representation used in order to store the value",
+		"    associated with a <key>.",
+		"FREQ <key>",
+		"    Return the access frequency index of the <key>. The returned integer is",
+		"    proportional to the logarithm of the recent access frequency of the key.",
+		"IDLETIME <key>",
+		"    Return the idle time of the <key>, that is the approximated number of",
+		"    seconds elapsed since the last access to the key.",
+		"REFCOUNT <key>",
+		"    Return the number of references of the value associated with the specified",
+		"    <key>.",
+		"HELP",
+		"    Prints this help.",
+	}
+	x.W.Array(len(lines))
+	for _, l := range lines {
+		x.W.Simple(l)
+	}
 }

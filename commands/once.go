@@ -497,13 +497,19 @@ func (s *Server) onceInfoIn(tx store.Tx) [][2]string {
 // onceHook adapts the engine to TxHook and SetHook.
 type onceHook struct{ e *once.Engine }
 
-var _ SetHook = onceHook{}
+var (
+	_ SetHook  = onceHook{}
+	_ SwapHook = onceHook{}
+)
 
 func (h onceHook) Active() bool                            { return h.e.Active() }
 func (h onceHook) Touched(tx store.Tx, db int, key []byte) { h.e.Touched(tx, db, key) }
 func (h onceHook) Flushing(store.Tx, int)                  {}
 func (h onceHook) Flushed(tx store.Tx, db int)             { h.e.Flushed(tx, db) }
 func (h onceHook) Commit() func(store.Ticket)              { return h.e.Commit() }
+
+func (h onceHook) Swapping(store.Tx, int, int)   {}
+func (h onceHook) Swapped(tx store.Tx, a, b int) { h.e.Swapped(tx, a, b) }
 
 func (h onceHook) Stored(tx store.Tx, db int, key []byte, v store.Value) {
 	h.e.Stored(tx, db, key, v)

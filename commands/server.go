@@ -556,6 +556,14 @@ type SetHook interface {
 	Stored(tx store.Tx, db int, key []byte, v store.Value)
 }
 
+// SwapHook is implemented by a TxHook that needs to know of SWAPDB:
+// Swapping precedes and Swapped follows the swap of databases a and b, in
+// the hooked transaction as Touched.
+type SwapHook interface {
+	Swapping(tx store.Tx, a, b int)
+	Swapped(tx store.Tx, a, b int)
+}
+
 // AddHook registers a TxHook.
 func (s *Server) AddHook(h TxHook) { s.hooks = append(s.hooks, h) }
 
@@ -661,6 +669,29 @@ func (h hookTx) Flush(dbs ...int) error {
 		}
 	}
 	return err
+}
+
+// SwapDBs swaps databases a and b (store.DBSwapper) between the
+// SwapHooks' Swapping and Swapped.
+func (h hookTx) SwapDBs(a, b int) error {
+	sw, ok := h.Tx.(store.DBSwapper)
+	if !ok {
+		return ErrNoSwap
+	}
+	for _, hk := range h.hooks {
+		if sh, ok := hk.(SwapHook); ok {
+			sh.Swapping(h, a, b)
+		}
+	}
+	if err := sw.SwapDBs(a, b); err != nil {
+		return err
+	}
+	for _, hk := range h.hooks {
+		if sh, ok := hk.(SwapHook); ok {
+			sh.Swapped(h, a, b)
+		}
+	}
+	return nil
 }
 
 // InfoSection is an extra INFO section.

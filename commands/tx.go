@@ -295,6 +295,25 @@ func (r *watchRegistry) Flushing(tx store.Tx, db int) {
 	})
 }
 
+// Swapping marks, as Redis 7.0's touchAllWatchedKeysInDb does for both
+// databases of a SWAPDB, the watchers of the keys of a or b that exist in
+// a or b: a watched key that exists on either side changes.
+func (r *watchRegistry) Swapping(tx store.Tx, a, b int) {
+	exists := func(key string) bool {
+		for _, db := range [2]int{a, b} {
+			if _, ok, _ := tx.Get(db, []byte(key)); ok {
+				return true
+			}
+		}
+		return false
+	}
+	r.touchDB(a, exists)
+	r.touchDB(b, exists)
+}
+
+// Swapped does nothing: Swapping did the work.
+func (r *watchRegistry) Swapped(store.Tx, int, int) {}
+
 // Flushed does nothing: Flushing did the work.
 func (r *watchRegistry) Flushed(store.Tx, int) {}
 

@@ -1094,6 +1094,50 @@ func (e *Engine) Flushed(tx store.Tx, db int) {
 	}
 }
 
+// Swapped tells the engine that databases a and b swapped what they hold
+// (SWAPDB). A running record went whole to the other database, with its
+// token and lease, and RunningKeys counts it there. The waiters of a key
+// of a or b keep waiting on that key in their own database, as Redis's
+// blocked clients do, and see what it holds now: a run of the other
+// database (they wait on it), a kept answer (they get it), or nothing,
+// which is a lapse at once, as DEL's (KV-13: a waiting CLAIM takes a
+// new claim, with a greater token).
+func (e *Engine) Swapped(tx store.Tx, a, b int) {
+	if a == b {
+		return
+	}
+	var moved []wkey
+	var deadlines []int64
+	for k, d := range e.running {
+		if k.db == a || k.db == b {
+			moved = append(moved, k)
+			deadlines = append(deadlines, d)
+			delete(e.running, k)
+		}
+	}
+	for i, k := range moved {
+		if k.db == a {
+			k.db = b
+		} else {
+			k.db = a
+		}
+		e.running[k] = deadlines[i]
+	}
+	var ks []wkey
+	e.mu.Lock()
+	for k := range e.keys {
+		if k.db == a || k.db == b {
+			ks = append(ks, k)
+		}
+	}
+	e.mu.Unlock()
+	for _, k := range ks {
+		if _, _, err := e.settle(tx, k); err != nil && err != ErrWrongType {
+			e.log.Warn("once: settle after swapdb", zap.Error(err))
+		}
+	}
+}
+
 // Active reports whether Touched and Flushed have anything to do.
 func (e *Engine) Active() bool {
 	return len(e.running) > 0 || e.Waiting() > 0 || e.unadopted.Load()
