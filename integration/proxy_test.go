@@ -66,7 +66,8 @@ func TestProxyDiffStandalone(t *testing.T) {
 	t.Parallel()
 	p := newProxyPair(t)
 	var scripts []Script
-	for _, family := range [][]Script{stringScripts(), keyScripts(), txScripts(), serverScripts(), protocolScripts()} {
+	for _, family := range [][]Script{stringScripts(), keyScripts(), txScripts(), serverScripts(), protocolScripts(),
+		copyMoveScripts(), swapdbScripts()} {
 		for _, s := range family {
 			if _, skip := proxyScriptSkips[s.Name]; !skip {
 				scripts = append(scripts, s)
@@ -292,6 +293,35 @@ func TestProxyCluster(t *testing.T) {
 		}
 		wantReply(t, c, "-CROSSSLOT Keys in request don't hash to the same slot\r\n", "MSET", "a", "1", "b", "2")
 		wantReply(t, c, "-ERR SELECT is not allowed in cluster mode\r\n", "SELECT", "1")
+	})
+
+	// COPY, MOVE, SWAPDB and OBJECT go to the master of their keys (any
+	// master for SWAPDB), which answers as Redis Cluster does: COPY in
+	// one slot works, COPY … DB, MOVE and SWAPDB are refused there, and
+	// keys of two slots are CROSSSLOT at the proxy.
+	t.Run("copy-move-swapdb-object-as-redis-cluster", func(t *testing.T) {
+		c := DialRaw(t, p1.Addr)
+		owner := DialRaw(t, cl.MasterForKey("{c}"))
+		wantReply(t, c, "+OK\r\n", "SET", "{c}a", "12")
+		wantReply(t, c, ":1\r\n", "COPY", "{c}a", "{c}b")
+		wantReply(t, c, ":0\r\n", "COPY", "{c}a", "{c}b")
+		wantReply(t, c, ":1\r\n", "COPY", "{c}a", "{c}b", "REPLACE", "DB", "0")
+		wantReply(t, c, "$2\r\n12\r\n", "GET", "{c}b")
+		for _, args := range [][]string{
+			{"COPY", "{c}a", "{c}d", "DB", "1"},
+			{"MOVE", "{c}a", "1"},
+			{"OBJECT", "ENCODING", "{c}a"},
+			{"OBJECT", "REFCOUNT", "{c}a"},
+			{"OBJECT", "FREQ", "{c}a"},
+			{"OBJECT", "ENCODING", "{c}nokey"},
+			{"SWAPDB", "0", "1"},
+			{"SWAPDB", "0", "x"},
+		} {
+			sameReply(t, owner, c, args...)
+		}
+		wantReply(t, c, "-CROSSSLOT Keys in request don't hash to the same slot\r\n", "COPY", "a", "b")
+		wantReply(t, c, "-ERR SWAPDB is not allowed in cluster mode\r\n", "SWAPDB", "0", "1")
+		wantReply(t, c, "-ERR MOVE is not allowed in cluster mode\r\n", "MOVE", "{c}a", "1")
 	})
 
 	t.Run("pipeline-across-nodes-keeps-order", func(t *testing.T) {

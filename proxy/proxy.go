@@ -39,7 +39,7 @@
 //     FLUSHDB or FLUSHALL, also inside MULTI/EXEC, is announced to it
 //     (notice.go), so that a running record removed that way lapses at
 //     once for its waiters on every proxy. Other ways of removing a record
-//     (SET, RENAME, MOVE, SWAPDB or RESTORE over it, a command sent to the
+//     (SET, RENAME, COPY, MOVE, SWAPDB or RESTORE over it, a command sent to the
 //     upstream directly, eviction, a notice dropped because the queue was
 //     full) are noticed at its lease deadline.
 //

@@ -77,7 +77,7 @@
 //   - DEL or UNLINK of a running record, FLUSHDB and FLUSHALL are lapses
 //     at once for the waiters only when the proxy calls Touched or Flushed
 //     (package proxy does, for the commands it forwards); otherwise (SET,
-//     RENAME, MOVE, SWAPDB or RESTORE over a record, a command sent to the
+//     RENAME, COPY, MOVE, SWAPDB or RESTORE over a record, a command sent to the
 //     upstream directly, eviction) waiters notice at the lease deadline
 //     they saw. EXPIRE and PERSIST on a running record change its lease
 //     (the embedded server refuses); with no expiry, waiters re-check every
