@@ -1,6 +1,8 @@
 package badgerdb
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -90,6 +92,13 @@ func TestSwapDBs(t *testing.T) {
 	swap(t, s, 1, 2)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
+	}
+	// A build that knows only format 2 would ignore the table: it must
+	// refuse the directory.
+	if b, err := os.ReadFile(filepath.Join(dir, MarkerFile)); err != nil {
+		t.Fatal(err)
+	} else if v, err := parseMarker(b); err != nil || v <= 2 {
+		t.Errorf("marker of a swapped store: format %d, %v; want above 2", v, err)
 	}
 	s = open(t, dir, FsyncEverysec, &clock)
 	for db, want := range map[int][]string{0: {"a1", "new0"}, 1: {"a2"}, 2: {"b1"}} {

@@ -25,7 +25,10 @@ const (
 	// this build reads and upgrades, promised nothing of the kind.
 	// Builds that know only format 1 refuse format 2, so that they do
 	// not write stale entries where format 2 says there are none.
-	FormatVersion = 2
+	// Format 3 may hold SWAPDB's table of databases (dbmap.go): builds
+	// that know only format 2 refuse it, as they would ignore the table
+	// and show each swapped database's keys under the other's number.
+	FormatVersion = 3
 	// formatStaleIndex is the format whose expiry index may hold stale
 	// entries anywhere.
 	formatStaleIndex = 1

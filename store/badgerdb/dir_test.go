@@ -240,9 +240,14 @@ func TestOwnerAndCorruptDirs(t *testing.T) {
 			os.WriteFile(filepath.Join(d, MarkerFile), []byte("something else\n"), 0o644)
 			return d
 		}, wantErr: ErrForeignDir, found: "something else"},
-		{name: "format 1, read and raised to 2", setup: func(t *testing.T) string {
+		{name: "format 1, read and raised to the current one", setup: func(t *testing.T) string {
 			d := copyDir(t, filled)
 			os.WriteFile(filepath.Join(d, MarkerFile), markerText(formatStaleIndex), 0o644)
+			return d
+		}, keep: true},
+		{name: "format 2 (no SWAPDB table), read and raised to 3", setup: func(t *testing.T) string {
+			d := copyDir(t, filled)
+			os.WriteFile(filepath.Join(d, MarkerFile), markerText(2), 0o644)
 			return d
 		}, keep: true},
 		{name: "newer format", setup: func(t *testing.T) string {
