@@ -279,6 +279,9 @@ func (e *Engine) cmdWait(ctx context.Context, c *resp.Conn, w *resp.Writer, db i
 // waiter is withdrawn and a claim it was handed is released.
 func (e *Engine) block(c *resp.Conn, w *resp.Writer, wt *waiter, timeoutMs int64, again func(context.Context) (result, error)) {
 	c.Block(func(gone <-chan struct{}) {
+		e.mu.Lock()
+		leaving, replied := e.leaving, e.replied
+		e.mu.Unlock()
 		var timer <-chan time.Time
 		// A timeout too long for a time.Duration (some 292 years) is as
 		// good as none, as in the embedded server: it must not wrap into
@@ -292,6 +295,9 @@ func (e *Engine) block(c *resp.Conn, w *resp.Writer, wt *waiter, timeoutMs int64
 		select {
 		case r = <-wt.ch:
 		case <-gone:
+			if leaving != nil {
+				leaving()
+			}
 			e.cancel(wt, true)
 			return
 		case <-timer:
@@ -311,6 +317,9 @@ func (e *Engine) block(c *resp.Conn, w *resp.Writer, wt *waiter, timeoutMs int64
 			return
 		}
 		writeResult(w, r)
+		if r.state == "claimed" && replied != nil {
+			replied(gone)
+		}
 	})
 }
 

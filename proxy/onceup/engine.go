@@ -272,6 +272,12 @@ type Engine struct {
 	// checkRan, when set (under mu), runs after a check's script and
 	// before its reply is acted on.
 	checkRan func(key string)
+	// leaving, when set (under mu), runs in a blocked call whose client
+	// has left, before it withdraws its waiter; replied runs in a
+	// blocked call that wrote a claim, before it returns (gone is its
+	// client's).
+	leaving func()
+	replied func(gone <-chan struct{})
 }
 
 // result is the outcome of a call or a wait.
