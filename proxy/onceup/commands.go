@@ -280,6 +280,7 @@ func (e *Engine) cmdWait(ctx context.Context, c *resp.Conn, w *resp.Writer, db i
 func (e *Engine) block(c *resp.Conn, w *resp.Writer, wt *waiter, timeoutMs int64, again func(context.Context) (result, error)) {
 	c.Block(func(gone <-chan struct{}) {
 		e.mu.Lock()
+		wt.left = gone
 		leaving, replied := e.leaving, e.replied
 		e.mu.Unlock()
 		var timer <-chan time.Time

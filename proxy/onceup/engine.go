@@ -56,7 +56,10 @@
 //     keeping the record's fingerprint (or taking the waiter's when the
 //     record had none). Waiters on several instances race with their
 //     scripts; the upstream runs them one at a time, so exactly one wins and
-//     the others see the new run and wait for it.
+//     the others see the new run and wait for it. A claim waiter whose
+//     connection has closed is passed by, even before it withdraws, and a
+//     claim taken for it while it left is released at once, as the
+//     embedded engine does: never held by no one until its lease lapses.
 //
 // # What differs from the embedded engine
 //
@@ -299,6 +302,22 @@ type waiter struct {
 	ks    *keyState
 	ch    chan result
 	gone  bool // delivered or withdrawn (under mu)
+	// left, once the blocked call set it (under mu), is closed when the
+	// caller has left (its connection closed): a takeover passes it by.
+	left <-chan struct{}
+}
+
+// hasLeft reports whether w's caller has left. Call it with e.mu held.
+func (w *waiter) hasLeft() bool {
+	if w.left == nil {
+		return false
+	}
+	select {
+	case <-w.left:
+		return true
+	default:
+		return false
+	}
 }
 
 // keyID names a waited key: its database and its name.
@@ -1134,11 +1153,25 @@ func (e *Engine) checkLoop(ks *keyState) {
 		}
 		ks.again = false
 		var w0 *waiter
-		for _, w := range ks.waiters {
-			if w.claim {
-				w0 = w
-				break
+		for _, w := range append([]*waiter(nil), ks.waiters...) {
+			if !w.claim {
+				continue
 			}
+			if w.hasLeft() {
+				// Its caller has left and has not withdrawn yet: the
+				// takeover is not run for it, not even for the moment
+				// its withdrawal takes (KV-13).
+				e.leftLocked(w)
+				continue
+			}
+			w0 = w
+			break
+		}
+		if len(ks.waiters) == 0 {
+			e.dropLocked(ks)
+			ks.checking = false
+			e.mu.Unlock()
+			return
 		}
 		asked := ks.awaited
 		awaited := ""
@@ -1211,6 +1244,12 @@ func (e *Engine) applyLocked(ks *keyState, w0 *waiter, rep []any, asked uint64) 
 	switch str(rep, 0) {
 	case "claimed":
 		t := tok(rep, 1)
+		if w0 != nil && !w0.gone && w0.hasLeft() {
+			// Its caller left while the takeover ran: the claim is
+			// given back, and the check looks again for the next
+			// waiter (KV-9: one claim at a time).
+			e.leftLocked(w0)
+		}
 		if w0 == nil || w0.gone {
 			return t
 		}
@@ -1294,6 +1333,18 @@ func (e *Engine) deliverLocked(w *waiter, r result) {
 	w.ch <- r
 }
 
+// leftLocked takes w, whose caller has left, out of its key's line; its
+// withdrawal (cancel) gets errGone.
+func (e *Engine) leftLocked(w *waiter) {
+	if w.gone {
+		return
+	}
+	w.gone = true
+	e.removeLocked(w)
+	e.Stats.waiting.Add(-1)
+	w.ch <- result{err: errGone}
+}
+
 func (e *Engine) removeLocked(w *waiter) {
 	ks := w.ks
 	for i, x := range ks.waiters {
@@ -1339,20 +1390,27 @@ func (e *Engine) cancel(w *waiter, gone bool) (result, bool) {
 	e.mu.Unlock()
 	r := <-w.ch
 	if gone && r.state == "claimed" {
-		e.mu.Lock()
-		closed := e.closed
-		if !closed {
-			e.wg.Add(1) // under mu, before Close can reach wg.Wait
-		}
-		e.mu.Unlock()
-		if !closed {
-			go func() {
-				defer e.wg.Done()
-				e.release(w.ks, r.token)
-			}()
-		}
+		e.releaseLater(w.ks, r.token)
 	}
 	return r, true
+}
+
+// releaseLater releases, on a goroutine of its own, a claim handed to a
+// caller that has gone (unless the engine is closing: the claim then
+// lapses at its lease).
+func (e *Engine) releaseLater(ks *keyState, token uint64) {
+	e.mu.Lock()
+	closed := e.closed
+	if !closed {
+		e.wg.Add(1) // under mu, before Close can reach wg.Wait
+	}
+	e.mu.Unlock()
+	if !closed {
+		go func() {
+			defer e.wg.Done()
+			e.release(ks, token)
+		}()
+	}
 }
 
 // dispatch hands an announcement on a channel of database db to the local

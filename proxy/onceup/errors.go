@@ -26,4 +26,7 @@ var (
 	// errReply: a script answered something this engine does not know
 	// (another version of the scripts, or a corrupted record).
 	errReply = errors.New("ERR unexpected reply from the upstream")
+	// errGone: the waiter's caller had left when a takeover would have
+	// been run for it; it is passed by (never sent: its client is gone).
+	errGone = errors.New("ERR the client has left")
 )
