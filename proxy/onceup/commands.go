@@ -276,7 +276,8 @@ func (e *Engine) cmdWait(ctx context.Context, c *resp.Conn, w *resp.Writer, db i
 // block makes the connection wait for wt's result, for at most timeoutMs
 // (0: no limit). At the timeout the waiter is withdrawn and the call is
 // answered as if it had not waited (again). If the client goes away, the
-// waiter is withdrawn and a claim it was handed is released.
+// waiter is withdrawn and a claim it was handed is released, as is a claim
+// whose reply the connection could not send (OnUnsent).
 func (e *Engine) block(c *resp.Conn, w *resp.Writer, wt *waiter, timeoutMs int64, again func(context.Context) (result, error)) {
 	c.Block(func(gone <-chan struct{}) {
 		e.mu.Lock()
@@ -318,8 +319,17 @@ func (e *Engine) block(c *resp.Conn, w *resp.Writer, wt *waiter, timeoutMs int64
 			return
 		}
 		writeResult(w, r)
-		if r.state == "claimed" && replied != nil {
-			replied(gone)
+		if r.state == "claimed" {
+			// A claim whose reply cannot be sent (the client left as
+			// it was handed over) goes on to the next waiter at once,
+			// not after its whole lease (KV-13). Once sent, it is the
+			// client's, as any claim: if the client then leaves, the
+			// lease lapses.
+			ks, t := wt.ks, r.token
+			c.OnUnsent(func() { e.releaseLater(ks, t) })
+			if replied != nil {
+				replied(gone)
+			}
 		}
 	})
 }

@@ -57,9 +57,12 @@
 //     record had none). Waiters on several instances race with their
 //     scripts; the upstream runs them one at a time, so exactly one wins and
 //     the others see the new run and wait for it. A claim waiter whose
-//     connection has closed is passed by, even before it withdraws, and a
-//     claim taken for it while it left is released at once, as the
-//     embedded engine does: never held by no one until its lease lapses.
+//     connection has closed is passed by, even before it withdraws; a
+//     claim taken for it while it left, or whose reply could not be sent
+//     because its client left as it was handed over (resp.Conn.OnUnsent),
+//     is released at once, as the embedded engine does: never held by no
+//     one until its lease lapses. A claim whose reply was handed on is
+//     the client's, bounded by its LEASE.
 //
 // # What differs from the embedded engine
 //

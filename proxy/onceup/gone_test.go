@@ -1,9 +1,14 @@
 package onceup
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -223,6 +228,120 @@ func TestTakeoverPassesALeftWaiterBy(t *testing.T) {
 				}
 			}
 			eventually(t, 5*time.Second, "no waiter left", func() bool { return e.Waiting() == 0 })
+		})
+	}
+}
+
+// TestClaimReplyNotSentIsReleased: a lapse's claim is handed to a
+// CLAIM … WAIT caller whose client leaves as the reply is written (a test
+// hook closes the client's connection then, and waits until the server
+// has seen it close): the reply is not sent, and the claim is released at
+// once, so the next waiter gets it, rather than held by no one for the
+// whole LEASE (KV-13). A caller that reads its reply keeps the claim
+// (KV-9: the next waiter does not get it).
+func TestClaimReplyNotSentIsReleased(t *testing.T) {
+	up := standaloneUpstream(t)
+	p := startProxy(t, up, Config{})
+	e := p.e
+	ctx := context.Background()
+	c := dial(t, p)
+	rc := up.client(t)
+	cases := []struct {
+		name  string
+		leave bool
+	}{
+		{"the client leaves as the claim is handed over", true},
+		{"the client stays and reads the claim", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			k := key(t, "k")
+			tok := do(ctx, c, "ONCE.CLAIM", k, "LEASE", 60000).n
+			if tok == 0 {
+				t.Fatal("the runner's CLAIM failed")
+			}
+			nc, err := net.Dial("tcp", p.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			var once sync.Once
+			hooked := make(chan error, 1)
+			e.mu.Lock()
+			e.replied = func(gone <-chan struct{}) {
+				once.Do(func() {
+					if !tc.leave {
+						hooked <- nil
+						return
+					}
+					nc.Close()
+					select {
+					case <-gone:
+						hooked <- nil
+					case <-time.After(5 * time.Second):
+						hooked <- errors.New("the server never saw the client's connection close")
+					}
+				})
+			}
+			e.mu.Unlock()
+			t.Cleanup(func() {
+				e.mu.Lock()
+				e.replied = nil
+				e.mu.Unlock()
+			})
+			fmt.Fprintf(nc, "*6\r\n$10\r\nONCE.CLAIM\r\n$%d\r\n%s\r\n$4\r\nWAIT\r\n$1\r\n0\r\n$5\r\nLEASE\r\n$5\r\n60000\r\n", len(k), k)
+			eventually(t, 5*time.Second, "the raw client waiting", func() bool { return e.Waiting() == 1 })
+			next := make(chan reply, 1)
+			go func() { next <- do(ctx, dial(t, p), "ONCE.CLAIM", k, "WAIT", 20000, "LEASE", 60000) }()
+			eventually(t, 5*time.Second, "the next waiter", func() bool { return e.Waiting() == 2 })
+			// The runner's lease lapses now.
+			if err := rc.PExpire(ctx, k, time.Millisecond).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Touched(ctx, 0, []byte(k)); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-hooked:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the claim was not handed to the first waiter")
+			}
+			if tc.leave {
+				select {
+				case r := <-next:
+					if r.err != nil || r.state != "claimed" || r.n <= tok {
+						t.Fatalf("the next waiter got %v, want [claimed >%d]", r, tok)
+					}
+					if got := rc.HGet(ctx, k, "t").Val(); got != strconv.FormatInt(r.n, 10) {
+						t.Errorf("the record's token %q, want the next waiter's %d", got, r.n)
+					}
+				case <-time.After(3 * time.Second):
+					t.Fatal("the claim whose reply was not sent is held by no one: the next waiter did not get it")
+				}
+				return
+			}
+			line, err := bufio.NewReader(nc).ReadString('\n')
+			if err != nil || line != "*2\r\n" {
+				t.Fatalf("the first waiter read %q %v, want its claim", line, err)
+			}
+			first := rc.HGet(ctx, k, "t").Val()
+			if n, err := strconv.ParseInt(first, 10, 64); err != nil || n <= tok {
+				t.Fatalf("the record's token %q, want the first waiter's (>%d)", first, tok)
+			}
+			select {
+			case r := <-next:
+				t.Fatalf("the next waiter got %v while the first holds the claim", r)
+			case <-time.After(300 * time.Millisecond):
+			}
+			if err := c.Do(ctx, "ONCE.COMPLETE", k, first, "ans").Err(); err != nil {
+				t.Fatalf("the first waiter's claim: COMPLETE: %v", err)
+			}
+			if r := <-next; r.state != "done" || r.detail != "ans" {
+				t.Fatalf("the next waiter got %v, want [done ans]", r)
+			}
 		})
 	}
 }
