@@ -29,6 +29,13 @@ import (
 // Badger truncates a value log file to its end when it moves on to the
 // next, and that truncation syncs it first.
 //
+// Nor does Badger fsync its directory after it creates a .mem or .vlog
+// file: on a filesystem where a file's fsync does not commit its
+// directory entry, a power loss could lose the file's name, and the
+// writes in it. So syncBadger also fsyncs the directory whenever a .mem
+// or .vlog file is there that was not at its last fsync of it
+// (syncNewNames): once per new file, not per checkpoint.
+//
 // It runs at checkpoints, not per write: after the applier finishes a
 // log segment (checkpoint: one per WALSegmentSize written), at most once
 // a second when the applier records the log position (recordPosition),
@@ -38,7 +45,13 @@ func (s *DB) syncBadger() error {
 	if err := s.bdb.Sync(); err != nil {
 		return err
 	}
-	err := s.syncImmutableMemtables()
+	names, err := readDirNames(s.opts.Dir)
+	if err != nil {
+		return fmt.Errorf("sync Badger: %w", err)
+	}
+	s.memMu.Lock()
+	err = errors.Join(s.syncImmutableMemtables(names), s.syncNewNames(names))
+	s.memMu.Unlock()
 	if badgerSynced != nil {
 		badgerSynced()
 	}
@@ -59,6 +72,39 @@ var syncMemFile = fdatasync
 // syncBadger.
 var badgerSynced func()
 
+// syncBadgerDir fsyncs Badger's directory. A variable for the tests,
+// which record when it runs.
+var syncBadgerDir = syncDir
+
+// syncNewNames fsyncs Badger's directory if names (its listing, made
+// after Badger's Sync) holds a .mem or .vlog file that was not there at
+// the last fsync of the directory: Badger creates them without one, so
+// their names, and the writes in them, could be lost on a power loss
+// where the file's own fsync does not commit its directory entry. The
+// files' data are synced by Badger's Sync and syncImmutableMemtables. A
+// file created after the listing is left to the next syncBadger, which
+// lists it (it holds no write applied before this one began). Call it
+// with memMu held.
+func (s *DB) syncNewNames(names []string) error {
+	now := make(map[string]bool, len(s.dirSynced))
+	news := false
+	for _, name := range names {
+		if !strings.HasSuffix(name, memExt) && !strings.HasSuffix(name, vlogExt) {
+			continue
+		}
+		now[name] = true
+		news = news || !s.dirSynced[name]
+	}
+	if !news {
+		return nil
+	}
+	if err := syncBadgerDir(s.opts.Dir); err != nil {
+		return fmt.Errorf("sync Badger's directory: %w", err)
+	}
+	s.dirSynced = now
+	return nil
+}
+
 // syncImmutableMemtables fsyncs each .mem file of Badger's directory
 // but the newest, once: an older file belongs to an immutable memtable,
 // which no write reaches any more (or to one already flushed, whose
@@ -76,12 +122,9 @@ var badgerSynced func()
 // are remembered, so that each immutable file is synced once, however
 // many checkpoints it waits through: Badger numbers its memtables in
 // increasing order and never writes to an older one again. Fids whose
-// files are gone are forgotten.
-func (s *DB) syncImmutableMemtables() error {
-	names, err := readDirNames(s.opts.Dir)
-	if err != nil {
-		return fmt.Errorf("sync Badger's memtables: %w", err)
-	}
+// files are gone are forgotten. names is the directory's listing, made
+// after Badger's Sync. Call it with memMu held.
+func (s *DB) syncImmutableMemtables(names []string) error {
 	var fids []uint64
 	for _, name := range names {
 		num, ok := strings.CutSuffix(name, memExt)
@@ -98,8 +141,6 @@ func (s *DB) syncImmutableMemtables() error {
 	for _, fid := range fids {
 		newest = max(newest, fid)
 	}
-	s.memMu.Lock()
-	defer s.memMu.Unlock()
 	synced := make(map[uint64]bool, len(fids))
 	var errs []error
 	for _, fid := range fids {
@@ -124,8 +165,12 @@ func (s *DB) syncImmutableMemtables() error {
 	return errors.Join(errs...)
 }
 
-// memExt is the extension of Badger's memtable logs.
-const memExt = ".mem"
+// memExt is the extension of Badger's memtable logs, vlogExt of its
+// value log files.
+const (
+	memExt  = ".mem"
+	vlogExt = ".vlog"
+)
 
 // memName is the name of Badger's memtable log fid (as Badger names it).
 func memName(fid uint64) string { return fmt.Sprintf("%05d%s", fid, memExt) }

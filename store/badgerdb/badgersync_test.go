@@ -15,9 +15,10 @@ import (
 )
 
 // syncEvents is the order in which, while a test runs, Badger's .mem
-// files are fsynced ("sync 00002.mem"), syncBadger ends ("synced", with
-// the .vlog files there then) and log segments are deleted ("remove
-// 0000000000000001.wal").
+// files are fsynced ("sync 00002.mem"), its directory is fsynced ("sync
+// dir", with the .mem and .vlog files there then), syncBadger ends
+// ("synced", with the .vlog files there then) and log segments are
+// deleted ("remove 0000000000000001.wal").
 type syncEvents struct {
 	mu     sync.Mutex
 	events []string
@@ -42,10 +43,16 @@ func (ev *syncEvents) list() []string {
 func recordSyncs(tb testing.TB, dir string) *syncEvents {
 	tb.Helper()
 	ev := &syncEvents{}
-	syncFile, remove, synced := syncMemFile, removeSegment, badgerSynced
+	syncFile, remove, synced, syncD := syncMemFile, removeSegment, badgerSynced, syncBadgerDir
 	syncMemFile = func(f *os.File) error {
 		ev.add("sync " + filepath.Base(f.Name()))
 		return syncFile(f)
+	}
+	syncBadgerDir = func(d string) error {
+		mems, _ := filesWith(d, memExt)
+		vlogs, _ := filesWith(d, ".vlog")
+		ev.add("sync dir " + strings.Join(append(mems, vlogs...), " "))
+		return syncD(d)
 	}
 	removeSegment = func(path string) error {
 		ev.add("remove " + filepath.Base(path))
@@ -55,7 +62,7 @@ func recordSyncs(tb testing.TB, dir string) *syncEvents {
 		names, _ := filesWith(dir, ".vlog") // an error shows as no file
 		ev.add("synced " + strings.Join(names, " "))
 	}
-	tb.Cleanup(func() { syncMemFile, removeSegment, badgerSynced = syncFile, remove, synced })
+	tb.Cleanup(func() { syncMemFile, removeSegment, badgerSynced, syncBadgerDir = syncFile, remove, synced, syncD })
 	return ev
 }
 
@@ -167,6 +174,100 @@ func TestCheckpointSyncsImmutableMemtables(t *testing.T) {
 			for _, mem := range immutable {
 				if i := slices.Index(events, "sync "+mem); i < 0 || i > removed {
 					t.Errorf("%s (immutable, of %q) not fsynced before the %s; events %q", mem, mems, events[removed], events)
+				}
+			}
+		})
+	}
+}
+
+// applierCheckpoint runs the applier's checkpoint: the log segment is
+// rotated, and the finished one deleted once Badger is synced.
+func applierCheckpoint(tb testing.TB, s *DB) {
+	tb.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seg, err := s.wal.rotate()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.checkpoint(seg)
+}
+
+// TestCheckpointSyncsTheDirectoryOfNewFiles checks KV-6 across the files
+// Badger creates: it fsyncs no directory after it creates a .mem or
+// .vlog file, so on a filesystem where a file's fsync does not commit
+// its name, a power loss after a checkpoint deleted the log segments
+// could lose the new file, and the acknowledged writes in it. The
+// directory must be fsynced after the new file is there and before the
+// segment is deleted; with no new file, a checkpoint fsyncs no
+// directory. Memtables and value log files are 1 MiB.
+func TestCheckpointSyncsTheDirectoryOfNewFiles(t *testing.T) {
+	defer func(n int64) { valueLogFileSize = n }(valueLogFileSize)
+	valueLogFileSize = 1 << 20
+	for _, tc := range []struct {
+		name string
+		// ext is the kind of file the writes make anew ("" none), and
+		// size the length of each value (64 KiB stays in the memtable,
+		// 100 KB goes to the value log).
+		ext  string
+		size int
+	}{
+		{"no new file", "", 10},
+		{"a new memtable", memExt, 64 << 10},
+		{"a new value log file", ".vlog", 100_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := DefaultOptions(t.TempDir())
+			opts.MemTableSize = 1 << 20
+			opts.SweepInterval, opts.GCInterval, opts.TrimInterval = 0, 0, 0
+			ev := recordSyncs(t, opts.Dir)
+			s := openOpts(t, opts)
+			set(t, s, 0, "first", str("v", 0))
+			if err := s.drainForTest(); err != nil {
+				t.Fatal(err)
+			}
+			applierCheckpoint(t, s)
+			value := str(strings.Repeat("v", tc.size), 0)
+			var made []string
+			for n := 0; n == 0 || tc.ext != "" && len(made) == 0; n++ {
+				if n == 200 {
+					t.Fatalf("%d writes of %d bytes made no new %s file", n, tc.size, tc.ext)
+				}
+				var before []string
+				if tc.ext != "" {
+					before = mustFilesWith(t, opts.Dir, tc.ext)
+				}
+				set(t, s, 0, "k"+strconv.Itoa(n), value)
+				if err := s.drainForTest(); err != nil {
+					t.Fatal(err)
+				}
+				if tc.ext != "" {
+					for _, f := range mustFilesWith(t, opts.Dir, tc.ext) {
+						if !slices.Contains(before, f) {
+							made = append(made, f)
+						}
+					}
+				}
+			}
+			from := len(ev.list())
+			applierCheckpoint(t, s)
+			events := ev.list()
+			removed := slices.IndexFunc(events[from:], func(e string) bool { return strings.HasPrefix(e, "remove ") })
+			if removed < 0 {
+				t.Fatalf("the checkpoint deleted no log segment; events %q", events[from:])
+			}
+			removed += from
+			if tc.ext == "" {
+				if i := slices.IndexFunc(events[from:], func(e string) bool { return strings.HasPrefix(e, "sync dir") }); i >= 0 {
+					t.Errorf("a checkpoint with no new file fsynced the directory: %q", events[from:])
+				}
+				return
+			}
+			for _, f := range made {
+				if !slices.ContainsFunc(events[:removed], func(e string) bool {
+					return strings.HasPrefix(e, "sync dir ") && slices.Contains(strings.Fields(e), f)
+				}) {
+					t.Errorf("the checkpoint deleted a log segment (%s) with no fsync of the directory since %s was made; events %q", events[removed], f, events)
 				}
 			}
 		})

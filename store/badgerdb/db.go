@@ -539,9 +539,11 @@ type DB struct {
 	// log position it holds (recordPosition).
 	posSynced time.Time
 	// memSynced are the fids of Badger's immutable memtable files that
-	// syncBadger fsynced (under memMu).
+	// syncBadger fsynced; dirSynced the names of Badger's .mem and .vlog
+	// files there when syncBadger last fsynced its directory (under memMu).
 	memMu     sync.Mutex
 	memSynced map[uint64]bool
+	dirSynced map[string]bool
 	applyKick chan struct{}
 	roundMu   sync.Mutex // commitRound's, for a store that was not started
 	// applyNow asks the applier to apply at once, without gathering.
