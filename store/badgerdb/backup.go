@@ -215,13 +215,27 @@ func Restore(opts Options, r io.Reader) (st BackupStats, err error) {
 	if err == nil {
 		err = bdb.Sync()
 	}
+	format := formatPlain
+	if err == nil {
+		// A backup of a store that SWAPDB swapped holds its table.
+		err = bdb.View(func(txn *badger.Txn) error {
+			_, err := txn.Get(dbMapKey)
+			switch {
+			case err == nil:
+				format = formatSwapTable
+			case errors.Is(err, badger.ErrKeyNotFound):
+				err = nil
+			}
+			return err
+		})
+	}
 	if cerr := bdb.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return st, fmt.Errorf("restore into %s: %w", dir, err)
 	}
-	if err := writeMarker(dir); err != nil {
+	if err := writeMarker(dir, format); err != nil {
 		return st, fmt.Errorf("restore: %w", err)
 	}
 	return st, nil

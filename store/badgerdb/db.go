@@ -335,6 +335,9 @@ type DB struct {
 	bdb  *badger.DB
 	// dbMap is SWAPDB's table of databases (dbmap.go); nil: the identity.
 	dbMap atomic.Pointer[dbMap]
+	// format is the format the directory's marker names (under mu once
+	// Open returned): formatSwapTable once a SWAPDB raised it.
+	format int
 	// builders is Badger's pool of table builders' arenas, which trim
 	// empties (builders.go); nil if not found.
 	builders *z.AllocatorPool
@@ -690,7 +693,7 @@ func Open(opts Options) (*DB, error) {
 		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 			return nil, fmt.Errorf("open store: create data dir: %w", err)
 		}
-		if err := writeMarker(opts.Dir); err != nil {
+		if err := writeMarker(opts.Dir, format); err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
 	}
@@ -761,7 +764,8 @@ func Open(opts Options) (*DB, error) {
 		bdb.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	if err := s.loadDBMap(); err != nil {
+	hasTable, err := s.loadDBMap()
+	if err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -769,12 +773,20 @@ func Open(opts Options) (*DB, error) {
 		bdb.Close()
 		return nil, fmt.Errorf("open store: expiry index: %w", err)
 	}
-	if format != FormatVersion {
-		if err := writeMarker(opts.Dir); err != nil {
+	// Format 1 is raised to 2; format 3 stays (it is never lowered). A
+	// SWAPDB table under a format-2 marker is not written by this build
+	// (raiseFormat), but is raised to 3 all the same.
+	want := max(format, formatPlain)
+	if hasTable {
+		want = formatSwapTable
+	}
+	if format != want {
+		if err := writeMarker(opts.Dir, want); err != nil {
 			bdb.Close()
 			return nil, fmt.Errorf("open store: upgrade format: %w", err)
 		}
 	}
+	s.format = want
 	if err := markRunning(opts.Dir); err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("open store: %w", err)

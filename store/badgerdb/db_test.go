@@ -1016,8 +1016,8 @@ func TestSweepChecksEntriesOlderThanTheExactIndex(t *testing.T) {
 			if s.checkUpTo != want {
 				t.Fatalf("checks entries up to %d, want %d", s.checkUpTo, want)
 			}
-			if b, _ := os.ReadFile(filepath.Join(opts.Dir, MarkerFile)); string(b) != string(markerText(FormatVersion)) {
-				t.Fatalf("marker %q after Open, want format %d", b, FormatVersion)
+			if b, _ := os.ReadFile(filepath.Join(opts.Dir, MarkerFile)); string(b) != string(markerText(formatPlain)) {
+				t.Fatalf("marker %q after Open, want format %d", b, formatPlain)
 			}
 			clock.Store(1_000_100)
 			s.Sweep(time.Second)

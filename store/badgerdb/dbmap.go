@@ -65,6 +65,9 @@ func (t *tx) SwapDBs(a, b int) error {
 	if a == b {
 		return nil
 	}
+	if err := t.s.raiseFormat(); err != nil {
+		return err
+	}
 	n := len(t.s.counts)
 	m := &dbMap{phys: make([]uint16, n), logical: make([]uint16, n)}
 	if old := t.s.dbMap.Load(); old != nil {
@@ -85,24 +88,50 @@ func (t *tx) SwapDBs(a, b int) error {
 	return nil
 }
 
-// loadDBMap reads the table at Open. A table of more databases than the
-// store has now is kept when the databases the store has are all mapped
-// among themselves, and refused otherwise (their keys would be out of
-// reach); a table of fewer is extended with the identity.
-func (s *DB) loadDBMap() error {
+// formatRaised, when set (by tests), runs once raiseFormat has made the
+// marker name formatSwapTable, before the swap is staged.
+var formatRaised func()
+
+// raiseFormat makes the directory's marker name formatSwapTable, durably
+// (written to a temporary file, synced, renamed, the directory synced),
+// before a SWAPDB stages the table: a build that knows only format 2
+// then refuses the directory rather than ignore the table and show each
+// swapped database's keys under the other's number. Only the first
+// SWAPDB of a directory does it. Call it with s.mu held (a write
+// transaction).
+func (s *DB) raiseFormat() error {
+	if s.format >= formatSwapTable {
+		return nil
+	}
+	if err := writeMarker(s.opts.Dir, formatSwapTable); err != nil {
+		return fmt.Errorf("swapdb: raise the data format to %d: %w", formatSwapTable, err)
+	}
+	s.format = formatSwapTable
+	if formatRaised != nil {
+		formatRaised()
+	}
+	return nil
+}
+
+// loadDBMap reads the table at Open, and reports whether there is one.
+// A table of more databases than the store has now is kept when the
+// databases the store has are all mapped among themselves, and refused
+// otherwise (their keys would be out of reach); a table of fewer is
+// extended with the identity.
+func (s *DB) loadDBMap() (bool, error) {
 	rec, found, err := s.readRecord(dbMapKey)
 	if err != nil || !found {
-		return err
+		return false, err
 	}
 	if len(rec)%2 != 0 {
-		return fmt.Errorf("damaged SWAPDB table (%d bytes)", len(rec))
+		return true, fmt.Errorf("damaged SWAPDB table (%d bytes)", len(rec))
 	}
 	stored := make([]uint16, len(rec)/2)
 	seen := make(map[uint16]bool, len(stored))
 	for i := range stored {
 		p := binary.BigEndian.Uint16(rec[2*i:])
 		if int(p) >= len(stored) || seen[p] {
-			return fmt.Errorf("damaged SWAPDB table")
+			return true, fmt.Errorf("damaged SWAPDB table")
 		}
 		seen[p] = true
 		stored[i] = p
@@ -116,7 +145,7 @@ func (s *DB) loadDBMap() error {
 			p = stored[i]
 		}
 		if int(p) >= n {
-			return fmt.Errorf("SWAPDB moved the keys of database %d to %d: start with at least %d databases", i, p, len(stored))
+			return true, fmt.Errorf("SWAPDB moved the keys of database %d to %d: start with at least %d databases", i, p, len(stored))
 		}
 		m.phys[i] = p
 		m.logical[p] = uint16(i)
@@ -125,5 +154,5 @@ func (s *DB) loadDBMap() error {
 	if !identity {
 		s.dbMap.Store(m)
 	}
-	return nil
+	return true, nil
 }

@@ -1,6 +1,7 @@
 package badgerdb
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,8 +15,14 @@ import (
 
 func swap(tb testing.TB, s *DB, a, b int) {
 	tb.Helper()
-	if _, err := s.Update(func(tx store.Tx) error { return tx.(store.DBSwapper).SwapDBs(a, b) }); err != nil {
+	t, err := s.Update(func(tx store.Tx) error { return tx.(store.DBSwapper).SwapDBs(a, b) })
+	if err != nil {
 		tb.Fatalf("swap %d %d: %v", a, b, err)
+	}
+	if t != nil {
+		if err := t.Wait(context.Background()); err != nil {
+			tb.Fatalf("swap %d %d: wait: %v", a, b, err)
+		}
 	}
 }
 
@@ -147,5 +154,140 @@ func TestSwapDBsFewerDatabases(t *testing.T) {
 	s2 := openOpts(t, opts)
 	if v, ok := get(t, s2, 10, "k"); !ok || v != "v" {
 		t.Errorf("db 10 k = %q %v with 12 databases", v, ok)
+	}
+}
+
+// markerFormat reads the format the marker of dir names.
+func markerFormat(tb testing.TB, dir string) int {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, MarkerFile))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	v, err := parseMarker(b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return v
+}
+
+// TestFormatRaisedAtTheFirstSwap: a directory stays at format 2, which
+// the builds of before SWAPDB open, until its first SWAPDB; that raises
+// the marker to 3 durably before the swap's table is staged, so that a
+// crash leaves format 3 with the table or without it (both open), and
+// never the table under format 2, which a format-2 build would ignore
+// (KV-7, KV-6). A restart keeps format 3.
+func TestFormatRaisedAtTheFirstSwap(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, FsyncAlways, nil)
+	set(t, s, 0, "k0", str("zero", 0))
+	set(t, s, 1, "k1", str("one", 0))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := markerFormat(t, dir); v != 2 {
+		t.Fatalf("after open, writes and close: format %d, want 2", v)
+	}
+	s = open(t, dir, FsyncAlways, nil)
+	if v := markerFormat(t, dir); v != 2 {
+		t.Fatalf("after a restart with no SWAPDB: format %d, want 2", v)
+	}
+	// Images of the directory as a crash would leave it: right after the
+	// raise, before the table is staged, and right after the swap.
+	var raised string
+	defer func(f func()) { formatRaised = f }(formatRaised)
+	formatRaised = func() { raised = copyDir(t, dir) }
+	swap(t, s, 0, 1)
+	if raised == "" {
+		t.Fatal("the SWAPDB raised no format")
+	}
+	if v := markerFormat(t, dir); v != 3 {
+		t.Fatalf("after a SWAPDB: format %d, want 3", v)
+	}
+	swapped := copyDir(t, dir)
+	raised2 := ""
+	formatRaised = func() { raised2 = "again" }
+	swap(t, s, 1, 2)
+	if raised2 != "" {
+		t.Error("a second SWAPDB raised the format again")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir, FsyncAlways, nil)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := markerFormat(t, dir); v != 3 {
+		t.Fatalf("after a restart of a swapped store: format %d, want 3", v)
+	}
+	for _, tc := range []struct {
+		name string
+		dir  string
+		// keys of databases 0 and 1
+		db0, db1 []string
+	}{
+		{"a crash right after the raise, before the swap was staged", raised, []string{"k0"}, []string{"k1"}},
+		{"a crash right after the swap", swapped, []string{"k1"}, []string{"k0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if v := markerFormat(t, tc.dir); v != 3 {
+				t.Fatalf("format %d, want 3", v)
+			}
+			s := open(t, tc.dir, FsyncAlways, nil)
+			if got := keys(t, s, 0, ""); !slices.Equal(got, tc.db0) {
+				t.Errorf("db 0 keys %v, want %v", got, tc.db0)
+			}
+			if got := keys(t, s, 1, ""); !slices.Equal(got, tc.db1) {
+				t.Errorf("db 1 keys %v, want %v", got, tc.db1)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if v := markerFormat(t, tc.dir); v != 3 {
+				t.Errorf("after a restart: format %d, want 3", v)
+			}
+		})
+	}
+}
+
+// TestRestoreWritesTheFormatOfTheBackup: a restore marks the directory
+// with format 3 when the backup holds SWAPDB's table, so that a format-2
+// build refuses it, and with format 2 otherwise (KV-7).
+func TestRestoreWritesTheFormatOfTheBackup(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		swapped bool
+		want    int
+	}{
+		{"a store SWAPDB never swapped", false, 2},
+		{"a swapped store", true, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t, t.TempDir(), FsyncAlways, nil)
+			set(t, s, 0, "k0", str("zero", 0))
+			if tc.swapped {
+				swap(t, s, 0, 1)
+			}
+			file := filepath.Join(t.TempDir(), "backup")
+			if _, err := s.BackupFile(file); err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(t.TempDir(), "restored")
+			if _, err := RestoreFile(DefaultOptions(dir), file); err != nil {
+				t.Fatal(err)
+			}
+			if v := markerFormat(t, dir); v != tc.want {
+				t.Errorf("restored marker: format %d, want %d", v, tc.want)
+			}
+			r := open(t, dir, FsyncAlways, nil)
+			db := 0
+			if tc.swapped {
+				db = 1
+			}
+			if got := keys(t, r, db, ""); !slices.Equal(got, []string{"k0"}) {
+				t.Errorf("restored db %d keys %v, want [k0]", db, got)
+			}
+		})
 	}
 }

@@ -19,20 +19,29 @@ import (
 const (
 	// MarkerFile is the name of the marker in the data directory.
 	MarkerFile = "oncekv.meta"
-	// FormatVersion is the on-disk layout this build writes. Format 2
-	// promises that the expiry index is exact above the deadline its
-	// meta record sweep-check-up-to holds (exactIndex); format 1, which
-	// this build reads and upgrades, promised nothing of the kind.
-	// Builds that know only format 1 refuse format 2, so that they do
-	// not write stale entries where format 2 says there are none.
+	// FormatVersion is the newest on-disk layout this build reads and
+	// writes. Format 2 promises that the expiry index is exact above the
+	// deadline its meta record sweep-check-up-to holds (exactIndex);
+	// format 1, which this build reads and upgrades, promised nothing of
+	// the kind. Builds that know only format 1 refuse format 2, so that
+	// they do not write stale entries where format 2 says there are none.
 	// Format 3 may hold SWAPDB's table of databases (dbmap.go): builds
 	// that know only format 2 refuse it, as they would ignore the table
 	// and show each swapped database's keys under the other's number.
-	FormatVersion = 3
+	FormatVersion = formatSwapTable
 	// formatStaleIndex is the format whose expiry index may hold stale
 	// entries anywhere.
 	formatStaleIndex = 1
-	markerHead       = "oncekv data directory"
+	// formatPlain is the format of a directory whose databases SWAPDB
+	// never swapped: this build writes it, so that such a directory
+	// still opens with a build that knows only format 2.
+	formatPlain = 2
+	// formatSwapTable is the format of a directory that may hold SWAPDB's
+	// table: the first SWAPDB raises the marker to it, durably, before
+	// the table is staged (raiseFormat), so that no directory holds the
+	// table under a marker of format 2. It is never lowered.
+	formatSwapTable = 3
+	markerHead      = "oncekv data directory"
 	// markerTmp is the file the marker is written to before it is
 	// renamed into place.
 	markerTmp = MarkerFile + ".tmp"
@@ -66,7 +75,7 @@ func markerText(format int) []byte {
 func checkDir(dir string) (fresh bool, format int, err error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return true, FormatVersion, nil
+		return true, formatPlain, nil
 	}
 	if err != nil {
 		return false, 0, fmt.Errorf("read data dir %s: %w", dir, err)
@@ -81,7 +90,7 @@ func checkDir(dir string) (fresh bool, format int, err error) {
 		// Only the marker's temporary file: the first start was killed
 		// while it wrote the marker, before Badger wrote anything
 		// (KV-6). writeMarker writes it anew.
-		return true, FormatVersion, nil
+		return true, formatPlain, nil
 	}
 	b, err := os.ReadFile(filepath.Join(dir, MarkerFile))
 	if errors.Is(err, os.ErrNotExist) {
@@ -239,11 +248,11 @@ func removeEmptyLogs(dir string) ([]string, error) {
 	return nil, nil
 }
 
-// writeMarker marks dir as oncekv's, durably.
-func writeMarker(dir string) error {
+// writeMarker marks dir as oncekv's, of the given format, durably.
+func writeMarker(dir string, format int) error {
 	path := filepath.Join(dir, MarkerFile)
 	tmp := filepath.Join(dir, markerTmp)
-	if err := writeFileSync(tmp, markerText(FormatVersion)); err != nil {
+	if err := writeFileSync(tmp, markerText(format)); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {

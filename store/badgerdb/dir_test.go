@@ -179,6 +179,9 @@ func TestOwnerAndCorruptDirs(t *testing.T) {
 		found   string
 		// keep is checked after a successful open.
 		keep bool
+		// format is the marker's after a successful open (0: 2, the
+		// format of a directory SWAPDB never swapped).
+		format int
 	}
 	cases := []tc{
 		{name: "missing dir", setup: func(t *testing.T) string { return filepath.Join(t.TempDir(), "new", "data") }},
@@ -240,16 +243,21 @@ func TestOwnerAndCorruptDirs(t *testing.T) {
 			os.WriteFile(filepath.Join(d, MarkerFile), []byte("something else\n"), 0o644)
 			return d
 		}, wantErr: ErrForeignDir, found: "something else"},
-		{name: "format 1, read and raised to the current one", setup: func(t *testing.T) string {
+		{name: "format 1, read and raised to 2", setup: func(t *testing.T) string {
 			d := copyDir(t, filled)
 			os.WriteFile(filepath.Join(d, MarkerFile), markerText(formatStaleIndex), 0o644)
 			return d
 		}, keep: true},
-		{name: "format 2 (no SWAPDB table), read and raised to 3", setup: func(t *testing.T) string {
+		{name: "format 2 (no SWAPDB table), read and kept at 2", setup: func(t *testing.T) string {
 			d := copyDir(t, filled)
 			os.WriteFile(filepath.Join(d, MarkerFile), markerText(2), 0o644)
 			return d
 		}, keep: true},
+		{name: "format 3 with no SWAPDB table (a build that always wrote 3), kept at 3", setup: func(t *testing.T) string {
+			d := copyDir(t, filled)
+			os.WriteFile(filepath.Join(d, MarkerFile), markerText(3), 0o644)
+			return d
+		}, keep: true, format: 3},
 		{name: "newer format", setup: func(t *testing.T) string {
 			d := copyDir(t, filled)
 			os.WriteFile(filepath.Join(d, MarkerFile), []byte(markerHead+"\nformat 99\n"), 0o644)
@@ -357,8 +365,12 @@ func TestOwnerAndCorruptDirs(t *testing.T) {
 					t.Fatalf("open: %v", err)
 				}
 				defer s.Close()
-				if b, err := os.ReadFile(filepath.Join(dir, MarkerFile)); err != nil || string(b) != string(markerText(FormatVersion)) {
-					t.Fatalf("marker = %q, %v", b, err)
+				format := c.format
+				if format == 0 {
+					format = formatPlain
+				}
+				if b, err := os.ReadFile(filepath.Join(dir, MarkerFile)); err != nil || string(b) != string(markerText(format)) {
+					t.Fatalf("marker = %q, %v; want format %d", b, err, format)
 				}
 				if c.keep {
 					for k, v := range want {
@@ -393,7 +405,7 @@ func TestOwnerAndCorruptDirs(t *testing.T) {
 // that opens.
 func TestOwnerMarkerWrittenFirst(t *testing.T) {
 	dir := t.TempDir()
-	if err := writeMarker(dir); err != nil {
+	if err := writeMarker(dir, formatPlain); err != nil {
 		t.Fatal(err)
 	}
 	// Marker only: what a crash between the marker and Badger leaves.
