@@ -281,16 +281,19 @@ func errSubscribed(cmd *Command) string {
 }
 
 // subReply writes a (un)subscribe confirmation; a nil name is Redis's
-// reply to an UNSUBSCRIBE with nothing to unsubscribe.
-func subReply(w *resp.Writer, word string, name []byte, count int64) {
-	w.Push(3)
-	w.BulkString(word)
-	if name == nil {
-		w.Null()
-	} else {
-		w.Bulk(name)
-	}
-	w.Int(count)
+// reply to an UNSUBSCRIBE with nothing to unsubscribe. It is a push: sent
+// even under CLIENT REPLY OFF or SKIP, as in Redis 7.0.
+func subReply(x *Ctx, word string, name []byte, count int64) {
+	x.WritePush(func(w *resp.Writer) {
+		w.Push(3)
+		w.BulkString(word)
+		if name == nil {
+			w.Null()
+		} else {
+			w.Bulk(name)
+		}
+		w.Int(count)
+	})
 }
 
 func subscribeCmd(k subKind) Handler {
@@ -300,7 +303,7 @@ func subscribeCmd(k subKind) Handler {
 		x.TakePushes()
 		for _, name := range x.Args[1:] {
 			n := x.S.pubsub.add(x.Conn, k, string(name))
-			subReply(x.W, subWords[k].sub, name, n)
+			subReply(x, subWords[k].sub, name, n)
 		}
 		x.SetSubscribed(true)
 	}
@@ -315,7 +318,7 @@ func unsubscribeCmd(k subKind) Handler {
 				names = append(names, []byte(n))
 			}
 			if len(names) == 0 {
-				subReply(x.W, subWords[k].unsub, nil, x.S.pubsub.countOf(x.Conn, k))
+				subReply(x, subWords[k].unsub, nil, x.S.pubsub.countOf(x.Conn, k))
 				return
 			}
 		}
@@ -323,7 +326,7 @@ func unsubscribeCmd(k subKind) Handler {
 		for _, name := range names {
 			var n int64
 			n, total = x.S.pubsub.remove(x.Conn, k, string(name))
-			subReply(x.W, subWords[k].unsub, name, n)
+			subReply(x, subWords[k].unsub, name, n)
 		}
 		if total == 0 {
 			// Out of the Pub/Sub context once no subscription of any

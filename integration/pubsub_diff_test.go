@@ -244,6 +244,30 @@ func TestDiffPubsub(t *testing.T) {
 			cmd("AUTH", "s3cret").On(1).InResp(2),
 			cmd("CONFIG", "SET", "requirepass", "").InResp(2),
 		}},
+		// CLIENT REPLY OFF and SKIP drop replies, not pushes: Redis 7.0
+		// sends the (un)subscribe confirmations and the messages, a
+		// subscriber's own included, whatever CLIENT REPLY says. (RESP2
+		// refuses CLIENT in the Pub/Sub context: it silences first.)
+		{"client-reply", []Step{
+			held("CLIENT", "REPLY", "OFF").On(1),
+			cmd("SUBSCRIBE", "a", "b").On(1),
+			readNext().On(1),
+			cmd("PUBLISH", "a", "x"),
+			readNext().On(1),
+			cmd("PUBLISH", "a", "self").On(1).InResp(3),
+			cmd("UNSUBSCRIBE", "a").On(1).InResp(3),
+			cmd("PSUBSCRIBE", "p*").On(1).InResp(3),
+			cmd("CLIENT", "REPLY", "ON").On(1).InResp(3),
+			held("CLIENT", "REPLY", "SKIP").On(1).InResp(3),
+			cmd("PUBLISH", "b", "self").On(1).InResp(3),
+			cmd("PING").On(1).InResp(3),
+			held("CLIENT", "REPLY", "SKIP").On(2),
+			cmd("SSUBSCRIBE", "s").On(2),
+			cmd("SPUBLISH", "s", "y"),
+			readNext().On(2),
+			cmd("RESET").On(1),
+			cmd("RESET").On(2),
+		}},
 		{"kill", []Step{
 			cmd("SUBSCRIBE", "c").On(1),
 			cmd("PSUBSCRIBE", "p*").On(2),

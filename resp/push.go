@@ -139,13 +139,16 @@ func (c *Conn) overLimit(used int64) bool {
 // a client publishes to itself): the pushes other connections queued
 // first are written before it.
 func (c *Conn) PushSelf(fn func(w *Writer)) {
-	c.takeOutbox()
-	fn(c.W)
+	c.WritePush(func(w *Writer) {
+		c.takeOutbox()
+		fn(w)
+	})
 }
 
 // SyncPushes writes the pushes other connections queued so far to c.W,
-// on c's goroutine, so that the reply written next comes after them.
-func (c *Conn) SyncPushes() { c.takeOutbox() }
+// on c's goroutine, so that the reply written next comes after them. They
+// are sent even if the current command's reply is not (WritePush).
+func (c *Conn) SyncPushes() { c.WritePush(func(*Writer) { c.takeOutbox() }) }
 
 // takeOutbox appends the queued pushes to c.W; on c's goroutine.
 func (c *Conn) takeOutbox() {

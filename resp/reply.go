@@ -44,6 +44,22 @@ func (c *Conn) SetReply(mode ReplyMode) {
 // Silent reports whether the reply of the current command is dropped.
 func (c *Conn) Silent() bool { return c.replyOff || c.skipping }
 
+// WritePush writes a push of the current command to W (a Pub/Sub
+// confirmation, or a message it publishes to itself). Unlike its reply, a
+// push is sent even while CLIENT REPLY OFF or SKIP drops the reply, as
+// Redis 7.0 sends them (CLIENT_PUSHING): what the command wrote before it
+// is dropped now, as endReply would drop it, and the push is kept.
+func (c *Conn) WritePush(fn func(w *Writer)) {
+	silent := c.Silent()
+	if silent && c.replyMark <= c.W.Len() {
+		c.W.Truncate(c.replyMark)
+	}
+	fn(c.W)
+	if silent {
+		c.replyMark = c.W.Len()
+	}
+}
+
 // KeepReplies marks what W holds now as replies of earlier commands, which
 // dropping the current command's reply must keep.
 func (c *Conn) KeepReplies() { c.replyMark = c.W.Len() }
