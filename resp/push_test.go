@@ -28,6 +28,17 @@ func (h *pushHub) Serve(c *Conn, args [][]byte) {
 		h.subs = append(h.subs, c)
 		h.mu.Unlock()
 		c.W.Simple("subscribed")
+	case "pushmid":
+		// A push from another connection reaches c while this command
+		// runs, and the client's next request is read meanwhile.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c.Push(func(w *Writer) { w.Push(1); w.BulkString("mid") })
+		}()
+		<-done
+		time.Sleep(20 * time.Millisecond)
+		c.W.Simple("pushmid")
 	case "unsub":
 		c.SetSubscribed(false)
 		c.W.Simple("unsubscribed")
@@ -62,6 +73,28 @@ func TestPushReachesAnIdleClient(t *testing.T) {
 	}
 	// Replies and pushes keep their order.
 	expectLines(t, sub, sr, "ping\r\n", "+ping\r\n")
+}
+
+// A push that reaches a subscriber while one of its commands runs goes
+// after that command's reply and before the next one's, as in Redis (one
+// thread: a message is published between two commands): a command that
+// ends a subscription or changes the protocol (RESET, HELLO) is answered
+// after what the subscription was sent before it, never before.
+func TestPushBeforeTheNextReply(t *testing.T) {
+	for _, tc := range []struct {
+		name, send string
+		want       []string
+	}{
+		{"pipelined", "pushmid\r\nping\r\n", []string{"+pushmid\r\n", "*1\r\n", "$3\r\n", "mid\r\n", "+ping\r\n"}},
+		{"pipelined, then unsub", "pushmid\r\nunsub\r\n", []string{"+pushmid\r\n", "*1\r\n", "$3\r\n", "mid\r\n", "+unsubscribed\r\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := startTest(t, Config{}, &pushHub{})
+			sub, sr := dialTest(t, addr)
+			expectLines(t, sub, sr, "sub\r\n", "+subscribed\r\n")
+			expectLines(t, sub, sr, tc.send, tc.want...)
+		})
+	}
 }
 
 // A subscriber that does not read is closed as Redis closes it, once its

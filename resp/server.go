@@ -595,6 +595,11 @@ func linger(nc net.Conn) {
 // answered with an error, and the connection goes on: one bad command
 // never takes the server down.
 func (s *Server) call(c *Conn, args [][]byte) {
+	// The pushes that came before the command go before its reply, as in
+	// Redis, where a message is published between two commands: a RESET
+	// or HELLO is answered after what the subscription was sent, and the
+	// reply of a command that runs silent (CLIENT REPLY) never takes them.
+	c.takeOutbox()
 	mark := c.W.Len()
 	c.beginReply(mark)
 	defer func() {
