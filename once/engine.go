@@ -110,6 +110,10 @@ type Engine struct {
 	// RENAME of one after the walk found it, under a name the walk had
 	// passed, would be counted under neither name.
 	unadopted atomic.Bool
+	// toAdopt is what the walk found and adopt has not checked yet,
+	// under e.mu: a SWAPDB meanwhile renumbers it (Swapped), as it
+	// renumbers running.
+	toAdopt []wkey
 }
 
 type wkey struct {
@@ -277,11 +281,12 @@ func (e *Engine) Start() error {
 	if !ok {
 		return nil
 	}
-	var found []wkey
 	e.unadopted.Store(true)
 	w.WalkKind(store.KindOnce, func(db int, key []byte, v store.Value) {
 		if IsRunning(v) {
-			found = append(found, wkey{db, string(key)})
+			e.mu.Lock()
+			e.toAdopt = append(e.toAdopt, wkey{db, string(key)})
+			e.mu.Unlock()
 		}
 	}, func(bool) {
 		// On the store's walk, which may hold the store's lock: adopt
@@ -296,7 +301,7 @@ func (e *Engine) Start() error {
 		go func() {
 			defer e.adopting.Done()
 			defer e.unadopted.Store(false)
-			e.adopt(found)
+			e.adopt()
 		}()
 	})
 	return nil
@@ -307,18 +312,25 @@ func (e *Engine) Start() error {
 // commands wait for the transaction, so a few milliseconds' worth at most.
 const adoptBatch = 128
 
-// adopt adds to running the keys of found, which held running records at
-// some moment since the store opened, whose records are running still.
-// A key that is in running already has been saved since: what running
-// says of it is newer than found.
-func (e *Engine) adopt(found []wkey) {
-	for len(found) > 0 {
-		batch := found[:min(len(found), adoptBatch)]
-		found = found[len(batch):]
-		stop := false
+// adopt adds to running the keys of toAdopt, which held running records
+// at some moment since the store opened, whose records are running
+// still. A key that is in running already has been saved since: what
+// running says of it is newer than what the walk found.
+func (e *Engine) adopt() {
+	for {
+		stop, more := false, false
 		err := e.update(func(tx store.Tx) {
+			// The batch is taken in the transaction, so that no SWAPDB
+			// renumbers it between the taking and the checks.
 			e.mu.Lock()
 			stop = e.closed
+			n := min(len(e.toAdopt), adoptBatch)
+			batch := e.toAdopt[:n:n]
+			e.toAdopt = e.toAdopt[n:]
+			more = len(e.toAdopt) > 0
+			if !more {
+				e.toAdopt = nil
+			}
 			e.mu.Unlock()
 			if stop {
 				return
@@ -338,7 +350,7 @@ func (e *Engine) adopt(found []wkey) {
 				}
 			}
 		})
-		if err != nil || stop {
+		if err != nil || stop || !more {
 			return
 		}
 	}
@@ -1125,6 +1137,16 @@ func (e *Engine) Swapped(tx store.Tx, a, b int) {
 	}
 	var ks []wkey
 	e.mu.Lock()
+	// What the start-up walk found and adopt has not checked yet moved
+	// too: adopt must look for it in the other database.
+	for i, k := range e.toAdopt {
+		switch k.db {
+		case a:
+			e.toAdopt[i].db = b
+		case b:
+			e.toAdopt[i].db = a
+		}
+	}
 	for k := range e.keys {
 		if k.db == a || k.db == b {
 			ks = append(ks, k)

@@ -195,3 +195,101 @@ func (v *env) rename(src, dst string) {
 		}
 	})
 }
+
+// TestEngineCountsRunningRecordsOfBeforeSwappedDuringTheCount: a SWAPDB
+// made after the store's walk found the running records of before the
+// restart, and before the engine has checked them, took them to the other
+// database (KV-7): the count looks for them there, and counts them under
+// that database (KV-16), so that a DEL there forgets them.
+func TestEngineCountsRunningRecordsOfBeforeSwappedDuringTheCount(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		engineFirst bool
+		a, b        int // the databases swapped
+		want        int // the database the records are counted in
+	}{
+		{"engine first", true, 0, 1, 1},
+		{"store first", false, 0, 1, 1},
+		{"store first, the other way round", false, 3, 0, 3},
+		{"other databases", false, 1, 2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			v := openEnv(t, dir, time.Minute)
+			v.mustClaim("a", lease(60000))
+			v.mustClaim("b", lease(60000))
+			v.close()
+
+			st, err := badgerdb.Open(badgerdb.DefaultOptions(dir))
+			if err != nil {
+				t.Fatalf("open store: %v", err)
+			}
+			e := once.New(st, once.Config{DefaultLease: time.Minute})
+			counting := make(chan struct{})
+			swapped := make(chan struct{})
+			var gate sync.Once
+			e.SetUpdater(func(fn func(store.Tx) error) (store.Ticket, error) {
+				gate.Do(func() { close(counting); <-swapped })
+				return st.Update(fn)
+			})
+			if !tc.engineFirst {
+				st.Start()
+			}
+			if err := e.Start(); err != nil {
+				t.Fatalf("start engine: %v", err)
+			}
+			v = &env{t: t, dir: dir, st: st, e: e}
+			t.Cleanup(v.close)
+			if tc.engineFirst {
+				st.Start()
+			}
+			select {
+			case <-counting:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the engine's count of the running records did not start")
+			}
+			v.swap(tc.a, tc.b)
+			close(swapped)
+			v.waitRunningKeys(2, fmt.Sprintf("after SWAPDB %d %d during the count", tc.a, tc.b))
+			v.update(func(tx store.Tx) {
+				if _, err := tx.Delete(tc.want, []byte("a")); err != nil {
+					t.Fatalf("DEL a in db %d: %v", tc.want, err)
+				}
+				v.e.Touched(tx, tc.want, []byte("a"))
+			})
+			v.waitRunningKeys(1, fmt.Sprintf("after DEL a in db %d", tc.want))
+		})
+	}
+}
+
+// swap swaps databases a and b as SWAPDB does through the commands' hook:
+// the hook sees the swap if the engine is Active when the command starts.
+func (v *env) swap(a, b int) {
+	v.t.Helper()
+	v.update(func(tx store.Tx) {
+		hooked := v.e.Active()
+		if err := tx.(store.DBSwapper).SwapDBs(a, b); err != nil {
+			v.t.Fatalf("SWAPDB %d %d: %v", a, b, err)
+		}
+		if hooked {
+			v.e.Swapped(tx, a, b)
+		}
+	})
+}
+
+// waitRunningKeys waits up to 10 s for RunningKeys to be n.
+func (v *env) waitRunningKeys(n int, what string) {
+	v.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		got := v.runningKeys()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			v.t.Fatalf("%s: RunningKeys %d for 10 s, want %d", what, got, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
