@@ -30,7 +30,16 @@ import (
 //
 // The trailer makes a truncated or damaged file an error at restore, not a
 // partial database.
-const backupHeader = "oncekv backup 1\n"
+//
+// A backup of a store whose databases SWAPDB swapped says "oncekv backup
+// 2" instead: it holds SWAPDB's table (dbmap.go), which a build that knows
+// only version 1 would restore and then ignore, showing each swapped
+// database's keys under the other's number; such a build refuses it, as a
+// format-2 build refuses a format-3 directory. Restore reads both.
+const (
+	backupHeader        = "oncekv backup 1\n"
+	backupHeaderSwapped = "oncekv backup 2\n"
+)
 
 const (
 	maxBackupKey   = 1 << 20
@@ -60,6 +69,10 @@ func (s *DB) Backup(w io.Writer) (BackupStats, error) {
 	if err == nil {
 		txn = s.bdb.NewTransaction(false)
 	}
+	header := backupHeader
+	if m := s.dbMap.Load(); m != nil && !m.identity() {
+		header = backupHeaderSwapped
+	}
 	s.mu.Unlock()
 	if err != nil {
 		return BackupStats{}, fmt.Errorf("backup: commit staged writes: %w", err)
@@ -70,10 +83,10 @@ func (s *DB) Backup(w io.Writer) (BackupStats, error) {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	crc := crc32.New(crcTable)
 	out := io.MultiWriter(bw, crc)
-	if _, err := io.WriteString(bw, backupHeader); err != nil {
+	if _, err := io.WriteString(bw, header); err != nil {
 		return st, fmt.Errorf("backup: %w", err)
 	}
-	st.Bytes = int64(len(backupHeader))
+	st.Bytes = int64(len(header))
 	var num [binary.MaxVarintLen64]byte
 	put := func(b []byte) error {
 		n := binary.PutUvarint(num[:], uint64(len(b)))
@@ -246,8 +259,8 @@ func load(bdb *badger.DB, r io.Reader) (BackupStats, error) {
 	var st BackupStats
 	br := bufio.NewReaderSize(r, 256<<10)
 	head := make([]byte, len(backupHeader))
-	if _, err := io.ReadFull(br, head); err != nil || string(head) != backupHeader {
-		return st, fmt.Errorf("not an oncekv backup (the file does not start with %q)", backupHeader)
+	if _, err := io.ReadFull(br, head); err != nil || (string(head) != backupHeader && string(head) != backupHeaderSwapped) {
+		return st, fmt.Errorf("not an oncekv backup (the file does not start with %q or %q)", backupHeader, backupHeaderSwapped)
 	}
 	st.Bytes = int64(len(head))
 	cr := &crcReader{r: br, h: crc32.New(crcTable)}

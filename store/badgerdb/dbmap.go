@@ -29,6 +29,17 @@ type dbMap struct {
 	phys, logical []uint16
 }
 
+// identity reports whether m maps every database to itself (swapped,
+// then swapped back).
+func (m *dbMap) identity() bool {
+	for i, p := range m.phys {
+		if int(p) != i {
+			return false
+		}
+	}
+	return true
+}
+
 // physDB checks a database number and maps it to the one its keys are
 // stored under.
 func (t *tx) physDB(db int) (int, error) {

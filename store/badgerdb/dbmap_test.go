@@ -291,3 +291,49 @@ func TestRestoreWritesTheFormatOfTheBackup(t *testing.T) {
 		})
 	}
 }
+
+// TestBackupOfASwappedStore: a backup of a store whose databases SWAPDB
+// swapped holds the table, and says so in its header (version 2), so that
+// a build that knows only version 1, and would ignore the table, refuses
+// it; a backup of a store never swapped, or swapped back, is version 1,
+// as before. This build restores both, each database's keys under the
+// number the client named (KV-7).
+func TestBackupOfASwappedStore(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		swaps  [][2]int
+		header string
+		want   map[int][]string
+	}{
+		{"never swapped", nil, backupHeader, map[int][]string{0: {"a0"}, 1: {"a1"}}},
+		{"swapped", [][2]int{{0, 1}}, backupHeaderSwapped, map[int][]string{0: {"a1"}, 1: {"a0"}}},
+		{"swapped back", [][2]int{{0, 1}, {1, 0}}, backupHeader, map[int][]string{0: {"a0"}, 1: {"a1"}}},
+		{"swapped with a third", [][2]int{{0, 1}, {1, 2}}, backupHeaderSwapped, map[int][]string{0: {"a1"}, 2: {"a0"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t, t.TempDir(), FsyncEverysec, nil)
+			set(t, s, 0, "a0", str("zero", 0))
+			set(t, s, 1, "a1", str("one", 0))
+			for _, sw := range tc.swaps {
+				swap(t, s, sw[0], sw[1])
+			}
+			var buf strings.Builder
+			if _, err := s.Backup(&buf); err != nil {
+				t.Fatal(err)
+			}
+			if got := buf.String()[:len(tc.header)]; got != tc.header {
+				t.Errorf("backup header %q, want %q", got, tc.header)
+			}
+			dir := filepath.Join(t.TempDir(), "restored")
+			if _, err := Restore(DefaultOptions(dir), strings.NewReader(buf.String())); err != nil {
+				t.Fatal(err)
+			}
+			r := open(t, dir, FsyncEverysec, nil)
+			for db := range 3 {
+				if got := keys(t, r, db, ""); !slices.Equal(got, tc.want[db]) {
+					t.Errorf("restored db %d keys = %v, want %v", db, got, tc.want[db])
+				}
+			}
+		})
+	}
+}
