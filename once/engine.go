@@ -318,7 +318,13 @@ const adoptBatch = 128
 // running says of it is newer than what the walk found.
 func (e *Engine) adopt() {
 	for {
-		stop, more := false, false
+		e.mu.Lock()
+		none := len(e.toAdopt) == 0
+		e.mu.Unlock()
+		if none {
+			return
+		}
+		stop := false
 		err := e.update(func(tx store.Tx) {
 			// The batch is taken in the transaction, so that no SWAPDB
 			// renumbers it between the taking and the checks.
@@ -327,8 +333,7 @@ func (e *Engine) adopt() {
 			n := min(len(e.toAdopt), adoptBatch)
 			batch := e.toAdopt[:n:n]
 			e.toAdopt = e.toAdopt[n:]
-			more = len(e.toAdopt) > 0
-			if !more {
+			if len(e.toAdopt) == 0 {
 				e.toAdopt = nil
 			}
 			e.mu.Unlock()
@@ -350,7 +355,7 @@ func (e *Engine) adopt() {
 				}
 			}
 		})
-		if err != nil || stop || !more {
+		if err != nil || stop {
 			return
 		}
 	}
@@ -682,12 +687,28 @@ func (e *Engine) settle(tx store.Tx, k wkey) (Record, bool, error) {
 	case ok && r.State == Running:
 		e.mu.Lock()
 		ks.track(r)
-		e.armLocked(k, ks, r.Deadline)
+		if r.HasFP != ks.hasFP || !bytes.Equal(r.Fingerprint, ks.fp) {
+			// Another run than the one the waiters joined (a SWAPDB,
+			// MOVE or RENAME brought it): a handover keeps its
+			// fingerprint, and a CLAIM waiter of another request
+			// is one (KV-15).
+			ks.fp, ks.hasFP = bytes.Clone(r.Fingerprint), r.HasFP
+			e.mismatchLocked(ks, r)
+		}
+		if len(ks.waiters) == 0 {
+			e.dropLocked(k, ks)
+		} else {
+			e.armLocked(k, ks, r.Deadline)
+		}
 		e.mu.Unlock()
 		return r, ok, nil
 	case ok && r.State == Done:
 		// Not reachable through the engine (Complete wakes everyone),
-		// but a restored or renamed record could get here.
+		// but a restored, renamed or swapped record could get here:
+		// its answer is not for a CLAIM waiter of another request.
+		e.mu.Lock()
+		e.mismatchLocked(ks, r)
+		e.mu.Unlock()
 		e.wakeAll(k, Result{State: "done", Answer: r.Answer})
 		return r, ok, nil
 	}
@@ -773,29 +794,35 @@ func (e *Engine) handOver(tx store.Tx, k wkey, ks *keyState) error {
 	e.deliver(next, Result{State: "claimed", Token: tok})
 	ks.fp, ks.hasFP = r.Fingerprint, r.HasFP
 	ks.track(r)
-	if r.HasFP {
-		// The waiters joined a record that may have had no fingerprint:
-		// a CLAIM waiter whose own differs from the one the claim now
-		// carries is a reused key (KV-15), not the next heir, nor a
-		// taker of this run's answer.
-		kept := ks.waiters[:0]
-		for _, w := range ks.waiters {
-			if w.claim && w.hasFP && !bytes.Equal(w.fp, r.Fingerprint) {
-				e.Stats.Mismatches.Add(1)
-				e.deliver(w, Result{Err: ErrMismatch})
-				continue
-			}
-			kept = append(kept, w)
-		}
-		clear(ks.waiters[len(kept):])
-		ks.waiters = kept
-	}
+	// The waiters joined a record that may have had no fingerprint.
+	e.mismatchLocked(ks, r)
 	if len(ks.waiters) == 0 {
 		e.dropLocked(k, ks)
 		return nil
 	}
 	e.armLocked(k, ks, r.Deadline)
 	return nil
+}
+
+// mismatchLocked answers -MISMATCH to the CLAIM waiters of ks whose
+// fingerprint differs from r's, the record they now wait on: each is a
+// reused key (KV-15), not an heir of r's claim, nor a taker of its answer.
+// Call it with e.mu held.
+func (e *Engine) mismatchLocked(ks *keyState, r Record) {
+	if !r.HasFP {
+		return
+	}
+	kept := ks.waiters[:0]
+	for _, w := range ks.waiters {
+		if w.claim && w.hasFP && !bytes.Equal(w.fp, r.Fingerprint) {
+			e.Stats.Mismatches.Add(1)
+			e.deliver(w, Result{Err: ErrMismatch})
+			continue
+		}
+		kept = append(kept, w)
+	}
+	clear(ks.waiters[len(kept):])
+	ks.waiters = kept
 }
 
 // drop takes w, whose caller has left, out of the line; its Cancel gets
