@@ -203,8 +203,11 @@ func resetCmd(x *Ctx) {
 		endMulti(x)
 	}
 	x.S.watch.unwatchAll(x.Conn)
-	// Out of the Pub/Sub context, without a reply per subscription.
+	// Out of the Pub/Sub context, without a reply per subscription. The
+	// messages pushed until then (a PUBLISH that ran as it dropped them
+	// included) go before +RESET, in the protocol they were pushed in.
 	x.S.pubsub.dropAll(x.Conn)
+	x.SyncPushes()
 	x.SetSubscribed(false)
 	x.Select(0)
 	x.SetProto(2)

@@ -326,6 +326,9 @@ func unsubscribeCmd(k subKind) Handler {
 		for _, name := range names {
 			var n int64
 			n, total = x.S.pubsub.remove(x.Conn, k, string(name))
+			// A message of name pushed as it was removed comes before
+			// its confirmation, not after.
+			x.SyncPushes()
 			subReply(x, subWords[k].unsub, name, n)
 		}
 		if total == 0 {
