@@ -646,14 +646,25 @@ func moveCmd(x *Ctx) {
 // Swapped): the run it waited on went whole to the other database, with
 // its token, as MOVE takes it.
 func swapdbCmd(x *Ctx) {
-	a, ok := x.dbArg(x.Args[1], ErrFirstDB)
-	if !ok {
-		return
+	// Both indexes are read before either is checked against databases,
+	// as Redis 7.0 does: SWAPDB 16 x is an invalid second index, not an
+	// index out of range.
+	var ids [2]int
+	for i, notInt := range []error{ErrFirstDB, ErrSecondDB} {
+		n, ok := parseInt(x.Args[1+i])
+		if !ok || n != int64(int32(n)) {
+			x.Fail(notInt)
+			return
+		}
+		ids[i] = int(n)
 	}
-	b, ok := x.dbArg(x.Args[2], ErrSecondDB)
-	if !ok {
-		return
+	for _, id := range ids {
+		if id < 0 || id >= x.S.store.Databases() {
+			x.Fail(ErrDBIndex)
+			return
+		}
 	}
+	a, b := ids[0], ids[1]
 	sw, ok := x.Tx.(store.DBSwapper)
 	if !ok {
 		x.Fail(ErrNoSwap)

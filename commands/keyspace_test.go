@@ -99,3 +99,28 @@ func TestKeyspaceWritesRefusedWhileTheStoreRefuses(t *testing.T) {
 		t.Errorf("MOVE once writes are taken again: %q", r)
 	}
 }
+
+// TestSwapDBReadsBothIndexesFirst: SWAPDB reads both indexes before it
+// checks either against databases, as Redis 7.0's swapdbCommand does, so
+// a second index that is not an integer is reported even when the first
+// is out of range (KV-3, KV-7; found by FuzzDiff).
+func TestSwapDBReadsBothIndexesFirst(t *testing.T) {
+	srv := onceServer(t)
+	c := &resp.Conn{W: resp.NewWriter(2), Authed: true}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"SWAPDB", "16", "abc"}, "-ERR invalid second DB index\r\n"},
+		{[]string{"SWAPDB", "-1", ""}, "-ERR invalid second DB index\r\n"},
+		{[]string{"SWAPDB", "16", "99999999999"}, "-ERR invalid second DB index\r\n"},
+		{[]string{"SWAPDB", "abc", "16"}, "-ERR invalid first DB index\r\n"},
+		{[]string{"SWAPDB", "16", "0"}, "-ERR DB index is out of range\r\n"},
+		{[]string{"SWAPDB", "0", "16"}, "-ERR DB index is out of range\r\n"},
+		{[]string{"SWAPDB", "0", "1"}, "+OK\r\n"},
+	} {
+		if r := send(srv, c, tt.args...); r != tt.want {
+			t.Errorf("%q: %q, want %q", tt.args, r, tt.want)
+		}
+	}
+}
