@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -23,15 +24,57 @@ import (
 // A failure prints the script; go test -fuzz writes the input to
 // testdata/fuzz/FuzzDiff, where it stays as a seed.
 func FuzzDiff(f *testing.F) {
-	for i := uint64(0); i < 40; i++ {
+	p := NewDiffPair(f)
+	genPayloads = append(handPayloads[:len(handPayloads):len(handPayloads)], dumpPayloads(f, p)...)
+	seed := func(i uint64) []byte {
 		r := rand.New(rand.NewPCG(i, 0x6f6e63656b76))
 		b := make([]byte, 32+r.IntN(200))
 		for j := range b {
 			b[j] = byte(r.Uint32())
 		}
-		f.Add(b)
+		return b
 	}
-	p := NewDiffPair(f)
+	for i := uint64(0); i < 40; i++ {
+		f.Add(seed(i))
+	}
+	// Then, of the seeds that follow, those that first take a path of
+	// the commands of the keyspace's databases, DUMP/RESTORE and Pub/Sub.
+	paths := map[string]bool{}
+	for _, name := range []string{"COPY", "MOVE", "SWAPDB", "OBJECT", "DUMP", "RESTORE", "PUBLISH", "PUBSUB"} {
+		paths[name] = false
+	}
+	paths["push"], paths["watch-swapdb"] = false, false
+	for i := uint64(40); i < 2000 && slices.Contains(slices.Collect(maps.Values(paths)), false); i++ {
+		b := seed(i)
+		s, _ := genScript(b)
+		added := false
+		watched := false
+		for k, st := range s.Steps {
+			var took []string
+			switch {
+			case st.Raw != nil && st.Conn == 3 && k >= 4: // after the SUBSCRIBE and PSUBSCRIBE
+				took = append(took, "push")
+			case len(st.Args) > 0:
+				name := strings.ToUpper(st.Args[0])
+				took = append(took, name)
+				if name == "WATCH" && st.Conn == 1 {
+					watched = true
+				}
+				if name == "SWAPDB" && watched {
+					took = append(took, "watch-swapdb")
+				}
+			}
+			for _, p := range took {
+				if done, ok := paths[p]; ok && !done {
+					paths[p] = true
+					if !added {
+						f.Add(b)
+						added = true
+					}
+				}
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, proto := genScript(data)
 		defer func() {
@@ -418,6 +461,193 @@ var genCmds = []genCmd{
 		return ex(g, "CLIENT")
 	}},
 	{gen: func(g *genReader) Step { return ex(g, "NOSUCH", keyList(g, 0)...) }},
+	{gen: func(g *genReader) Step {
+		return ex(g, "COPY", append([]string{g.key(), g.key()}, copyOptions(g)...)...)
+	}, w: 3},
+	{gen: func(g *genReader) Step { return ex(g, "MOVE", g.key(), g.pick(genDBs)) }, w: 2},
+	{gen: func(g *genReader) Step { return ex(g, "SWAPDB", g.pick(genDBs), g.pick(genDBs)) }, w: 2},
+	{gen: objectStep, w: 2},
+	// DUMP is compared byte for byte: FuzzDiff sets redis-server's
+	// rdbcompression to no (README, "DUMP writes what Redis writes with
+	// rdbcompression no").
+	{gen: func(g *genReader) Step { return ex(g, "DUMP", g.key()) }, w: 2},
+	{gen: func(g *genReader) Step {
+		ttl, opts := g.pick(genMillis), restoreOptions(g)
+		if slices.ContainsFunc(opts, func(o string) bool { return strings.EqualFold(o, "ABSTTL") }) {
+			ttl = g.pick(genAtMillis)
+		}
+		return ex(g, "RESTORE", append([]string{g.key(), ttl, g.pick(genPayloads)}, opts...)...)
+	}, w: 3},
+	{gen: func(g *genReader) Step { return ex(g, "PUBLISH", g.pick(genChannels), g.number(genVals)) }, w: 2},
+	{gen: func(g *genReader) Step {
+		switch g.n(4) {
+		case 0:
+			return ex(g, "PUBSUB", g.word("NUMSUB"), g.pick(genChannels), g.pick(genChannels))
+		case 1:
+			return ex(g, "PUBSUB", g.word("NUMPAT"))
+		case 2:
+			// PUBSUB CHANNELS lists in byte order, Redis in its hash
+			// table's (README, "Pub/Sub").
+			return sorted(g.word("PUBSUB"), g.word("CHANNELS"), g.pattern())
+		}
+		return sorted(g.word("PUBSUB"), g.word("CHANNELS"))
+	}},
+}
+
+// Vocabularies of the commands of the keyspace's databases, Pub/Sub and
+// DUMP/RESTORE. The state genScript compares at the end covers databases
+// 0, 1 and 15.
+var (
+	genDBs = []string{"0", "1", "15", "0", "1", "15", "16", "-1", "abc", "", "01"}
+	// genChannels are what the subscriber of genScript subscribes to,
+	// and others; subChannels and subPatterns are its subscriptions. No
+	// channel matches more than one of them (Redis sends a channel's
+	// pattern messages in its hash table's order).
+	genChannels = []string{"a", "b", "c:1", "c:2", "", "ab", "?", "*"}
+	subChannels = []string{"a", "c:1"}
+	subPatterns = []string{"c:*", "?"}
+	// genPayloads are RESTORE's payloads: handPayloads and, made by
+	// FuzzDiff (dumpPayloads), what each server DUMPs.
+	genPayloads []string
+	// handPayloads are hand-made payloads, good and bad.
+	handPayloads = []string{
+		rdbPayload("\x00\x03abc", 10), rdbPayload("\x00\xc0\x07", 10), rdbPayload("\x00\xc2\xff\xff\xff\x7f", 10),
+		rdbPayload("\x00\x00", 10), rdbPayload("\x00\x03abc", 11), rdbPayload("\x00\x03abc", 9),
+		rdbPayload("\x00\x03abc", 10)[:13] + "\x00", rdbPayload("\x00\x05ab", 10), rdbPayload("\x02\x01\x01a", 10),
+		"", "junk", "\x00\xc3\t\x1e\x01xx\xe0\x11\x00\x01xx\n\x00\xf0g?\xdf \x01\xeb\x95",
+	}
+	// dumpedVals are the values whose DUMPs FuzzDiff adds to genPayloads.
+	dumpedVals = []string{"", "7", "-1", maxInt64, overMax, "abc", binary, strings.Repeat("a", 21),
+		strings.Repeat("0123456789", 100), "1.5"}
+)
+
+// dumpPayloads returns what each server of p DUMPs of dumpedVals,
+// redis-server with its default LZF compression, so that each RESTOREs
+// the other's; then it sets rdbcompression no on redis-server, whose
+// DUMPs then equal oncekv's (README, "DUMP and RESTORE").
+func dumpPayloads(tb testing.TB, p *DiffPair) []string {
+	tb.Helper()
+	var out []string
+	for _, addr := range []string{p.Redis, p.Other} {
+		c := DialRaw(tb, addr)
+		for _, v := range dumpedVals {
+			if got := string(c.Do("SET", "fuzz:dump", v)); got != "+OK\r\n" {
+				tb.Fatalf("%s: SET: %q", addr, got)
+			}
+			f := c.ReadFrameAfterDo(tb, "DUMP", "fuzz:dump")
+			if f.Type != '$' || f.Null {
+				tb.Fatalf("%s: DUMP of %.20q: %q", addr, v, f.Raw)
+			}
+			out = append(out, f.Str)
+		}
+		c.Do("DEL", "fuzz:dump")
+	}
+	uncompressed := []string{p.Redis}
+	if p.O == nil {
+		uncompressed = append(uncompressed, p.Other) // a second redis-server
+	}
+	for _, addr := range uncompressed {
+		if got := string(DialRaw(tb, addr).Do("CONFIG", "SET", "rdbcompression", "no")); got != "+OK\r\n" {
+			tb.Fatalf("%s: CONFIG SET rdbcompression no: %q", addr, got)
+		}
+	}
+	return out
+}
+
+// copyOptions are COPY's options in any order and case, some wrong.
+func copyOptions(g *genReader) []string {
+	var out []string
+	for i := g.n(4); i > 0; i-- {
+		switch g.n(5) {
+		case 0, 1:
+			out = append(out, g.word("DB"), g.pick(genDBs))
+		case 2:
+			out = append(out, g.word("REPLACE"))
+		case 3:
+			out = append(out, g.word("DB")) // its value missing
+		default:
+			out = append(out, g.word("FOO"))
+		}
+	}
+	return out
+}
+
+// restoreOptions are RESTORE's options in any order and case, some wrong.
+func restoreOptions(g *genReader) []string {
+	var out []string
+	for i := g.n(4); i > 0; i-- {
+		switch g.n(6) {
+		case 0, 1:
+			out = append(out, g.word("REPLACE"))
+		case 2:
+			out = append(out, g.word("ABSTTL"))
+		case 3:
+			out = append(out, g.word("IDLETIME"), g.pick([]string{"0", "10", "-1", "abc"}))
+		case 4:
+			out = append(out, g.word("FREQ"), g.pick([]string{"0", "255", "256", "-1"}))
+		default:
+			out = append(out, g.word(g.pick([]string{"FREQ", "FOO"})))
+		}
+	}
+	return out
+}
+
+// objectStep is an OBJECT command. oncekv judges ENCODING and REFCOUNT
+// from the value's bytes; Redis answers for the object a command built
+// (README, "OBJECT ENCODING and REFCOUNT"): raw for a short string that
+// APPEND or SETRANGE grew, refcount 1 for a shared integer that COPY
+// copied. objectAlike accepts those and only those. IDLETIME is 0 here
+// (README), so it is compared by shape.
+func objectStep(g *genReader) Step {
+	switch g.n(6) {
+	case 0, 1:
+		st := ex(g, "OBJECT", g.word("ENCODING"), g.key())
+		st.Alike = objectAlike
+		return st
+	case 2:
+		st := ex(g, "OBJECT", g.word("REFCOUNT"), g.key())
+		st.Alike = objectAlike
+		return st
+	case 3:
+		return typeOnly(g.word("OBJECT"), g.word("IDLETIME"), g.key())
+	case 4:
+		return ex(g, "OBJECT", g.word("FREQ"), g.key())
+	}
+	return ex(g, "OBJECT", g.word(g.pick([]string{"HELP", "FOO", "ENCODING"})))
+}
+
+// objectAlike accepts the OBJECT replies README states differ: redis's
+// raw where oncekv judges int or embstr from the bytes, and redis's
+// refcount 1 where oncekv has a shared integer's 2147483647.
+func objectAlike(redis, other *Frame) bool {
+	if redis.Type != other.Type || redis.Null || other.Null {
+		return false
+	}
+	switch redis.Type {
+	case '$':
+		return redis.Str == "raw" && (other.Str == "int" || other.Str == "embstr")
+	case ':':
+		return redis.Str == "1" && other.Str == "2147483647"
+	}
+	return false
+}
+
+// pushes is how many messages st, run on connection 0 or 1, sends the
+// subscriber of genScript.
+func pushes(st Step) int {
+	if !strings.EqualFold(st.Args[0], "PUBLISH") || len(st.Args) != 3 {
+		return 0
+	}
+	n := 0
+	if slices.Contains(subChannels, st.Args[1]) {
+		n++
+	}
+	for _, p := range subPatterns {
+		if p == "?" && len(st.Args[1]) == 1 || p == "c:*" && strings.HasPrefix(st.Args[1], "c:") {
+			n++
+		}
+	}
+	return n
 }
 
 // settle sets how st's replies are compared where its arguments decide
@@ -434,14 +664,15 @@ func settle(st Step) Step {
 }
 
 // inMultiOK reports whether st may be queued in MULTI: EXEC's reply is
-// compared exactly, so only a step compared exactly may, and not DBSIZE
+// compared exactly, so only a step compared exactly (and with no Alike)
+// may, and not DBSIZE
 // (see reclaim), nor CLIENT REPLY, which oncekv refuses in MULTI (README,
 // "Differences from Redis 7.0").
 func inMultiOK(st Step) bool {
 	if strings.EqualFold(st.Args[0], "CLIENT") && len(st.Args) > 1 && strings.EqualFold(st.Args[1], "REPLY") {
 		return false
 	}
-	return settle(st).Mode == Exact && !strings.EqualFold(st.Args[0], "DBSIZE")
+	return settle(st).Mode == Exact && st.Alike == nil && !strings.EqualFold(st.Args[0], "DBSIZE")
 }
 
 // reclaim is sent, its replies not compared, before a DBSIZE. DBSIZE does
@@ -459,6 +690,16 @@ func genScript(data []byte) (Script, int) {
 	count := 1 + g.n(30)
 	var inMulti [2]bool
 	s := Script{Name: "fuzz"}
+	// Now and then connection 3 subscribes, and reads each message a
+	// PUBLISH sends it right after that PUBLISH. A PUBLISH that sends it
+	// messages is not queued in MULTI (an EXEC a WATCH aborts sends none).
+	subscribed := g.chance(2)
+	if subscribed {
+		s.Steps = append(s.Steps,
+			cmd(append([]string{"SUBSCRIBE"}, subChannels...)...).On(3), readNext().On(3),
+			cmd(append([]string{"PSUBSCRIBE"}, subPatterns...)...).On(3), readNext().On(3))
+	}
+	queueOK := func(st Step) bool { return inMultiOK(st) && !(subscribed && pushes(st) > 0) }
 	// next is a command for conn, one that may be queued if conn is in
 	// MULTI.
 	next := func(conn int) Step {
@@ -468,7 +709,7 @@ func genScript(data []byte) (Script, int) {
 				// The keys COMMAND GETKEYS finds in it.
 				st = cmd(append([]string{g.word("COMMAND"), g.word(g.pick([]string{"GETKEYS", "GETKEYSANDFLAGS"}))}, st.Args...)...)
 			}
-			if !inMulti[conn] || inMultiOK(st) {
+			if !inMulti[conn] || queueOK(st) {
 				return st
 			}
 			if g.empty() {
@@ -487,7 +728,7 @@ func genScript(data []byte) (Script, int) {
 		case 1:
 			m.Args = append(st.Args[:len(st.Args):len(st.Args)], g.number(genVals))
 		}
-		if mutate && (!inMulti[conn] || inMultiOK(m)) {
+		if mutate && (!inMulti[conn] || queueOK(m)) {
 			st = m
 		}
 		st = settle(st)
@@ -501,13 +742,24 @@ func genScript(data []byte) (Script, int) {
 			inMulti[conn] = false
 		}
 		s.Steps = append(s.Steps, st.On(conn))
+		if subscribed && !inMulti[conn] {
+			for range pushes(st) {
+				s.Steps = append(s.Steps, readNext().On(3))
+			}
+		}
 	}
 	for i := 0; i < count && (i == 0 || !g.empty()); i++ {
 		if !inMulti[0] && !inMulti[1] && g.chance(12) {
 			// A transaction that another connection's command may
 			// spoil: WATCH, the other's command, MULTI, a command, EXEC.
+			// Often SWAPDB, which touches the keys watched in both
+			// databases (README, "SWAPDB").
 			emit(1, ex(g, "WATCH", keyList(g, 1)...), false)
-			emit(0, next(0), true)
+			if g.chance(3) {
+				emit(0, ex(g, "SWAPDB", g.pick(genDBs), g.pick(genDBs)), true)
+			} else {
+				emit(0, next(0), true)
+			}
 			emit(1, ex(g, "MULTI"), false)
 			emit(1, next(1), true)
 			emit(1, ex(g, "EXEC"), false)
@@ -518,6 +770,11 @@ func genScript(data []byte) (Script, int) {
 			conn = 1
 		}
 		emit(conn, next(conn), true)
+	}
+	if subscribed {
+		// Unsubscribed, so that the next script's PUBSUB counts do not
+		// see it.
+		s.Steps = append(s.Steps, cmd("RESET").On(3))
 	}
 	// Then the state each side is left with, on a connection of its own:
 	// in three databases, the keys, the values of those the script named
