@@ -723,7 +723,8 @@ const sharedRefcount = math.MaxInt32
 // (tryObjectEncoding): "int" for a canonical 64-bit integer of at most 20
 // bytes, shared when it is 0..9999; "embstr" up to 44 bytes; "raw" above.
 // Redis answers "raw" also for a short string that APPEND or SETRANGE
-// grew in place, which is not told apart here. A ONCE record, which Redis
+// grew in place, and "embstr" for an integer INCRBYFLOAT wrote, which are
+// not told apart here. A ONCE record, which Redis
 // has no encoding for, is "raw": the record's bytes.
 func objectEncoding(v store.Value) encoding {
 	if v.Kind != store.KindString {

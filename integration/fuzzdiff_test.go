@@ -597,8 +597,9 @@ func restoreOptions(g *genReader) []string {
 // objectStep is an OBJECT command. oncekv judges ENCODING and REFCOUNT
 // from the value's bytes; Redis answers for the object a command built
 // (README, "OBJECT ENCODING and REFCOUNT"): raw for a short string that
-// APPEND or SETRANGE grew, refcount 1 for a shared integer that COPY
-// copied. objectAlike accepts those and only those. IDLETIME is 0 here
+// APPEND or SETRANGE grew, embstr for an integer INCRBYFLOAT wrote,
+// refcount 1 for a shared integer that COPY copied. objectAlike accepts
+// those and only those. IDLETIME is 0 here
 // (README), so it is compared by shape.
 func objectStep(g *genReader) Step {
 	switch g.n(6) {
@@ -619,15 +620,17 @@ func objectStep(g *genReader) Step {
 }
 
 // objectAlike accepts the OBJECT replies README states differ: redis's
-// raw where oncekv judges int or embstr from the bytes, and redis's
-// refcount 1 where oncekv has a shared integer's 2147483647.
+// raw where oncekv judges int or embstr from the bytes, redis's embstr
+// where oncekv judges int, and redis's refcount 1 where oncekv has a
+// shared integer's 2147483647.
 func objectAlike(redis, other *Frame) bool {
 	if redis.Type != other.Type || redis.Null || other.Null {
 		return false
 	}
 	switch redis.Type {
 	case '$':
-		return redis.Str == "raw" && (other.Str == "int" || other.Str == "embstr")
+		return redis.Str == "raw" && (other.Str == "int" || other.Str == "embstr") ||
+			redis.Str == "embstr" && other.Str == "int"
 	case ':':
 		return redis.Str == "1" && other.Str == "2147483647"
 	}
