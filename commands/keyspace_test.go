@@ -124,3 +124,31 @@ func TestSwapDBReadsBothIndexesFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestSwapDBWithItselfTouchesNoWatch: SWAPDB of a database with itself
+// changes nothing, so a WATCH of a key there does not abort EXEC, as in
+// Redis 7.0, whose dbSwapDatabases returns before it touches the watched
+// keys; a swap of two databases does (KV-7; found by hand next to
+// FuzzDiff's WATCH … SWAPDB … EXEC).
+func TestSwapDBWithItselfTouchesNoWatch(t *testing.T) {
+	for _, tt := range []struct {
+		swap []string
+		exec string
+	}{
+		{[]string{"SWAPDB", "0", "0"}, "*1\r\n$1\r\nv\r\n"},
+		{[]string{"SWAPDB", "1", "1"}, "*1\r\n$1\r\nv\r\n"},
+		{[]string{"SWAPDB", "0", "1"}, "*-1\r\n"},
+	} {
+		t.Run(strings.Join(tt.swap, " "), func(t *testing.T) {
+			srv := onceServer(t)
+			c := &resp.Conn{W: resp.NewWriter(2), Authed: true}
+			other := &resp.Conn{W: resp.NewWriter(2), Authed: true}
+			expect(t, srv, c, "+OK\r\n", "SET", "a", "v")
+			expect(t, srv, c, "+OK\r\n", "WATCH", "a")
+			expect(t, srv, other, "+OK\r\n", tt.swap...)
+			expect(t, srv, c, "+OK\r\n", "MULTI")
+			expect(t, srv, c, "+QUEUED\r\n", "GET", "a")
+			expect(t, srv, c, tt.exec, "EXEC")
+		})
+	}
+}

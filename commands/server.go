@@ -672,11 +672,16 @@ func (h hookTx) Flush(dbs ...int) error {
 }
 
 // SwapDBs swaps databases a and b (store.DBSwapper) between the
-// SwapHooks' Swapping and Swapped.
+// SwapHooks' Swapping and Swapped. A database swapped with itself
+// changes nothing and no hook is told: Redis 7.0's dbSwapDatabases
+// returns before touchAllWatchedKeysInDb, so SWAPDB 0 0 aborts no EXEC.
 func (h hookTx) SwapDBs(a, b int) error {
 	sw, ok := h.Tx.(store.DBSwapper)
 	if !ok {
 		return ErrNoSwap
+	}
+	if a == b {
+		return sw.SwapDBs(a, b)
 	}
 	for _, hk := range h.hooks {
 		if sh, ok := hk.(SwapHook); ok {

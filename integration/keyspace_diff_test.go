@@ -278,6 +278,12 @@ func swapdbScripts() []Script {
 			cmd("PING"),
 			cmd("EXEC"),
 			cmd("SWAPDB", "0", "1").On(2),
+			// A database swapped with itself changes nothing.
+			cmd("WATCH", "in0"),
+			cmd("SWAPDB", "0", "0").On(2),
+			cmd("MULTI"),
+			cmd("PING"),
+			cmd("EXEC"),
 			// One that exists in neither.
 			cmd("WATCH", "nokey"),
 			cmd("SWAPDB", "0", "1").On(2),
