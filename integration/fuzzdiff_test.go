@@ -14,12 +14,17 @@ import (
 // arguments drawn from small vocabularies of edge values, which run on a
 // redis-server and on oncekv as the hand-written diff scripts do
 // (DiffPair.Run: FLUSHALL first, every reply compared byte for byte unless
-// the step says otherwise). The pair is started once per fuzz process.
+// the step says otherwise). The pair is started once per fuzz process,
+// with redis-server's rdbcompression set to no (dumpPayloads) so that
+// DUMP compares exactly.
 //
 // The seed corpus (below, and testdata/fuzz/FuzzDiff) runs in every go
 // test; to search for new differences, run it by hand:
 //
-//	go test -run X -fuzz FuzzDiff -fuzztime 10m -fuzzminimizetime 10s -parallel 2 ./integration
+//	go test -run X -fuzz FuzzDiff -fuzztime 10m -fuzzminimizetime 10x -parallel 2 ./integration
+//
+// (-fuzzminimizetime bounds the minimizing of every new interesting
+// input too; with a time, the workers spent most of a 60 s run on it.)
 //
 // A failure prints the script; go test -fuzz writes the input to
 // testdata/fuzz/FuzzDiff, where it stays as a seed.
