@@ -191,8 +191,9 @@ func (r *pubsubRegistry) list(k subKind, pattern []byte) []string {
 }
 
 // publish sends msg on channel to its subscribers (of kind subChannel
-// and the patterns matching it, or of subShard), and returns how many
-// received it, counted as Redis counts them: once per subscription. A
+// and then the patterns matching it, in byte order, or of subShard), and
+// returns how many received it, counted as Redis counts them: once per
+// subscription. A
 // message to self is written to its own replies (its PUBLISH's reply
 // comes after it, as in Redis); to another connection, it is pushed.
 func (r *pubsubRegistry) publish(self *resp.Conn, k subKind, channel, msg []byte) int64 {
@@ -220,10 +221,18 @@ func (r *pubsubRegistry) publish(self *resp.Conn, k subKind, channel, msg []byte
 	if k != subChannel {
 		return n
 	}
-	for pat, conns := range r.subs[subPattern] {
-		if !globMatch([]byte(pat), channel) {
-			continue
+	// The patterns that match, in byte order, so that a channel several
+	// match gets their messages in the same order every time (Redis:
+	// its hash table's, as for PUBSUB CHANNELS).
+	var pats []string
+	for pat := range r.subs[subPattern] {
+		if globMatch([]byte(pat), channel) {
+			pats = append(pats, pat)
 		}
+	}
+	slices.Sort(pats)
+	for _, pat := range pats {
+		conns := r.subs[subPattern][pat]
 		fn := func(w *resp.Writer) {
 			w.Push(4)
 			w.BulkString("pmessage")

@@ -506,8 +506,9 @@ var (
 	genDBs = []string{"0", "1", "15", "0", "1", "15", "16", "-1", "abc", "", "01"}
 	// genChannels are what the subscriber of genScript subscribes to,
 	// and others; subChannels and subPatterns are its subscriptions. No
-	// channel matches more than one of them (Redis sends a channel's
-	// pattern messages in its hash table's order).
+	// channel matches more than one of them: oncekv sends a channel's
+	// pattern messages in the patterns' byte order, Redis in its hash
+	// table's (README, "Pub/Sub").
 	genChannels = []string{"a", "b", "c:1", "c:2", "", "ab", "?", "*"}
 	subChannels = []string{"a", "c:1"}
 	subPatterns = []string{"c:*", "?"}
