@@ -530,30 +530,22 @@ func writeSimpleSet(w *resp.Writer, items []string) {
 	}
 }
 
-// writeCommandDoc writes c's COMMAND DOCS map. Summary and group are always
-// there: redis-cli reads them for every command it lists.
+// writeCommandDoc writes c's COMMAND DOCS map, its fields in Redis 7.0's
+// order. Summary and group are always there: redis-cli reads them for
+// every command it lists.
 func writeCommandDoc(w *resp.Writer, c *Command) {
 	d := c.Doc
 	group := d.Group
 	if group == "" {
 		group = "generic"
 	}
-	dep, deprecated := deprecatedDocs[c.Name]
 	n := 2
-	if d.Since != "" {
-		n++
-	}
-	if d.Complexity != "" {
-		n++
-	}
-	if deprecated {
-		n += 3
-	}
-	if len(d.Args) > 0 {
-		n++
-	}
-	if len(c.Subcommands) > 0 {
-		n++
+	for _, b := range []bool{d.Since != "", d.Complexity != "", len(d.DocFlags) > 0,
+		d.DeprecatedSince != "", d.ReplacedBy != "", len(d.History) > 0,
+		len(d.Args) > 0, len(c.Subcommands) > 0} {
+		if b {
+			n++
+		}
 	}
 	w.Map(n)
 	w.BulkString("summary")
@@ -568,13 +560,26 @@ func writeCommandDoc(w *resp.Writer, c *Command) {
 		w.BulkString("complexity")
 		w.BulkString(d.Complexity)
 	}
-	if deprecated {
+	if len(d.DocFlags) > 0 {
 		w.BulkString("doc_flags")
-		writeSimpleSet(w, []string{"deprecated"})
+		writeSimpleSet(w, d.DocFlags)
+	}
+	if d.DeprecatedSince != "" {
 		w.BulkString("deprecated_since")
-		w.BulkString(dep.since)
+		w.BulkString(d.DeprecatedSince)
+	}
+	if d.ReplacedBy != "" {
 		w.BulkString("replaced_by")
-		w.BulkString(dep.replacedBy)
+		w.BulkString(d.ReplacedBy)
+	}
+	if len(d.History) > 0 {
+		w.BulkString("history")
+		w.Set(len(d.History)) // a set in Redis 7.0, in its order
+		for _, h := range d.History {
+			w.Array(2)
+			w.BulkString(h.Version)
+			w.BulkString(h.Change)
+		}
 	}
 	if len(d.Args) > 0 {
 		w.BulkString("arguments")
@@ -611,7 +616,8 @@ func writeDocArg(w *resp.Writer, a Arg) {
 	isKey := a.Type == ArgKey
 	nested := a.Type == ArgOneOf || a.Type == ArgBlock
 	n := 2
-	for _, b := range []bool{isKey, a.Token != "", len(flags) > 0, nested} {
+	for _, b := range []bool{isKey, a.Token != "", a.Summary != "", a.Since != "",
+		a.DeprecatedSince != "", len(flags) > 0, nested} {
 		if b {
 			n++
 		}
@@ -628,6 +634,12 @@ func writeDocArg(w *resp.Writer, a Arg) {
 	if a.Token != "" {
 		w.BulkString("token")
 		w.BulkString(a.Token)
+	}
+	for _, f := range [...][2]string{{"summary", a.Summary}, {"since", a.Since}, {"deprecated_since", a.DeprecatedSince}} {
+		if f[1] != "" {
+			w.BulkString(f[0])
+			w.BulkString(f[1])
+		}
 	}
 	if len(flags) > 0 {
 		w.BulkString("flags")

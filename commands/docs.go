@@ -112,6 +112,7 @@ var docs = map[string]Doc{
 	"getset": {
 		Summary: "Sets the string value of a key and returns its previous value.", Since: "1.0.0",
 		Group: "string", Complexity: "O(1)",
+		DocFlags: []string{"deprecated"}, DeprecatedSince: "6.2.0", ReplacedBy: "`SET` with the `!GET` argument",
 		Args: []Arg{docKey("key", 0), docString("value")},
 	},
 	"getdel": {
@@ -157,6 +158,7 @@ var docs = map[string]Doc{
 	"substr": {
 		Summary: "Returns a substring of the string value of a key (the old name of GETRANGE).", Since: "1.0.0",
 		Group: "string", Complexity: "O(N) where N is the length of the returned string",
+		DocFlags: []string{"deprecated"}, DeprecatedSince: "2.0.0", ReplacedBy: "`GETRANGE`",
 		Args: []Arg{docKey("key", 0), docInteger("start"), docInteger("end")},
 	},
 	"setrange": {
@@ -685,17 +687,6 @@ var docs = map[string]Doc{
 		Group: "once", Complexity: "O(1)",
 		Args: []Arg{docKey("key", 0)},
 	},
-}
-
-// docDeprecation marks a command as deprecated in COMMAND DOCS.
-type docDeprecation struct {
-	since, replacedBy string
-}
-
-// deprecatedDocs lists the deprecated commands (doc_flags "deprecated").
-var deprecatedDocs = map[string]docDeprecation{
-	"getset": {since: "6.2.0", replacedBy: "`SET` with the `!GET` argument"},
-	"substr": {since: "2.0.0", replacedBy: "`GETRANGE`"},
 }
 
 func docKey(name string, spec int) Arg { return Arg{Name: name, Type: ArgKey, KeySpec: spec} }

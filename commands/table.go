@@ -107,7 +107,18 @@ type Doc struct {
 	Since      string
 	Group      string
 	Complexity string
-	Args       []Arg
+	// DocFlags are COMMAND DOCS's doc_flags ("deprecated", "syscmd").
+	DocFlags        []string
+	DeprecatedSince string
+	ReplacedBy      string
+	History         []DocHistory
+	Args            []Arg
+}
+
+// DocHistory is one entry of a command's history: the version and what
+// it changed.
+type DocHistory struct {
+	Version, Change string
 }
 
 // ArgType is the type of a documented argument.
@@ -136,7 +147,12 @@ type Arg struct {
 	// MultipleToken repeats the token before each value.
 	MultipleToken bool
 	KeySpec       int // index of the key spec, for ArgKey
-	Args          []Arg
+	// Summary, Since and DeprecatedSince are the argument's own, when
+	// Redis documents them.
+	Summary         string
+	Since           string
+	DeprecatedSince string
+	Args            []Arg
 }
 
 // Table is a set of commands by lower-case name.
