@@ -14,6 +14,11 @@
 // once, and the pool's few connections are left to the keys that run
 // elsewhere, which the flight then waits for there.
 //
+// A claim answered with a reply that says it did not run and may be sent
+// again (retryableReply: TRYAGAIN while proxy mode moves a slot, LOADING
+// …) is sent again, paced and for at most the store's retryFor, then the
+// callers fail with that reply.
+//
 // When the server answers "claimed", the flight hands the claim to its
 // oldest caller, which runs its function (in its own async context, so the
 // re-entrance mark stays with it) and reports back; the others get that
@@ -24,13 +29,14 @@
 // tell those waiters the run failed.
 
 import type { Redis } from 'ioredis'
-import { NoReplyError, withTimeout } from './store.js'
+import { NoReplyError, RETRY_MAX, RETRY_MIN, retryableReply, withTimeout } from './store.js'
 import type { ClaimReply, WaitPool } from './store.js'
 
 /** FlightHost is what a flight needs of its store. */
 export interface FlightHost {
   readonly _slice: number
   readonly _waitMargin: number
+  readonly _retryFor: number
   readonly _flights: Map<string, Flight>
   readonly _pool: WaitPool
   _unavailable(): Error | undefined
@@ -192,6 +198,8 @@ export class Flight {
     const h = this.#host
     let first = true
     let timeouts = 0 // waits in a row that got no reply
+    let retryEnd: number | undefined // when claims answered "not run, send again" in a row stop being resent
+    let pause = RETRY_MIN
     try {
       for (;;) {
         if (!this.#ready()) return
@@ -201,33 +209,55 @@ export class Flight {
           return
         }
         let r: ClaimReply
-        if (first) {
-          first = false
-          r = await h._claimNow(this.key, this.#leaseMs, this.#fp)
-        } else {
-          const conn = await h._pool.acquire(this.#abandon.signal)
-          if (conn === undefined) return // abandoned while queued
-          try {
-            r = await withTimeout(h._claim(conn, this.key, this.#leaseMs, h._slice, this.#fp), h._slice + h._waitMargin)
-          } catch (e) {
-            if (!(e instanceof NoReplyError)) {
-              h._pool.release(conn)
-              throw e
+        const wasFirst: boolean = first
+        try {
+          if (first) {
+            first = false
+            r = await h._claimNow(this.key, this.#leaseMs, this.#fp)
+          } else {
+            const conn = await h._pool.acquire(this.#abandon.signal)
+            if (conn === undefined) return // abandoned while queued
+            try {
+              r = await withTimeout(h._claim(conn, this.key, this.#leaseMs, h._slice, this.#fp), h._slice + h._waitMargin)
+            } catch (e) {
+              if (!(e instanceof NoReplyError)) {
+                h._pool.release(conn)
+                throw e
+              }
+              // The server ends each wait with its slice: no reply long
+              // after it means a connection dead without a reset, which no
+              // socket timeout of ours would notice. Drop it (and with it
+              // the server's wait, if the server is still there), and the
+              // idle ones, which the same partition may have cut too, and
+              // wait once more on a new one; twice in a row is a failure.
+              h._pool.discard(conn)
+              h._pool.drain()
+              if (++timeouts > 1) throw e
+              continue
             }
-            // The server ends each wait with its slice: no reply long
-            // after it means a connection dead without a reset, which no
-            // socket timeout of ours would notice. Drop it (and with it
-            // the server's wait, if the server is still there), and the
-            // idle ones, which the same partition may have cut too, and
-            // wait once more on a new one; twice in a row is a failure.
-            h._pool.discard(conn)
-            h._pool.drain()
-            if (++timeouts > 1) throw e
-            continue
+            h._pool.release(conn)
+            timeouts = 0
           }
-          h._pool.release(conn)
-          timeouts = 0
+        } catch (e) {
+          if (!retryableReply(e)) throw e
+          // The claim did not run and may be sent again as it is: proxy
+          // mode answers TRYAGAIN while a slot moves (for at most a few
+          // seconds), a server LOADING its data or an upstream failing
+          // over answer likewise. Send it again after a pause (10 ms
+          // doubling to 200 ms) for up to retryFor, as go-redis does for
+          // the Go client; then the callers fail with the last reply.
+          // Callers whose signal aborts leave meanwhile; with none left
+          // the flight stops.
+          const at = Date.now()
+          retryEnd ??= at + h._retryFor
+          if (at + pause > retryEnd) throw e
+          await pauseFor(pause, this.#abandon.signal)
+          pause = Math.min(pause * 2, RETRY_MAX)
+          first = wasFirst // the same claim again: without WAIT if it was
+          continue
         }
+        retryEnd = undefined
+        pause = RETRY_MIN
         switch (r.state) {
           case 'running':
             continue
@@ -267,4 +297,18 @@ export class Flight {
       }
     }
   }
+}
+
+/** pauseFor resolves after ms, or at once when signal aborts. */
+function pauseFor(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve()
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      signal.removeEventListener('abort', done)
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    signal.addEventListener('abort', done, { once: true })
+  })
 }

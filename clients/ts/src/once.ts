@@ -11,7 +11,7 @@ import {
   messageOf,
 } from './errors.js'
 import type { Flight, FlightMsg, Member, RunReport } from './flight.js'
-import { MismatchReply, OP_TIMEOUT, StaleReply, Store, withTimeout } from './store.js'
+import { MismatchReply, OP_TIMEOUT, StaleReply, Store, retryableReply, withTimeout } from './store.js'
 
 /** The longest delay a Node.js timer takes (ms); longer ones fire at once. */
 const MAX_TIMER = 2 ** 31 - 1
@@ -445,17 +445,6 @@ export class Once<T> {
       await pending
     }
   }
-}
-
-/**
- * retryableReply says whether e is an error reply that says the command
- * did not run and may be sent again as it is: a slot being moved
- * (TRYAGAIN: proxy mode in front of Redis Cluster), a server loading its
- * data or an upstream failing over (LOADING, MASTERDOWN, CLUSTERDOWN,
- * READONLY). Such a reply is no refusal of what was sent.
- */
-function retryableReply(e: Error): boolean {
-  return /^(TRYAGAIN|LOADING |MASTERDOWN |CLUSTERDOWN |READONLY )/.test(e.message)
 }
 
 /** waitFor waits for what the flight tells member, or for signal to abort. */

@@ -81,6 +81,11 @@ export class Store {
   _waitMargin = OP_TIMEOUT
   /** @internal opTimeout bounds the first claim, without WAIT (ms); tests shorten it. */
   _opTimeout = OP_TIMEOUT
+  /**
+   * @internal retryFor bounds how long a claim answered TRYAGAIN (or
+   * another retryableReply) in a row is sent again (ms); tests shorten it.
+   */
+  _retryFor = RETRY_FOR
   #closed = false
   readonly #onEnd: () => void
 
@@ -206,6 +211,16 @@ export class Store {
 /** OP_TIMEOUT bounds how long a short ONCE command is waited for (ms). */
 export const OP_TIMEOUT = 10_000
 
+/**
+ * RETRY_FOR bounds how long a flight sends a claim again while the server
+ * answers that it did not run it (retryableReply) (ms): 5 s, the longest
+ * proxy mode answers TRYAGAIN while a slot moves. The pauses between
+ * tries start at RETRY_MIN and double up to RETRY_MAX.
+ */
+export const RETRY_FOR = 5_000
+export const RETRY_MIN = 10
+export const RETRY_MAX = 200
+
 /** NoReplyError is withTimeout's: no reply came in time. */
 export class NoReplyError extends OnceError {
   override name = 'NoReplyError'
@@ -229,6 +244,18 @@ export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
     clearTimeout(timer)
     if (immediate !== undefined) clearImmediate(immediate)
   })
+}
+
+/**
+ * retryableReply says whether e is an error reply that says the command
+ * did not run and may be sent again as it is: a slot being moved
+ * (TRYAGAIN: proxy mode in front of Redis Cluster), a server loading its
+ * data or an upstream failing over (LOADING, MASTERDOWN, CLUSTERDOWN,
+ * READONLY). Such a reply is no refusal of what was sent. These are the
+ * replies go-redis resends, and the Go client's retryableReply (kv/store.go).
+ */
+export function retryableReply(e: unknown): boolean {
+  return e instanceof Error && e.name === 'ReplyError' && /^(TRYAGAIN|LOADING |MASTERDOWN |CLUSTERDOWN |READONLY )/.test(e.message)
 }
 
 /** claimArgs are ONCE.CLAIM's arguments after the command; waitMs undefined: no WAIT. */
