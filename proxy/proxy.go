@@ -87,7 +87,9 @@
 //     refresh. When the broken connection is the one pinned to a client's
 //     WATCH or MULTI, the upstream forgot the transaction: the client's
 //     connection is closed instead, without a reply to that command, as
-//     the upstream's restart would close it (session.loseTx).
+//     the upstream's restart would close it (session.loseTx); so it is
+//     when the connection of a transaction run again where its slot went
+//     breaks after its EXEC was written (it may have run).
 //   - A SCAN across a cluster whose set of masters changes during the scan
 //     may miss or repeat keys, as with any cluster client.
 package proxy
@@ -173,6 +175,10 @@ type Proxy struct {
 	done        chan struct{}
 	startOnce   sync.Once
 	started     time.Time
+
+	// txSent, when set (tests only), is called by runTx once the
+	// transaction it runs again is written to conn.
+	txSent atomic.Pointer[func(conn *upConn)]
 
 	stats struct {
 		forwarded, moved, ask, tryagain        atomic.Int64

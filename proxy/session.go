@@ -151,7 +151,10 @@ func (s *session) holdsTx() bool { return s.pin != nil && (s.watching || s.multi
 // what the upstream's restart does to its own clients: it closes the
 // client's connection, without a reply to the command that found the
 // connection broken (at, its place in c.W) or to any after it. Client
-// libraries reconnect, and know their transaction is gone.
+// libraries reconnect, and know their transaction is gone. The same holds
+// when the connection of a cluster transaction run again where its slot
+// went (runTx) breaks after its EXEC was written: it may have run, and an
+// error reply would say it did not.
 func (s *session) loseTx(at int) {
 	if s.lost {
 		return

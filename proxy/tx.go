@@ -354,6 +354,13 @@ func (p *Proxy) replayMoved(s *session, exec [][]byte, r []byte) []byte {
 // runTx runs the transaction's queued commands on a connection of n, in
 // MULTI/EXEC (after ASKING when asking). It returns EXEC's reply and, when
 // the slot's move kept n from running it, the redirection to follow.
+//
+// Until the whole batch is written none of it can have run (EXEC, last,
+// never arrived whole), and a failure is an error reply. Once it is
+// written, a broken connection leaves unknown whether EXEC ran, as a
+// Redis that restarts mid-EXEC does: an error reply would read as "did not
+// run", so the client's connection is closed instead, without a reply to
+// EXEC (session.loseTx).
 func (p *Proxy) runTx(s *session, n *node, asking bool, exec [][]byte) ([]byte, string) {
 	conn, err := n.get(s.c.W.Proto)
 	if err != nil {
@@ -373,21 +380,32 @@ func (p *Proxy) runTx(s *session, n *node, asking bool, exec [][]byte) ([]byte, 
 	}
 	conn.send(exec)
 	p.stats.forwarded.Add(int64(len(s.txCmds)))
+	if err := conn.flush(); err != nil {
+		return appendError(nil, p.upstreamError(n, err)), ""
+	}
+	if f := p.txSent.Load(); f != nil {
+		(*f)(conn)
+	}
+	lost := func(err error) ([]byte, string) {
+		s.loseTx(s.c.W.Len())
+		return appendError(nil, p.upstreamError(n, err)), ""
+	}
 	for _, a := range pre {
 		r, err := conn.read(nil)
 		if err != nil {
-			return appendError(nil, p.upstreamError(n, err)), ""
+			return lost(err)
 		}
 		if !isOK(r) {
+			// The commands may have run outside a transaction.
 			conn.fail(fmt.Errorf("%w: %s answered %q", ErrUpstreamProtocol, a[0], trimCRLF(r)))
-			return appendError(nil, p.upstreamError(n, conn.err)), ""
+			return lost(conn.err)
 		}
 	}
 	moved, other := "", false
 	for _, a := range s.txCmds {
 		r, err := conn.read(nil)
 		if err != nil {
-			return appendError(nil, p.upstreamError(n, err)), ""
+			return lost(err)
 		}
 		if t := errText(r); t != "" {
 			kind, slot, _ := parseRedirect(t)
@@ -402,7 +420,7 @@ func (p *Proxy) runTx(s *session, n *node, asking bool, exec [][]byte) ([]byte, 
 	}
 	r, err := conn.read(nil)
 	if err != nil {
-		return appendError(nil, p.upstreamError(n, err)), ""
+		return lost(err)
 	}
 	t := errText(r)
 	switch {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -166,6 +167,58 @@ func TestClusterNodeRestartMidTransaction(t *testing.T) {
 			}
 			if got := runRestartScript(t, p.addr, restart, tc.steps, "a", "b"); fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("through the proxy, node restarted: %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// A cluster transaction whose slot moved before EXEC is run again where
+// the slot went (replayMoved). When the connection of that re-run breaks
+// after its EXEC was written, the node may have run it: here it has (the
+// proxy stops reading, the node goes on). An "-ERR upstream …" would read
+// as "did not run"; the client's connection is closed instead, without a
+// reply to EXEC, as when the Redis it talks to restarts mid-EXEC. The
+// script's "RESTART" step moves the slot (finished: MOVED at EXEC; or
+// begun: ASK while queueing, EXECABORT at EXEC) and arms the break.
+func TestClusterTxReplayBrokenAfterExec(t *testing.T) {
+	t.Parallel()
+	cl := testredis.StartCluster(t, 2, 0)
+	p := startTestProxy(t, "redis-cluster://"+cl.Addrs()[0], "")
+	var broken atomic.Int64
+	// The proxy's read of the re-run's replies fails at once; the node,
+	// whose connection stays open, runs what it was sent.
+	brk := func(c *upConn) {
+		broken.Add(1)
+		_ = c.nc.SetReadDeadline(time.Now())
+	}
+	p.txSent.Store(&brk)
+	for _, tc := range []struct {
+		name string
+		key  string
+		move func(slot int, to string)
+	}{
+		{"moved", "{moved}k", func(slot int, to string) { cl.MoveSlot(slot, to) }},
+		{"ask", "{ask}k", func(slot int, to string) { cl.BeginMigration(slot, to) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			slot := cl.KeySlot(tc.key)
+			restart := func() {
+				tc.move(slot, cl.OtherMaster(p.cl.slots[slot].Load().addr))
+			}
+			lost, sent := p.stats.lostTx.Load(), broken.Load()
+			got := runRestartScript(t, p.addr, restart, []string{"MULTI", "SET " + tc.key + " v", "RESTART", "EXEC"}, tc.key)
+			want := []string{"+OK\r\n", "+QUEUED\r\n", closed, tc.key + "=$1\r\nv\r\n"}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("EXEC re-run where the slot went, connection broken after EXEC: %q, want %q", got, want)
+			}
+			if n := broken.Load() - sent; n != 1 {
+				t.Errorf("the transaction was run again %d times, want 1", n)
+			}
+			if n := p.stats.lostTx.Load() - lost; n != 1 {
+				t.Errorf("proxy_lost_transactions grew by %d, want 1", n)
+			}
+			if n := p.stats.pinned.Load(); n != 0 {
+				t.Errorf("%d connections still pinned", n)
 			}
 		})
 	}
