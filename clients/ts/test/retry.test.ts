@@ -97,7 +97,7 @@ function fakeStore(port: number, retryFor?: number): Store {
   return s
 }
 
-test('a claim answered TRYAGAIN, LOADING, MASTERDOWN or CLUSTERDOWN is sent again until it runs', async () => {
+test('a claim answered TRYAGAIN, LOADING, MASTERDOWN, CLUSTERDOWN or READONLY is sent again until it runs', async () => {
   const TRYAGAIN = '-TRYAGAIN the slot of the key is moving, try again\r\n'
   const RUNNING = '*2\r\n$7\r\nrunning\r\n:100\r\n'
   // replies: the claims' replies in order, then CLAIMED; wait: which of
@@ -107,6 +107,7 @@ test('a claim answered TRYAGAIN, LOADING, MASTERDOWN or CLUSTERDOWN is sent agai
     { name: 'LOADING', replies: ['-LOADING Redis is loading the dataset in memory\r\n', '-LOADING Redis is loading the dataset in memory\r\n'], wait: [false, false, false] },
     { name: 'MASTERDOWN', replies: ['-MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to no\r\n', '-MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to no\r\n'], wait: [false, false, false] },
     { name: 'CLUSTERDOWN', replies: ['-CLUSTERDOWN The cluster is down\r\n', '-CLUSTERDOWN The cluster is down\r\n'], wait: [false, false, false] },
+    { name: 'READONLY (a failover, as go-redis resends it)', replies: ["-READONLY You can't write against a read only replica.\r\n"], wait: [false, false] },
     { name: 'TRYAGAIN to a CLAIM … WAIT', replies: [RUNNING, TRYAGAIN, TRYAGAIN], wait: [false, true, true, true] },
   ]
   for (const c of cases) {
@@ -122,8 +123,9 @@ test('a claim answered TRYAGAIN, LOADING, MASTERDOWN or CLUSTERDOWN is sent agai
     assert.equal(calls, 1, `${c.name}: fn ran once`)
     const refused = c.replies.filter((r) => r !== RUNNING).length
     assert.equal(srv.claims(), c.replies.length + 1, `${c.name}: the claim was sent again after each refusal`)
-    // Paced: pauses of 10, 20, 40 … ms between the tries.
-    assert.ok(Date.now() - t0 >= 10 * (2 ** refused - 1), `${c.name}: the retries were paced`)
+    // Paced: pauses of 10, 20, 40 … ms between the tries (a Node.js timer
+    // may fire up to 1 ms early).
+    assert.ok(Date.now() - t0 >= 10 * (2 ** refused - 1) - refused, `${c.name}: the retries were paced`)
     const claimsSent = srv.commands.filter((a) => a[0] === 'once.claim')
     assert.deepEqual(
       claimsSent,
@@ -145,7 +147,7 @@ test('a claim answered TRYAGAIN for longer than the retries last fails with the 
   const took = Date.now() - t0
   // 10 + 20 + 40 + 80 ms of pauses, then 160 would end past 300 ms: 5
   // tries, and the last reply is the error.
-  assert.ok(took >= 150 && took < 2_000, `gave up after ${took} ms, want after the pauses that fit in 300 ms`)
+  assert.ok(took >= 146 && took < 2_000, `gave up after ${took} ms, want after the pauses that fit in 300 ms`)
   assert.ok(srv.claims() >= 3 && srv.claims() <= 6, `${srv.claims()} claims sent: want paced tries, not a busy loop`)
 })
 
