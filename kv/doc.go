@@ -48,6 +48,15 @@
 //     fails and releases the claim,
 //     so that a waiting caller takes the run over at once rather than
 //     when the lease runs out.
+//   - A claim answered with a reply that says it did not run and may be
+//     sent again (TRYAGAIN while proxy mode moves a slot, for up to 5 s;
+//     LOADING, MASTERDOWN, CLUSTERDOWN, READONLY), once go-redis' own
+//     retries ran out, is sent again as it was, the first one (without
+//     WAIT) as much as a wait, after a pause of 10 ms doubling up to
+//     200 ms, for at most 5 s from the first such reply in a row; then
+//     Run fails with the last reply. Meanwhile each caller is bounded by
+//     its context, as in any wait, and when the last one has left no
+//     more claims go out.
 //   - A key reused with a different fingerprint fails with ErrMismatch
 //     instead of returning another request's answer (KV-15).
 //   - A caller's context bounds only its own wait: when it ends, Run

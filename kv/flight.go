@@ -35,6 +35,17 @@ import (
 // left the claim is released as a lapse (ONCE.EXTEND … LEASE 1), so that
 // a waiter elsewhere takes it over, instead of being aborted, which would
 // tell those waiters the run failed.
+//
+// A claim answered with a reply that says it did not run and may be sent
+// again (retryableReply: TRYAGAIN while proxy mode moves a slot, LOADING,
+// MASTERDOWN, CLUSTERDOWN, READONLY), after go-redis' own retries, is
+// sent again as it was (without WAIT if it was the first), after a pause
+// of claimRetryMin doubling up to claimRetryMax, for at most the store's
+// retryFor from the first such reply in a row; then the callers fail with
+// the last reply. A first claim so answered hands the flight to a runner,
+// so that its caller waits under its own context like the others; callers
+// leave when their context ends, and with none left the pause ends and
+// the flight stops.
 
 type flightKey struct {
 	key   string
@@ -61,7 +72,54 @@ type flight struct {
 	// handOn is a claim that the runner starting the flight hands on
 	// first (a report of reportGiveBack in direct mode); 0 none.
 	handOn int64
+
+	// Used only by the goroutine sending the flight's claims (the first
+	// caller in claimFirst, then a runner: startFlight hands them over).
+	//
+	// again: the first claim got a reply that says it did not run; the
+	// runner sends it again, without WAIT, after pause.
+	again bool
+	pause time.Duration // before the next claim; 0 none
+	pacer claimPacer
 }
+
+// Claims answered with a reply that says they did not run are sent again
+// after a pause of claimRetryMin, doubling up to claimRetryMax, for at
+// most claimRetryFor (proxy mode answers TRYAGAIN for a slot that
+// moves for at most 5 s); the pauses match the TS client's.
+const (
+	claimRetryMin = 10 * time.Millisecond
+	claimRetryMax = 200 * time.Millisecond
+	claimRetryFor = 5 * time.Second
+)
+
+// claimPacer paces the claims sent again after replies that say they did
+// not run (retryableReply).
+type claimPacer struct {
+	end  time.Time     // zero: the last claim got no such reply
+	next time.Duration // the pause before the next try
+}
+
+// retry reports how long to pause before sending again a claim that got
+// err at now; false when err is no such reply, or when the pause would
+// end more than window after the first such reply in a row.
+func (p *claimPacer) retry(err error, now time.Time, window time.Duration) (time.Duration, bool) {
+	if !retryableReply(err) {
+		return 0, false
+	}
+	if p.end.IsZero() {
+		p.end, p.next = now.Add(window), claimRetryMin
+	}
+	d := p.next
+	if now.Add(d).After(p.end) {
+		return 0, false
+	}
+	p.next = min(2*d, claimRetryMax)
+	return d, true
+}
+
+// reset starts a new window: a claim got an answer.
+func (p *claimPacer) reset() { p.end = time.Time{} }
 
 // member is one caller in a flight.
 type member struct {
@@ -128,6 +186,19 @@ func (s *Store) join(ctx context.Context, k flightKey, lease time.Duration) (f *
 // a claim cut short could hold the key, unknown to anyone, for a lease.
 func (f *flight) claimFirst() {
 	r, err := f.s.claim(f.s.rdb, f.k.key, f.lease, 0, f.fingerprint())
+	if err != nil {
+		if d, ok := f.pacer.retry(err, time.Now(), f.s.retryFor); ok {
+			// Not run: a runner sends it again after d, while this
+			// caller waits under its context.
+			f.again, f.pause = true, d
+			f.s.mu.Lock()
+			f.direct = false
+			f.s.startFlight(f)
+			f.s.mu.Unlock()
+			return
+		}
+	}
+	f.pacer.reset()
 	switch {
 	case err != nil:
 		f.finish(outcome{err: err})
@@ -338,17 +409,46 @@ func (f *flight) loop() {
 	}
 	timeouts := 0 // in a row
 	for {
+		if d := f.pause; d > 0 {
+			f.pause = 0
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-f.abandon:
+				t.Stop()
+				return
+			}
+		}
 		slice, ok := f.slice()
 		if !ok {
 			return
 		}
-		select {
-		case f.s.sem <- struct{}{}:
-		case <-f.abandon:
-			return
+		var r claimReply
+		var err error
+		if f.again {
+			r, err = f.s.claim(f.s.rdb, f.k.key, f.lease, 0, fp)
+		} else {
+			select {
+			case f.s.sem <- struct{}{}:
+			case <-f.abandon:
+				return
+			}
+			r, err = f.s.claim(f.s.wait, f.k.key, f.lease, slice, fp)
+			<-f.s.sem
 		}
-		r, err := f.s.claim(f.s.wait, f.k.key, f.lease, slice, fp)
-		<-f.s.sem
+		if err != nil {
+			if d, ok := f.pacer.retry(err, time.Now(), f.s.retryFor); ok {
+				f.pause = d // the same claim again, after d
+				continue
+			}
+			if f.again {
+				f.finish(outcome{err: err}) // as claimFirst
+				return
+			}
+		} else {
+			f.pacer.reset()
+		}
+		f.again = false
 		if err != nil && isTimeout(err) {
 			// The connection was dropped, and with it the wait on the
 			// server. When the slice fits under the client's read

@@ -70,7 +70,10 @@ type Store struct {
 	wait    redis.UniversalClient
 	ownWait bool
 	sem     chan struct{}
-	slice   atomic.Int64 // longest wait, ns; shrinks on read timeouts unless fitted
+	// retryFor bounds how long claims answered "not run, send again"
+	// in a row are sent again (claimRetryFor; shorter in tests).
+	retryFor time.Duration
+	slice    atomic.Int64 // longest wait, ns; shrinks on read timeouts unless fitted
 	// fitted: the wait client's read timeout is known and the slice fits
 	// under it, so a read timeout is the connection's, not the slice's.
 	fitted bool
@@ -95,6 +98,7 @@ type storeConfig struct {
 	blocking redis.UniversalClient
 	maxConns int
 	slice    time.Duration
+	retryFor time.Duration // 0: claimRetryFor; set by tests
 }
 
 // BlockingClient makes the store run its blocked waits on c, at most
@@ -134,7 +138,10 @@ func New(rdb redis.UniversalClient, opts ...StoreOption) *Store {
 		cfg.slice = DefaultWaitSlice
 	}
 	cfg.slice = max(cfg.slice, time.Millisecond)
-	s := &Store{rdb: rdb, flights: make(map[flightKey]*flight), idle: make(chan *flight), done: make(chan struct{})}
+	if cfg.retryFor <= 0 {
+		cfg.retryFor = claimRetryFor
+	}
+	s := &Store{rdb: rdb, retryFor: cfg.retryFor, flights: make(map[flightKey]*flight), idle: make(chan *flight), done: make(chan struct{})}
 	s.server = any(s)
 	if rdb != nil && reflect.TypeOf(rdb).Kind() == reflect.Pointer {
 		s.server = rdb
