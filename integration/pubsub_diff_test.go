@@ -12,7 +12,13 @@ import "testing"
 // subscriber's connection with readNext after the PUBLISH that sent it.
 func TestDiffPubsub(t *testing.T) {
 	t.Parallel()
-	RunDiffScripts(t, []Script{
+	RunDiffScripts(t, pubsubScripts())
+}
+
+// pubsubScripts are TestDiffPubsub's scripts (TestProxyDiffPubsub runs
+// them through the proxy).
+func pubsubScripts() []Script {
+	return []Script{
 		{"subscribe", []Step{
 			cmd("SUBSCRIBE", "a", "b").On(1),
 			readNext().On(1),
@@ -280,5 +286,5 @@ func TestDiffPubsub(t *testing.T) {
 			cmd("PUBLISH", "c", "nobody"),
 			cmd("GET", "k").On(3),
 		}},
-	})
+	}
 }

@@ -452,6 +452,7 @@ func (p *Proxy) infoLines() [][2]string {
 		[2]string{"proxy_once_notices_dropped", i(st.noticesDropped.Load())},
 		[2]string{"proxy_refused_commands", i(st.refused.Load())},
 		[2]string{"proxy_pinned_connections", i(st.pinned.Load())},
+		[2]string{"proxy_pubsub_connections", i(st.subscribers.Load())},
 		[2]string{"proxy_lost_transactions", i(st.lostTx.Load())},
 		[2]string{"proxy_moved_redirections", i(st.moved.Load())},
 		[2]string{"proxy_ask_redirections", i(st.ask.Load())},

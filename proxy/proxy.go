@@ -187,7 +187,7 @@ type Proxy struct {
 		pinned, fanouts, sessions              atomic.Int64
 		onceCommands, refused, blockedCommands atomic.Int64
 		noticesSent, noticesDropped            atomic.Int64
-		lostTx                                 atomic.Int64
+		lostTx, subscribers                    atomic.Int64
 	}
 }
 
@@ -395,6 +395,7 @@ const (
 	kWait // WAIT: on every master, after a write of the proxy's own
 	kRefused
 	kOnce
+	kSubscribe // SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE: on a connection of the client's own (pubsub.go)
 )
 
 var kinds = map[string]kind{
@@ -407,8 +408,7 @@ var kinds = map[string]kind{
 	"blpop": kBlocking, "brpop": kBlocking, "brpoplpush": kBlocking, "blmove": kBlocking,
 	"blmpop": kBlocking, "bzpopmin": kBlocking, "bzpopmax": kBlocking, "bzmpop": kBlocking,
 	"xread": kBlocking, "xreadgroup": kBlocking, "wait": kWait, "waitaof": kBlocking,
-	"subscribe": kRefused, "psubscribe": kRefused, "ssubscribe": kRefused,
-	"unsubscribe": kRefused, "punsubscribe": kRefused, "sunsubscribe": kRefused,
+	"subscribe": kSubscribe, "psubscribe": kSubscribe, "ssubscribe": kSubscribe,
 	"monitor": kRefused, "sync": kRefused, "psync": kRefused, "replconf": kRefused,
 	"replicaof": kRefused, "slaveof": kRefused, "failover": kRefused,
 	"once.claim": kOnce, "once.complete": kOnce, "once.abort": kOnce,
@@ -469,9 +469,12 @@ func (p *Proxy) Serve(c *resp.Conn, args [][]byte) {
 		p.unauthenticated(s, k, args)
 		return
 	}
-	if s.inTx() {
+	switch {
+	case s.inTx():
 		p.serveTx(s, k, args)
-	} else {
+	case s.sub != nil:
+		p.serveSubscribed(s, k, args)
+	default:
 		p.serveCommand(s, k, args)
 	}
 	if s.lost {
@@ -534,6 +537,9 @@ func (p *Proxy) serveCommand(s *session, k kind, args [][]byte) {
 	case kOnce:
 		s.settle()
 		p.onceCommand(s, args)
+	case kSubscribe:
+		s.settle()
+		p.subscribe(s, args)
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 type testProxy struct {
 	*Proxy
 	addr string
+	srv  *resp.Server
 }
 
 // startTestProxy serves a proxy of upstream (an --upstream address) with
@@ -52,7 +53,7 @@ func startTestProxy(tb testing.TB, upstream, pass string) *testProxy {
 		srv.Close()
 		p.Close()
 	})
-	return &testProxy{Proxy: p, addr: srv.Addrs()[0].String()}
+	return &testProxy{Proxy: p, addr: srv.Addrs()[0].String(), srv: srv}
 }
 
 // rawClient is a minimal RESP client returning raw replies.
@@ -237,7 +238,9 @@ func TestWatchThroughTheProxy(t *testing.T) {
 		{a, []string{"ONCE.STATUS", "w"}, "-ERR ONCE commands cannot be queued in MULTI through the oncekv proxy (run them outside the transaction)\r\n"},
 		{a, []string{"EXEC"}, "-EXECABORT Transaction discarded because of previous errors.\r\n"},
 		{a, []string{"GET", "w"}, "$1\r\n3\r\n"},
-		{a, []string{"SUBSCRIBE", "ch"}, "-ERR 'subscribe' is not supported through the oncekv proxy; send it to the upstream directly\r\n"},
+		{a, []string{"MULTI"}, "+OK\r\n"},
+		{a, []string{"SUBSCRIBE", "ch"}, "-ERR 'subscribe' cannot be queued in MULTI through the oncekv proxy (subscribe outside the transaction)\r\n"},
+		{a, []string{"EXEC"}, "-EXECABORT Transaction discarded because of previous errors.\r\n"},
 	} {
 		if got := step.c.do(step.args...); got != step.want {
 			t.Errorf("%v: %q, want %q", step.args, got, step.want)
@@ -563,7 +566,7 @@ func startTestProxyOnce(tb testing.TB, upstream string) *testProxy {
 		p.Close()
 		client.Close()
 	})
-	return &testProxy{Proxy: p, addr: srv.Addrs()[0].String()}
+	return &testProxy{Proxy: p, addr: srv.Addrs()[0].String(), srv: srv}
 }
 
 func portOf(tb testing.TB, addr string) string {

@@ -102,6 +102,8 @@ type session struct {
 	// in c.W): see loseTx.
 	lost   bool
 	lostAt int
+	// sub is the client's subscribed connection (pubsub.go).
+	sub *subConn
 }
 
 // queuedTouch is a queued command that removes keys; pos is its index
@@ -475,6 +477,7 @@ func (s *session) closeAll() {
 	}
 	s.held = nil
 	s.ops = nil
+	s.endSub(false)
 	s.reset()
 }
 

@@ -238,6 +238,11 @@ func (p *Proxy) serveTx(s *session, k kind, args [][]byte) {
 		p.stats.refused.Add(1)
 		c.W.Error(refusedText(args))
 		return
+	case kSubscribe:
+		s.dirty = true
+		p.stats.refused.Add(1)
+		c.W.Error("ERR '" + string(lower(nil, args[0])) + "' cannot be queued in MULTI through the oncekv proxy (subscribe outside the transaction)")
+		return
 	}
 	// Everything else is queued upstream on the pinned connection.
 	if s.pendingMulti && !p.startPendingMulti(s, args) {

@@ -1,0 +1,150 @@
+package proxy
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncekv/oncekv/internal/testredis"
+	"github.com/oncekv/oncekv/resp"
+)
+
+// numsub is PUBSUB NUMSUB ch as the upstream counts it, asked directly.
+func numsub(direct *rawClient, ch string) string {
+	r := direct.do("PUBSUB", "NUMSUB", ch)
+	return r[strings.LastIndexByte(r[:len(r)-2], '\n')+1:]
+}
+
+// A subscriber's upstream connection is its own while it is subscribed:
+// unsubscribed from everything (RESP2 or RESP3), RESET, or gone, it no
+// longer holds a subscription upstream and is no longer pinned; an
+// upstream that closes it closes the client (KV-1).
+func TestSubscribeConnectionEnds(t *testing.T) {
+	t.Parallel()
+	up := testredis.Standalone(t)
+	p := startTestProxy(t, "redis://"+up.Addr(), "")
+	direct := dialRaw(t, up.Addr())
+	for _, tc := range []struct {
+		name string
+		// end ends the subscription of c, subscribed to channel ch.
+		end func(tb testing.TB, c *rawClient, ch string)
+		// clientClosed: the proxy closes the client's connection.
+		clientClosed bool
+	}{
+		{name: "unsubscribe-resp2", end: func(tb testing.TB, c *rawClient, ch string) {
+			if got, want := c.do("UNSUBSCRIBE"), "*3\r\n$11\r\nunsubscribe\r\n$"+strconv.Itoa(len(ch))+"\r\n"+ch+"\r\n:0\r\n"; got != want {
+				tb.Errorf("UNSUBSCRIBE: %q, want %q", got, want)
+			}
+			if got := c.do("SET", ch, "v"); got != "+OK\r\n" {
+				tb.Errorf("SET after unsubscribing: %q", got)
+			}
+		}},
+		{name: "unsubscribe-resp3", end: func(tb testing.TB, c *rawClient, ch string) {
+			c.send([]string{"UNSUBSCRIBE", ch}, []string{"SELECT", "2"}, []string{"GET", ch})
+			for _, want := range []string{">3\r\n$11\r\nunsubscribe\r\n$" + strconv.Itoa(len(ch)) + "\r\n" + ch + "\r\n:0\r\n", "+OK\r\n", "_\r\n"} {
+				if got := c.read(); got != want {
+					tb.Errorf("got %q, want %q", got, want)
+				}
+			}
+		}},
+		{name: "reset", end: func(tb testing.TB, c *rawClient, ch string) {
+			if got := c.do("RESET"); got != "+RESET\r\n" {
+				tb.Errorf("RESET: %q", got)
+			}
+		}},
+		{name: "client-leaves", end: func(tb testing.TB, c *rawClient, ch string) { c.nc.Close() }},
+		{name: "upstream-kills", clientClosed: true, end: func(tb testing.TB, c *rawClient, ch string) {
+			if got := direct.do("CLIENT", "KILL", "TYPE", "pubsub"); got == ":0\r\n" {
+				tb.Errorf("CLIENT KILL TYPE pubsub upstream: %q", got)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialRaw(t, p.addr)
+			sub := "*3\r\n$9\r\nsubscribe"
+			if strings.HasSuffix(tc.name, "resp3") {
+				c.do("HELLO", "3")
+				sub = ">3\r\n$9\r\nsubscribe"
+			}
+			ch := "ch-" + tc.name
+			if got := c.do("SUBSCRIBE", ch); !strings.HasPrefix(got, sub) {
+				t.Fatalf("SUBSCRIBE: %q", got)
+			}
+			if got := numsub(direct, ch); got != ":1\r\n" {
+				t.Fatalf("NUMSUB upstream after SUBSCRIBE: %q", got)
+			}
+			tc.end(t, c, ch)
+			eventually(t, func() bool { return numsub(direct, ch) == ":0\r\n" })
+			eventually(t, func() bool {
+				return p.stats.pinned.Load() == 0
+			})
+			if tc.clientClosed {
+				if r, err := c.tryRead(); err == nil {
+					t.Fatalf("the client's connection is open after its upstream connection closed: read %q", r)
+				}
+			}
+		})
+	}
+}
+
+// Messages reach a subscriber as they are published, with nothing sent
+// by the subscriber meanwhile (KV-1).
+func TestSubscriberGetsMessagesAtOnce(t *testing.T) {
+	t.Parallel()
+	up := testredis.Standalone(t)
+	p := startTestProxy(t, "redis://"+up.Addr(), "")
+	for _, proto := range []string{"2", "3"} {
+		t.Run("resp"+proto, func(t *testing.T) {
+			sub, pub := dialRaw(t, p.addr), dialRaw(t, p.addr)
+			sub.do("HELLO", proto)
+			sub.do("SUBSCRIBE", "news"+proto)
+			head := map[string]string{"2": "*3", "3": ">3"}[proto]
+			for i, msg := range []string{"one", "two", ""} {
+				if got := pub.do("PUBLISH", "news"+proto, msg); got != ":1\r\n" {
+					t.Fatalf("PUBLISH %d: %q", i, got)
+				}
+				want := head + "\r\n$7\r\nmessage\r\n$5\r\nnews" + proto + "\r\n$" + strconv.Itoa(len(msg)) + "\r\n" + msg + "\r\n"
+				if got := sub.read(); got != want {
+					t.Fatalf("message %d: %q, want %q", i, got, want)
+				}
+			}
+		})
+	}
+}
+
+// A subscriber that does not read is closed at client-output-buffer-limit
+// pubsub, and neither the publisher nor the upstream connection waits
+// for it (KV-1).
+func TestSlowSubscriberIsClosed(t *testing.T) {
+	t.Parallel()
+	up := testredis.Standalone(t)
+	p := startTestProxy(t, "redis://"+up.Addr(), "")
+	p.srv.SetPubsubLimit(resp.OutputLimit{Hard: 256 << 10})
+	slow, pub, direct := dialRaw(t, p.addr), dialRaw(t, p.addr), dialRaw(t, up.Addr())
+	if got := slow.do("SUBSCRIBE", "firehose"); got != "*3\r\n$9\r\nsubscribe\r\n$8\r\nfirehose\r\n:1\r\n" {
+		t.Fatalf("SUBSCRIBE: %q", got)
+	}
+	if got := numsub(direct, "firehose"); got != ":1\r\n" {
+		t.Fatalf("NUMSUB upstream after SUBSCRIBE: %q", got)
+	}
+	msg := strings.Repeat("x", 64<<10)
+	// Far more than the limit and the sockets' buffers together: without
+	// the limit the publisher would be held once they fill.
+	for i := 0; i < 400; i++ {
+		if got := pub.do("PUBLISH", "firehose", msg); got != ":1\r\n" && got != ":0\r\n" {
+			t.Fatalf("PUBLISH %d: %q", i, got)
+		}
+	}
+	eventually(t, func() bool { return numsub(direct, "firehose") == ":0\r\n" })
+	eventually(t, func() bool { return p.stats.pinned.Load() == 0 })
+	_ = slow.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		if _, err := readReply(slow.br, nil); err != nil {
+			break // closed, after what had been sent
+		}
+	}
+	if got := pub.do("PING"); got != "+PONG\r\n" {
+		t.Errorf("PING after: %q", got)
+	}
+}
