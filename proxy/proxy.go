@@ -56,7 +56,9 @@
 //   - Clients authenticate to the proxy only; every command runs upstream
 //     as the user of --upstream: an upstream ACL user cannot AUTH through
 //     the proxy, and ACL WHOAMI names the proxy's user.
-//   - Pub/Sub, MONITOR and replication commands are refused: they turn a
+//   - A subscriber gets an upstream connection of its own, whose messages
+//     are relayed as they come (pubsub.go); SUBSCRIBE cannot be queued in
+//     MULTI. MONITOR and replication commands are refused: they turn a
 //     connection into a stream, which a pooled connection cannot be.
 //     REPLICAOF and FAILOVER are refused too (send them to the upstream).
 //   - Blocking commands (BLPOP, XREAD BLOCK…) hold one upstream connection
@@ -606,7 +608,7 @@ func (p *Proxy) onceCommand(s *session, args [][]byte) {
 }
 
 // refusedText is the reply to a command the proxy does not forward:
-// Pub/Sub, MONITOR and replication turn a connection into a stream, which
+// MONITOR and replication turn a connection into a stream, which
 // a pooled upstream connection cannot be; REPLICAOF and FAILOVER change
 // the upstream's roles, which is the upstream's operators' business; so
 // do CLIENT PAUSE and UNPAUSE, which pause the upstream's clients, of

@@ -193,6 +193,14 @@ func (sub *subConn) count(b []byte) {
 	}
 }
 
+// idle reports whether the confirmations relayed so far leave no
+// subscription (more may be on their way).
+func (sub *subConn) idle() bool {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return sub.total == 0 && sub.shard == 0
+}
+
 // barrier waits until every reply sent before it on the subscribed
 // connection was relayed (see the file's comment). It reports whether the
 // connection is no longer subscribed (the reader stopped); false also when
@@ -329,6 +337,13 @@ func (s *session) endSub(pool bool) {
 func (p *Proxy) serveSubscribed(s *session, k kind, args [][]byte) {
 	sub, c := s.sub, s.c
 	name := string(lower(nil, args[0]))
+	if k != kSubscribe && k != kReset && sub.idle() && sub.barrier(p) {
+		// Unsubscribed from everything: the connection goes back.
+		s.endSub(true)
+		c.SyncPushes()
+		p.serveCommand(s, k, args)
+		return
+	}
 	switch {
 	case k == kSubscribe && p.cl != nil:
 		// One node takes the subscriptions; a shard channel's slot must

@@ -148,3 +148,75 @@ func TestSlowSubscriberIsClosed(t *testing.T) {
 		t.Errorf("PING after: %q", got)
 	}
 }
+
+// In a cluster, SUBSCRIBE and PSUBSCRIBE take the messages published
+// through any node, SSUBSCRIBE those of its slot's owner, and an
+// SSUBSCRIBE across slots is refused as Redis Cluster refuses it; a
+// client's subscriptions stay on the node of its first one: the
+// replies are those of a client connected to the owner directly (KV-1).
+func TestSubscribeThroughClusterProxy(t *testing.T) {
+	t.Parallel()
+	cl := testredis.StartCluster(t, 2, 0)
+	p := startTestProxy(t, "redis-cluster://"+cl.Addrs()[0], "")
+	owner := cl.MasterForKey("{s}a")
+	elsewhere := ""
+	for i := 0; elsewhere == ""; i++ {
+		if ch := "other" + strconv.Itoa(i); cl.MasterForKey(ch) != owner {
+			elsewhere = ch
+		}
+	}
+	for _, proto := range []string{"2", "3"} {
+		t.Run("resp"+proto, func(t *testing.T) {
+			via, direct := dialRaw(t, p.addr), dialRaw(t, owner)
+			pub := dialRaw(t, p.addr)
+			for _, c := range []*rawClient{via, direct} {
+				c.do("HELLO", proto)
+			}
+			for _, step := range []struct {
+				args    []string
+				publish []string // sent through the proxy before the replies are read
+				replies int
+			}{
+				{args: []string{"SSUBSCRIBE", "{s}a", "{t}b"}, replies: 1},
+				{args: []string{"SSUBSCRIBE", "{s}a", "{s}b"}, replies: 2},
+				{args: []string{"SUBSCRIBE", "plain"}, replies: 1},
+				{args: []string{"PSUBSCRIBE", "pat*"}, replies: 1},
+				// The subscriptions' node answers for a shard channel of
+				// another node's slot (README: one node per connection).
+				{args: []string{"SSUBSCRIBE", elsewhere}, replies: 1},
+				{publish: []string{"PUBLISH", "plain", "m1"}, replies: 1},
+				{publish: []string{"PUBLISH", "pattern", "m2"}, replies: 1},
+				{publish: []string{"SPUBLISH", "{s}b", "m3"}, replies: 1},
+				{args: []string{"PING"}, replies: 1},
+				{args: []string{"SUNSUBSCRIBE"}, replies: 2},
+				{args: []string{"UNSUBSCRIBE"}, replies: 1},
+				{args: []string{"PUNSUBSCRIBE"}, replies: 1},
+				// Unsubscribed: the connection goes back to the pool.
+				{args: []string{"GET", "{s}x"}, replies: 1},
+			} {
+				if step.args != nil {
+					via.send(step.args)
+					direct.send(step.args)
+				}
+				if step.publish != nil {
+					// The count is the receiving node's (Redis Cluster
+					// sends the message on to the others).
+					if got := pub.do(step.publish...); got[0] != ':' {
+						t.Fatalf("%v: %q", step.publish, got)
+					}
+				}
+				for i := 0; i < step.replies; i++ {
+					want := direct.read()
+					got, err := via.tryRead()
+					if err != nil {
+						t.Fatalf("%v %v reply %d: proxy: %v, node %q", step.args, step.publish, i, err, want)
+					}
+					if got != want {
+						t.Errorf("%v %v reply %d: proxy %q, node %q", step.args, step.publish, i, got, want)
+					}
+				}
+			}
+			eventually(t, func() bool { return p.stats.pinned.Load() == 0 })
+		})
+	}
+}
