@@ -14,7 +14,7 @@ var proxyPubsubSkips = map[string]string{
 // subscriptions get an upstream connection of their own, whose messages
 // reach the subscriber as they are published (the scripts read them
 // after the PUBLISH from another connection), in order with the replies,
-// in RESP2 and RESP3 (KV-1).
+// in RESP2 and RESP3, as Redis 7 does (the contract is silent on Pub/Sub).
 func TestProxyDiffPubsub(t *testing.T) {
 	t.Parallel()
 	p := newProxyPair(t)

@@ -19,7 +19,7 @@ func numsub(direct *rawClient, ch string) string {
 // A subscriber's upstream connection is its own while it is subscribed:
 // unsubscribed from everything (RESP2 or RESP3), RESET, or gone, it no
 // longer holds a subscription upstream and is no longer pinned; an
-// upstream that closes it closes the client (KV-1).
+// upstream that closes it closes the client, as Redis 7 does (the contract is silent on Pub/Sub).
 func TestSubscribeConnectionEnds(t *testing.T) {
 	t.Parallel()
 	up := testredis.Standalone(t)
@@ -89,7 +89,7 @@ func TestSubscribeConnectionEnds(t *testing.T) {
 }
 
 // Messages reach a subscriber as they are published, with nothing sent
-// by the subscriber meanwhile (KV-1).
+// by the subscriber meanwhile, as Redis 7 does (the contract is silent on Pub/Sub).
 func TestSubscriberGetsMessagesAtOnce(t *testing.T) {
 	t.Parallel()
 	up := testredis.Standalone(t)
@@ -115,7 +115,7 @@ func TestSubscriberGetsMessagesAtOnce(t *testing.T) {
 
 // A subscriber that does not read is closed at client-output-buffer-limit
 // pubsub, and neither the publisher nor the upstream connection waits
-// for it (KV-1).
+// for it, as Redis 7 does (the contract is silent on Pub/Sub).
 func TestSlowSubscriberIsClosed(t *testing.T) {
 	t.Parallel()
 	up := testredis.Standalone(t)
@@ -153,7 +153,7 @@ func TestSlowSubscriberIsClosed(t *testing.T) {
 // through any node, SSUBSCRIBE those of its slot's owner, and an
 // SSUBSCRIBE across slots is refused as Redis Cluster refuses it; a
 // client's subscriptions stay on the node of its first one: the
-// replies are those of a client connected to the owner directly (KV-1).
+// replies are those of a client connected to the owner directly, as Redis 7 does (the contract is silent on Pub/Sub).
 func TestSubscribeThroughClusterProxy(t *testing.T) {
 	t.Parallel()
 	cl := testredis.StartCluster(t, 2, 0)
@@ -217,6 +217,54 @@ func TestSubscribeThroughClusterProxy(t *testing.T) {
 				}
 			}
 			eventually(t, func() bool { return p.stats.pinned.Load() == 0 })
+		})
+	}
+}
+
+// A RESP3 subscriber runs any command, in its database, in order with its
+// messages; CLIENT REPLY OFF drops the replies of those sent to its
+// subscribed connection, not the messages: as Redis 7 answers it directly.
+func TestRESP3SubscriberCommands(t *testing.T) {
+	t.Parallel()
+	up := testredis.Standalone(t)
+	p := startTestProxy(t, "redis://"+up.Addr(), "")
+	msg := ">3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\nm\r\n"
+	steps := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"SUBSCRIBE", "c"}, []string{">3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n"}},
+		{[]string{"SET", "k", "db0"}, []string{"+OK\r\n"}},
+		{[]string{"SELECT", "1"}, []string{"+OK\r\n"}},
+		{[]string{"GET", "k"}, []string{"_\r\n"}},
+		{[]string{"SET", "k", "db1"}, []string{"+OK\r\n"}},
+		// A message of its own comes before its PUBLISH's reply.
+		{[]string{"PUBLISH", "c", "m"}, []string{msg, ":1\r\n"}},
+		{[]string{"SELECT", "0"}, []string{"+OK\r\n"}},
+		{[]string{"GET", "k"}, []string{"$3\r\ndb0\r\n"}},
+		{[]string{"CLIENT", "REPLY", "OFF"}, nil},
+		{[]string{"PUBLISH", "c", "m"}, []string{msg}},
+		{[]string{"CLIENT", "REPLY", "ON"}, []string{"+OK\r\n"}},
+		{[]string{"ECHO", "after"}, []string{"$5\r\nafter\r\n"}},
+	}
+	// The same replies from the upstream directly and through the proxy.
+	for _, side := range []struct{ name, addr string }{{"redis", up.Addr()}, {"proxy", p.addr}} {
+		t.Run(side.name, func(t *testing.T) {
+			c, other := dialRaw(t, side.addr), dialRaw(t, side.addr)
+			other.do("FLUSHALL")
+			c.do("HELLO", "3")
+			for i, step := range steps {
+				c.send(step.args)
+				for _, want := range step.want {
+					if got := c.read(); got != want {
+						t.Fatalf("step %d %v: %q, want %q", i, step.args, got, want)
+					}
+				}
+			}
+			other.do("SELECT", "1")
+			if got := other.do("GET", "k"); got != "$3\r\ndb1\r\n" {
+				t.Errorf("GET k in db 1: %q", got)
+			}
 		})
 	}
 }
