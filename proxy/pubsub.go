@@ -58,6 +58,10 @@ type subConn struct {
 	// resetting: a RESET was sent; its +RESET ends the reader.
 	resetting bool
 
+	// proto is the connection's protocol, for the reader (followProto
+	// changes it).
+	proto atomic.Int32
+
 	leaving atomic.Bool   // the proxy closes the connection itself
 	done    chan struct{} // closed when the reader returned
 }
@@ -90,6 +94,7 @@ func (p *Proxy) subscribe(s *session, args [][]byte) {
 		}
 	}
 	sub := &subConn{conn: conn, c: s.c, done: make(chan struct{})}
+	sub.proto.Store(int32(conn.proto))
 	s.sub = sub
 	p.stats.pinned.Add(1)
 	p.stats.subscribers.Add(1)
@@ -148,7 +153,7 @@ func (sub *subConn) relay(p *Proxy) {
 			sub.mu.Unlock()
 			ack <- ackRefused
 			continue
-		case len(sub.shown) > 0 && len(buf) > 0 && buf[0] != '>':
+		case len(sub.shown) > 0 && !sub.isPush(buf):
 			show := sub.shown[0]
 			sub.shown = sub.shown[1:]
 			if !show {
@@ -270,17 +275,39 @@ func (sub *subConn) own(p *Proxy, args [][]byte) {
 	sub.send(p, args)
 }
 
-// forward sends a client's command to the subscribed connection. On a
-// RESP3 connection, a reply that is not a push is noted (shown), to be
-// dropped when the client's CLIENT REPLY says so; pushes are sent
-// whatever it says, as Redis 7.0 sends them.
+// forward sends a client's command to the subscribed connection. A reply
+// that is not a push is noted (shown), to be dropped when the client's
+// CLIENT REPLY says so; pushes are sent whatever it says, as Redis 7.0
+// sends them.
 func (sub *subConn) forward(p *Proxy, args [][]byte) {
-	if sub.conn.proto == 3 && !pushReplies(args) {
+	if !pushReplies(args) {
 		sub.mu.Lock()
 		sub.shown = append(sub.shown, !sub.c.Silent())
 		sub.mu.Unlock()
 	}
 	sub.send(p, args)
+}
+
+// isPush reports whether b is a push: a RESP3 push, or on a RESP2
+// connection a Pub/Sub confirmation or message (Redis sends those as
+// arrays).
+func (sub *subConn) isPush(b []byte) bool {
+	if len(b) == 0 || b[0] == '>' {
+		return true
+	}
+	if b[0] != '*' || sub.proto.Load() != 2 {
+		return false
+	}
+	v, err := parseReply(b)
+	if err != nil || len(v.elems) == 0 {
+		return false
+	}
+	switch strings.ToLower(v.elems[0].text()) {
+	case "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe",
+		"message", "pmessage", "smessage":
+		return true
+	}
+	return false
 }
 
 // pushReplies reports whether the RESP3 replies to args are pushes: those
@@ -306,6 +333,7 @@ func (s *session) followProto() {
 	}
 	sub.conn.proto = s.c.W.Proto
 	sub.own(s.p, bs("HELLO", strconv.Itoa(s.c.W.Proto)))
+	sub.proto.Store(int32(s.c.W.Proto))
 }
 
 // endSub ends the client's subscribed connection: back to its pool when

@@ -268,3 +268,28 @@ func TestRESP3SubscriberCommands(t *testing.T) {
 		})
 	}
 }
+
+// CLIENT REPLY OFF, set before a RESP2 client subscribes, drops the
+// replies of its PING and of the commands the Pub/Sub context refuses,
+// not the confirmations and messages: as Redis 7 answers it directly.
+func TestRESP2SilentSubscriber(t *testing.T) {
+	t.Parallel()
+	up := testredis.Standalone(t)
+	p := startTestProxy(t, "redis://"+up.Addr(), "")
+	for _, side := range []struct{ name, addr string }{{"redis", up.Addr()}, {"proxy", p.addr}} {
+		t.Run(side.name, func(t *testing.T) {
+			c, other := dialRaw(t, side.addr), dialRaw(t, side.addr)
+			c.send([]string{"CLIENT", "REPLY", "OFF"}, []string{"SUBSCRIBE", "c"}, []string{"PING"}, []string{"GET", "x"},
+				[]string{"SUBSCRIBE"}, []string{"PSUBSCRIBE", "d"})
+			for _, want := range []string{"*3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n", "*3\r\n$10\r\npsubscribe\r\n$1\r\nd\r\n:2\r\n"} {
+				if got := c.read(); got != want {
+					t.Fatalf("%q, want %q", got, want)
+				}
+			}
+			other.do("PUBLISH", "c", "m")
+			if got, want := c.read(), "*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\nm\r\n"; got != want {
+				t.Fatalf("%q, want %q", got, want)
+			}
+		})
+	}
+}
