@@ -85,7 +85,7 @@ func (p *Proxy) subscribe(s *session, args [][]byte) {
 	if p.cl == nil && conn.db != s.c.DB {
 		conn.db = s.c.DB
 		if r, err := conn.do(nil, selectArgs(s.c.DB)...); err != nil || !isOK(r) {
-			n.put(conn)
+			p.drop(conn) // its database is not known
 			if err == nil {
 				err = ErrUpstreamProtocol
 			}
@@ -377,7 +377,9 @@ func (p *Proxy) serveSubscribed(s *session, k kind, args [][]byte) {
 		// One node takes the subscriptions; a shard channel's slot must
 		// be one of its own (the node answers MOVED otherwise).
 		if _, bad := p.route(args); bad != "" {
-			sub.barrier(p)
+			if sub.barrier(p) {
+				s.endSub(true) // it had unsubscribed from everything
+			}
 			c.SyncPushes()
 			c.W.Error(bad)
 			return

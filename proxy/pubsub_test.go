@@ -191,7 +191,10 @@ func TestSubscribeThroughClusterProxy(t *testing.T) {
 				{args: []string{"SUNSUBSCRIBE"}, replies: 2},
 				{args: []string{"UNSUBSCRIBE"}, replies: 1},
 				{args: []string{"PUNSUBSCRIBE"}, replies: 1},
-				// Unsubscribed: the connection goes back to the pool.
+				// Unsubscribed: the connection goes back to the pool, also
+				// when the proxy answers the command itself.
+				{args: []string{"SSUBSCRIBE", "{s}a", "{t}b"}, replies: 1},
+				{args: []string{"PING"}, replies: 1},
 				{args: []string{"GET", "{s}x"}, replies: 1},
 			} {
 				if step.args != nil {
