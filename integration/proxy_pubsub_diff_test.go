@@ -25,4 +25,18 @@ func TestProxyDiffPubsub(t *testing.T) {
 		}
 	}
 	p.RunScripts(t, scripts)
+	// Pipelined: the replies keep their order across the subscribed
+	// connection and the commands after the last unsubscribe, which run
+	// in the database the client chose meanwhile. (UNSUBSCRIBE names its
+	// channels: without, their order is each server's hash table's.)
+	t.Run("pipelined", func(t *testing.T) {
+		for _, ex := range []exchange{
+			{name: "unsubscribe-then-commands", chunks: []string{"SUBSCRIBE pa pb\r\nPING\r\nGET pp:k\r\nUNSUBSCRIBE pa pb\r\nSELECT 3\r\nSET pp:k v3\r\nGET pp:k\r\nSELECT 0\r\nGET pp:k\r\nDEL pp:k\r\n"}},
+			{name: "resubscribe", chunks: []string{"SUBSCRIBE pa\r\nUNSUBSCRIBE pa\r\nPSUBSCRIBE p*\r\nGET pp:k\r\nPUNSUBSCRIBE\r\nECHO x\r\n"}},
+			{name: "quit", chunks: []string{"SUBSCRIBE pa\r\nPING x\r\nQUIT\r\nPING\r\n"}},
+			{name: "reset", chunks: []string{"SELECT 2\r\nSUBSCRIBE pa\r\nRESET\r\nSET pp:r 1\r\nSELECT 2\r\nEXISTS pp:r\r\nSELECT 0\r\nDEL pp:r\r\n"}},
+		} {
+			t.Run(ex.name, func(t *testing.T) { compareExchange(t, p.Redis, p.Other, ex) })
+		}
+	})
 }
