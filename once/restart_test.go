@@ -126,34 +126,8 @@ func TestEngineCountsARunningRecordOfBeforeRenamedDuringTheCount(t *testing.T) {
 
 			// The engine's count waits at its first transaction until
 			// the RENAME is made: the walk has ended by then.
-			st, err := badgerdb.Open(badgerdb.DefaultOptions(dir))
-			if err != nil {
-				t.Fatalf("open store: %v", err)
-			}
-			e := once.New(st, once.Config{DefaultLease: time.Minute})
-			counting := make(chan struct{})
 			renamed := make(chan struct{})
-			var gate sync.Once
-			e.SetUpdater(func(fn func(store.Tx) error) (store.Ticket, error) {
-				gate.Do(func() { close(counting); <-renamed })
-				return st.Update(fn)
-			})
-			if !tc.engineFirst {
-				st.Start()
-			}
-			if err := e.Start(); err != nil {
-				t.Fatalf("start engine: %v", err)
-			}
-			v = &env{t: t, dir: dir, st: st, e: e}
-			t.Cleanup(v.close)
-			if tc.engineFirst {
-				st.Start()
-			}
-			select {
-			case <-counting:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the engine's count of the running records did not start")
-			}
+			v = reopenHeldAtCount(t, dir, tc.engineFirst, renamed)
 			v.rename(tc.src, tc.dst)
 			close(renamed)
 			for deadline := time.Now().Add(10 * time.Second); ; {
@@ -168,6 +142,43 @@ func TestEngineCountsARunningRecordOfBeforeRenamedDuringTheCount(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reopenHeldAtCount opens the store and the engine of dir again, the
+// engine first or the store first, with the engine's first transaction
+// (its count of the running records of before the restart) held until
+// release is closed; it returns once the count has reached it, the
+// store's walk having ended by then.
+func reopenHeldAtCount(t *testing.T, dir string, engineFirst bool, release <-chan struct{}) *env {
+	t.Helper()
+	st, err := badgerdb.Open(badgerdb.DefaultOptions(dir))
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	e := once.New(st, once.Config{DefaultLease: time.Minute})
+	counting := make(chan struct{})
+	var gate sync.Once
+	e.SetUpdater(func(fn func(store.Tx) error) (store.Ticket, error) {
+		gate.Do(func() { close(counting); <-release })
+		return st.Update(fn)
+	})
+	if !engineFirst {
+		st.Start()
+	}
+	if err := e.Start(); err != nil {
+		t.Fatalf("start engine: %v", err)
+	}
+	v := &env{t: t, dir: dir, st: st, e: e}
+	t.Cleanup(v.close)
+	if engineFirst {
+		st.Start()
+	}
+	select {
+	case <-counting:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the engine's count of the running records did not start")
+	}
+	return v
 }
 
 // rename moves src to dst as RENAME does through the commands' hook: the
@@ -222,34 +233,8 @@ func TestEngineCountsRunningRecordsOfBeforeSwappedDuringTheCount(t *testing.T) {
 			v.mustClaim("b", lease(60000))
 			v.close()
 
-			st, err := badgerdb.Open(badgerdb.DefaultOptions(dir))
-			if err != nil {
-				t.Fatalf("open store: %v", err)
-			}
-			e := once.New(st, once.Config{DefaultLease: time.Minute})
-			counting := make(chan struct{})
 			swapped := make(chan struct{})
-			var gate sync.Once
-			e.SetUpdater(func(fn func(store.Tx) error) (store.Ticket, error) {
-				gate.Do(func() { close(counting); <-swapped })
-				return st.Update(fn)
-			})
-			if !tc.engineFirst {
-				st.Start()
-			}
-			if err := e.Start(); err != nil {
-				t.Fatalf("start engine: %v", err)
-			}
-			v = &env{t: t, dir: dir, st: st, e: e}
-			t.Cleanup(v.close)
-			if tc.engineFirst {
-				st.Start()
-			}
-			select {
-			case <-counting:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the engine's count of the running records did not start")
-			}
+			v = reopenHeldAtCount(t, dir, tc.engineFirst, swapped)
 			v.swap(tc.a, tc.b)
 			close(swapped)
 			v.waitRunningKeys(2, fmt.Sprintf("after SWAPDB %d %d during the count", tc.a, tc.b))
