@@ -443,13 +443,7 @@ func renameCmd(nx bool) Handler {
 			return
 		}
 		if nx {
-			_, exists, err := x.Tx.Get(x.DB, dst)
-			if err != nil {
-				x.Fail(err)
-				return
-			}
-			if exists {
-				x.W.Int(0)
+			if x.occupied(x.DB, dst) {
 				return
 			}
 		}
@@ -576,13 +570,7 @@ func copyCmd(x *Ctx) {
 	}
 	v.Data = bytes.Clone(v.Data)
 	if !a.replace {
-		_, exists, err := x.Tx.Get(a.db, dst)
-		if err != nil {
-			x.Fail(err)
-			return
-		}
-		if exists {
-			x.W.Int(0)
+		if x.occupied(a.db, dst) {
 			return
 		}
 	}
@@ -617,13 +605,7 @@ func moveCmd(x *Ctx) {
 		return
 	}
 	v.Data = bytes.Clone(v.Data)
-	_, exists, err := x.Tx.Get(db, key)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	if exists {
-		x.W.Int(0)
+	if x.occupied(db, key) {
 		return
 	}
 	if _, err := x.Tx.Delete(x.DB, key); err != nil {
@@ -766,4 +748,20 @@ func objectHelp(x *Ctx) {
 	for _, l := range lines {
 		x.W.Simple(l)
 	}
+}
+
+// occupied reports whether key exists in db, having answered :0 (or the
+// error when the read failed): the answer of RENAMENX, COPY and MOVE to a
+// destination that holds a key.
+func (x *Ctx) occupied(db int, key []byte) bool {
+	_, exists, err := x.Tx.Get(db, key)
+	if err != nil {
+		x.Fail(err)
+		return true
+	}
+	if exists {
+		x.W.Int(0)
+		return true
+	}
+	return false
 }
