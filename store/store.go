@@ -31,6 +31,8 @@ type Kind byte
 const (
 	KindString Kind = 's'
 	KindOnce   Kind = 'o'
+	// KindHash holds a hash, encoded by internal/hashcodec.
+	KindHash Kind = 'h'
 )
 
 // String returns the name TYPE answers for the kind.
@@ -40,6 +42,8 @@ func (k Kind) String() string {
 		return "string"
 	case KindOnce:
 		return "once"
+	case KindHash:
+		return "hash"
 	}
 	return "none"
 }
