@@ -367,7 +367,16 @@ var keySpecFlags = map[string][][]string{
 	"once.extend":   {{"RW", "update"}},
 
 	// The keyspace commands COPY, MOVE and OBJECT.
-	"copy":            {{"RO", "access"}, {"OW", "update"}},
+	"copy": {{"RO", "access"}, {"OW", "update"}},
+
+	// Hashes.
+	"hset":            {{"RW", "update"}},
+	"hmset":           {{"RW", "update"}},
+	"hsetnx":          {{"RW", "insert"}},
+	"hdel":            {{"RW", "delete"}},
+	"hlen":            {{"RO"}},
+	"hexists":         {{"RO"}},
+	"hstrlen":         {{"RO"}},
 	"move":            {{"RW", "access", "update"}},
 	"object|encoding": {{"RO"}},
 	"object|refcount": {{"RO"}},
@@ -392,6 +401,11 @@ func keySpecFlagsOf(c *Command, i int) []string {
 // commands in COMMAND INFO.
 var commandTips = map[string][]string{
 	"mget":          {"request_policy:multi_shard"},
+	"hgetall":       {"nondeterministic_output_order"},
+	"hkeys":         {"nondeterministic_output_order"},
+	"hvals":         {"nondeterministic_output_order"},
+	"hrandfield":    {"nondeterministic_output"},
+	"hscan":         {"nondeterministic_output"},
 	"mset":          {"request_policy:multi_shard", "response_policy:all_succeeded"},
 	"msetnx":        {"request_policy:multi_shard", "response_policy:agg_min"},
 	"del":           {"request_policy:multi_shard", "response_policy:agg_sum"},

@@ -538,6 +538,19 @@ var redisDocs = map[string]Doc{
 			{Name: "value", Type: ArgString},
 		},
 	},
+	"hdel": {
+		Summary:    "Delete one or more hash fields",
+		Since:      "2.0.0",
+		Group:      "hash",
+		Complexity: "O(N) where N is the number of fields to be removed.",
+		History: []DocHistory{
+			{"2.4.0", "Accepts multiple `field` arguments."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "field", Type: ArgString, Multiple: true},
+		},
+	},
 	"hello": {
 		Summary:    "Handshake with Redis",
 		Since:      "6.0.0",
@@ -555,6 +568,172 @@ var redisDocs = map[string]Doc{
 				}},
 				{Name: "clientname", Type: ArgString, Token: "SETNAME", Optional: true},
 			}},
+		},
+	},
+	"hexists": {
+		Summary:    "Determine if a hash field exists",
+		Since:      "2.0.0",
+		Group:      "hash",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "field", Type: ArgString},
+		},
+	},
+	"hget": {
+		Summary:    "Get the value of a hash field",
+		Since:      "2.0.0",
+		Group:      "hash",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "field", Type: ArgString},
+		},
+	},
+	"hgetall": {
+		Summary:    "Get all the fields and values in a hash",
+		Since:      "2.0.0",
+		Group:      "hash",
+		Complexity: "O(N) where N is the size of the hash.",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+		},
+	},
+	"hincrby": {
+		Summary:    "Increment the integer value of a hash field by the given number",
+		Since:      "2.0.0",
+		Group:      "hash",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "field", Type: ArgString},
+			{Name: "increment", Type: ArgInteger},
+		},
+	},
+	"hincrbyfloat": {
+		Summary:    "Increment the float value of a hash field by the given amount",
+		Since:      "2.6.0",
+		Group:      "hash",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "field", Type: ArgString},
+			{Name: "increment", Type: ArgDouble},
+		},
+	},
+	"hkeys": {
+		Summary:    "Get all the fields in a hash",
+		Since:      "2.0.0",
+		Group:      "hash",
+		Complexity: "O(N) where N is the size of the hash.",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+		},
+	},
+	"hlen": {
+		Summary:    "Get the number of fields in a hash",
+		Since:      "2.0.0",
+		Group:      "hash",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+		},
+	},
+	"hmget": {
+		Summary:    "Get the values of all the given hash fields",
+		Since:      "2.0.0",
+		Group:      "hash",
+		Complexity: "O(N) where N is the number of fields being requested.",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "field", Type: ArgString, Multiple: true},
+		},
+	},
+	"hmset": {
+		Summary:         "Set multiple hash fields to multiple values",
+		Since:           "2.0.0",
+		Group:           "hash",
+		Complexity:      "O(N) where N is the number of fields being set.",
+		DocFlags:        []string{"deprecated"},
+		DeprecatedSince: "4.0.0",
+		ReplacedBy:      "`HSET` with multiple field-value pairs",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "field_value", Type: ArgBlock, Multiple: true, Args: []Arg{
+				{Name: "field", Type: ArgString},
+				{Name: "value", Type: ArgString},
+			}},
+		},
+	},
+	"hrandfield": {
+		Summary:    "Get one or multiple random fields from a hash",
+		Since:      "6.2.0",
+		Group:      "hash",
+		Complexity: "O(N) where N is the number of fields returned",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "options", Type: ArgBlock, Optional: true, Args: []Arg{
+				{Name: "count", Type: ArgInteger},
+				{Name: "withvalues", Type: ArgPureToken, Token: "WITHVALUES", Optional: true},
+			}},
+		},
+	},
+	"hscan": {
+		Summary:    "Incrementally iterate hash fields and associated values",
+		Since:      "2.8.0",
+		Group:      "hash",
+		Complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "cursor", Type: ArgInteger},
+			{Name: "pattern", Type: ArgPattern, Token: "MATCH", Optional: true},
+			{Name: "count", Type: ArgInteger, Token: "COUNT", Optional: true},
+		},
+	},
+	"hset": {
+		Summary:    "Set the string value of a hash field",
+		Since:      "2.0.0",
+		Group:      "hash",
+		Complexity: "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.",
+		History: []DocHistory{
+			{"4.0.0", "Accepts multiple `field` and `value` arguments."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "field_value", Type: ArgBlock, Multiple: true, Args: []Arg{
+				{Name: "field", Type: ArgString},
+				{Name: "value", Type: ArgString},
+			}},
+		},
+	},
+	"hsetnx": {
+		Summary:    "Set the value of a hash field, only if the field does not exist",
+		Since:      "2.0.0",
+		Group:      "hash",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "field", Type: ArgString},
+			{Name: "value", Type: ArgString},
+		},
+	},
+	"hstrlen": {
+		Summary:    "Get the length of the value of a hash field",
+		Since:      "3.2.0",
+		Group:      "hash",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "field", Type: ArgString},
+		},
+	},
+	"hvals": {
+		Summary:    "Get all the values in a hash",
+		Since:      "2.0.0",
+		Group:      "hash",
+		Complexity: "O(N) where N is the size of the hash.",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
 		},
 	},
 	"incr": {

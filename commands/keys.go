@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/oncekv/oncekv/internal/hashcodec"
 	"github.com/oncekv/oncekv/store"
 )
 
@@ -706,10 +707,18 @@ const sharedRefcount = math.MaxInt32
 // bytes, shared when it is 0..9999; "embstr" up to 44 bytes; "raw" above.
 // Redis answers "raw" also for a short string that APPEND or SETRANGE
 // grew in place, and "embstr" for an integer INCRBYFLOAT wrote, which are
-// not told apart here. A ONCE record, which Redis
+// not told apart here. A hash is "listpack" or "hashtable" as its
+// value says (hash.go). A ONCE record, which Redis
 // has no encoding for, is "raw": the record's bytes.
 func objectEncoding(v store.Value) encoding {
-	if v.Kind != store.KindString {
+	switch v.Kind {
+	case store.KindString:
+	case store.KindHash:
+		if h, err := hashcodec.Decode(v.Data); err == nil && h.Table {
+			return encoding{"hashtable", 1}
+		}
+		return encoding{"listpack", 1}
+	default:
 		return encoding{"raw", 1}
 	}
 	if len(v.Data) <= 20 {

@@ -112,6 +112,8 @@ type Server struct {
 	// The settings CONFIG SET changes (configset.go).
 	pass       atomic.Pointer[string]
 	maxBulkLen atomic.Int64
+	// hash-max-listpack-entries and -value (hash.go).
+	hashMaxEntries, hashMaxValue atomic.Int64
 }
 
 // New returns a command server over st with every command family
@@ -136,11 +138,13 @@ func New(cfg Config, st store.Store) *Server {
 	}
 	s.SetRequirePass(cfg.RequirePass)
 	s.SetProtoMaxBulkLen(cfg.ProtoMaxBulkLen)
+	s.SetHashLimits(defaultHashMaxEntries, defaultHashMaxValue)
 	s.watch.keys = make(map[watchKey]map[*resp.Conn]struct{})
 	s.initObservability(fakeClock)
 	s.hooks = []TxHook{&s.watch}
 	s.table.Register(stringCommands()...)
 	s.table.Register(keyCommands()...)
+	s.table.Register(hashCommands()...)
 	s.table.Register(connCommands()...)
 	s.table.Register(serverCommands()...)
 	s.table.Register(txCommands()...)

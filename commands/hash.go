@@ -1,0 +1,541 @@
+package commands
+
+import (
+	"cmp"
+	"hash/maphash"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+
+	"github.com/oncekv/oncekv/internal/hashcodec"
+	"github.com/oncekv/oncekv/store"
+)
+
+// Hashes (store.KindHash) as Redis 7.0 has them. A hash is one store
+// value (internal/hashcodec): every write decodes it and writes it back
+// whole, in one store transaction, so a write's cost grows with the size
+// of the hash (README: hashes). Fields keep their insertion order, which
+// is Redis's for a listpack-encoded hash: HGETALL, HKEYS, HVALS and HSCAN
+// of such a hash answer as Redis does, byte for byte. A hash becomes
+// hashtable-encoded (OBJECT ENCODING) by Redis 7.0's rules
+// (hash-max-listpack-entries, hash-max-listpack-value) and stays so;
+// its order then is still insertion order, where Redis's is its dict's.
+
+// Redis 7.0's defaults of hash-max-listpack-entries and -value.
+const (
+	defaultHashMaxEntries = 512 // not 128: that is zset-max-listpack-entries
+	defaultHashMaxValue   = 64
+)
+
+// Errors of the hash commands.
+var (
+	ErrHashNotInteger = errorf("ERR hash value is not an integer")
+	ErrHashNotFloat   = errorf("ERR hash value is not a float")
+	ErrNaNOrInf       = errorf("ERR value is NaN or Infinity")
+	ErrOutOfRange     = errorf("ERR value is out of range")
+	// ErrRandCountRange answers an HRANDFIELD count of math.MinInt64.
+	ErrRandCountRange = errorf("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+)
+
+func hashCommands() []*Command {
+	w, r := Write|DenyOOM|Borrows, ReadOnly|Borrows
+	cat := func(c ...string) []string { return append([]string{"write", "hash"}, c...) }
+	rcat := func(c ...string) []string { return append([]string{"read", "hash"}, c...) }
+	one := func(name string, arity int, f Flags, cats []string, run Handler) *Command {
+		return &Command{Name: name, Arity: arity, Flags: f, FirstKey: 1, LastKey: 1, Categories: cats, Run: run}
+	}
+	return []*Command{
+		one("hset", -4, w|Fast, cat("fast"), hsetCmd),
+		one("hmset", -4, w|Fast, cat("fast"), hsetCmd),
+		one("hsetnx", 4, w|Fast, cat("fast"), hsetnxCmd),
+		one("hget", 3, r|Fast, rcat("fast"), hgetCmd),
+		one("hmget", -3, r|Fast, rcat("fast"), hmgetCmd),
+		one("hgetall", 2, r, rcat("slow"), hgetallCmd(true, true)),
+		one("hkeys", 2, r, rcat("slow"), hgetallCmd(true, false)),
+		one("hvals", 2, r, rcat("slow"), hgetallCmd(false, true)),
+		one("hdel", -3, Write|Fast|Borrows, cat("fast"), hdelCmd),
+		one("hlen", 2, r|Fast, rcat("fast"), hlenCmd),
+		one("hexists", 3, r|Fast, rcat("fast"), hexistsCmd),
+		one("hstrlen", 3, r|Fast, rcat("fast"), hstrlenCmd),
+		one("hincrby", 4, w|Fast, cat("fast"), hincrbyCmd),
+		one("hincrbyfloat", 4, w|Fast, cat("fast"), hincrbyfloatCmd),
+		one("hrandfield", -2, r, rcat("slow"), hrandfieldCmd),
+		one("hscan", -3, r, rcat("slow"), hscanCmd),
+	}
+}
+
+// SetHashLimits changes hash-max-listpack-entries and
+// hash-max-listpack-value: the largest hash, and longest field or value,
+// kept listpack-encoded. They apply to later writes, as in Redis.
+func (s *Server) SetHashLimits(entries, value int64) {
+	s.hashMaxEntries.Store(entries)
+	s.hashMaxValue.Store(value)
+}
+
+// hashOf reads key as a hash: ok is false when it is missing, a key of
+// another kind is ErrWrongType. A read command (count) counts a keyspace
+// hit or miss, as Redis's lookupKeyRead does.
+func (x *Ctx) hashOf(key []byte, count bool) (h hashcodec.Hash, v store.Value, ok bool, err error) {
+	v, ok, err = x.Tx.Get(x.DB, key)
+	if err != nil {
+		return h, v, false, err
+	}
+	if count {
+		x.countLookup(ok)
+	}
+	if !ok {
+		return h, v, false, nil
+	}
+	if v.Kind != store.KindHash {
+		return h, v, false, ErrWrongType
+	}
+	h, err = hashcodec.Decode(v.Data)
+	return h, v, err == nil, err
+}
+
+// setField sets one field of h, converting h to hashtable encoding when
+// the field or value is longer than hash-max-listpack-value (Redis 7.0's
+// hashTypeSet), and reports whether the field is new.
+func (x *Ctx) setField(h *hashcodec.Hash, field, value []byte) bool {
+	if max := x.S.hashMaxValue.Load(); int64(len(field)) > max || int64(len(value)) > max {
+		h.Table = true
+	}
+	return h.Set(field, value)
+}
+
+// putHash stores h under key with deadline at, converting it to hashtable
+// encoding past hash-max-listpack-entries; an empty hash deletes the key.
+func (x *Ctx) putHash(key []byte, h hashcodec.Hash, at int64) error {
+	if len(h.Pairs) == 0 {
+		_, err := x.Tx.Delete(x.DB, key)
+		return err
+	}
+	if int64(len(h.Pairs)) > x.S.hashMaxEntries.Load() {
+		h.Table = true
+	}
+	return x.Tx.Set(x.DB, key, store.Value{Kind: store.KindHash, Data: hashcodec.Encode(nil, h), ExpireAt: at})
+}
+
+func hsetCmd(x *Ctx) {
+	if len(x.Args)%2 == 1 {
+		x.W.Error("ERR wrong number of arguments for '" + x.Cmd.Name + "' command")
+		return
+	}
+	h, v, _, err := x.hashOf(x.Args[1], false)
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	added := 0
+	for i := 2; i < len(x.Args); i += 2 {
+		if x.setField(&h, x.Args[i], x.Args[i+1]) {
+			added++
+		}
+	}
+	if err := x.putHash(x.Args[1], h, v.ExpireAt); err != nil {
+		x.Fail(err)
+		return
+	}
+	if x.Cmd.Name == "hmset" {
+		x.W.OK()
+		return
+	}
+	x.W.Int(int64(added))
+}
+
+func hsetnxCmd(x *Ctx) {
+	h, v, _, err := x.hashOf(x.Args[1], false)
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	if h.Index(x.Args[2]) >= 0 {
+		x.W.Int(0)
+		return
+	}
+	x.setField(&h, x.Args[2], x.Args[3])
+	if err := x.putHash(x.Args[1], h, v.ExpireAt); err != nil {
+		x.Fail(err)
+		return
+	}
+	x.W.Int(1)
+}
+
+func hgetCmd(x *Ctx) {
+	h, _, _, err := x.hashOf(x.Args[1], true)
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	if val, ok := h.Get(x.Args[2]); ok {
+		x.W.Bulk(val)
+		return
+	}
+	x.W.Null()
+}
+
+func hmgetCmd(x *Ctx) {
+	h, _, _, err := x.hashOf(x.Args[1], true)
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	x.W.Array(len(x.Args) - 2)
+	for _, f := range x.Args[2:] {
+		if val, ok := h.Get(f); ok {
+			x.W.Bulk(val)
+		} else {
+			x.W.Null()
+		}
+	}
+}
+
+// hgetallCmd is HGETALL (fields and values, a map in RESP3), HKEYS or
+// HVALS.
+func hgetallCmd(fields, values bool) Handler {
+	return func(x *Ctx) {
+		h, _, _, err := x.hashOf(x.Args[1], true)
+		if err != nil {
+			x.Fail(err)
+			return
+		}
+		if fields && values {
+			x.W.Map(len(h.Pairs))
+		} else {
+			x.W.Array(len(h.Pairs))
+		}
+		for _, p := range h.Pairs {
+			if fields {
+				x.W.Bulk(p.Field)
+			}
+			if values {
+				x.W.Bulk(p.Value)
+			}
+		}
+	}
+}
+
+func hdelCmd(x *Ctx) {
+	h, v, found, err := x.hashOf(x.Args[1], false)
+	if err != nil || !found {
+		if err != nil {
+			x.Fail(err)
+		} else {
+			x.W.Int(0)
+		}
+		return
+	}
+	deleted := 0
+	for _, f := range x.Args[2:] {
+		if h.Delete(f) {
+			deleted++
+		}
+	}
+	if deleted > 0 {
+		if err := x.putHash(x.Args[1], h, v.ExpireAt); err != nil {
+			x.Fail(err)
+			return
+		}
+	}
+	x.W.Int(int64(deleted))
+}
+
+func hlenCmd(x *Ctx) {
+	h, _, _, err := x.hashOf(x.Args[1], true)
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	x.W.Int(int64(len(h.Pairs)))
+}
+
+func hexistsCmd(x *Ctx) {
+	h, _, _, err := x.hashOf(x.Args[1], true)
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	x.W.Int(b2i(h.Index(x.Args[2]) >= 0))
+}
+
+func hstrlenCmd(x *Ctx) {
+	h, _, _, err := x.hashOf(x.Args[1], true)
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	val, _ := h.Get(x.Args[2])
+	x.W.Int(int64(len(val)))
+}
+
+func hincrbyCmd(x *Ctx) {
+	by, ok := x.intArg(3)
+	if !ok {
+		return
+	}
+	h, v, _, err := x.hashOf(x.Args[1], false)
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	var cur int64
+	if val, found := h.Get(x.Args[2]); found {
+		if cur, ok = parseInt(val); !ok {
+			x.Fail(ErrHashNotInteger)
+			return
+		}
+	}
+	if (by < 0 && cur < 0 && by < math.MinInt64-cur) || (by > 0 && cur > 0 && by > math.MaxInt64-cur) {
+		x.Fail(ErrOverflow)
+		return
+	}
+	cur += by
+	x.setField(&h, x.Args[2], strconv.AppendInt(x.digits[:0], cur, 10))
+	if err := x.putHash(x.Args[1], h, v.ExpireAt); err != nil {
+		x.Fail(err)
+		return
+	}
+	x.W.Int(cur)
+}
+
+func hincrbyfloatCmd(x *Ctx) {
+	by, ok := parseLongDouble(x.Args[3])
+	if !ok {
+		x.Fail(ErrNotFloat)
+		return
+	}
+	if by.IsInf() {
+		x.Fail(ErrNaNOrInf)
+		return
+	}
+	h, v, _, err := x.hashOf(x.Args[1], false)
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	cur := new(big.Float).SetPrec(ldPrec)
+	if val, found := h.Get(x.Args[2]); found {
+		if cur, ok = parseLongDouble(val); !ok {
+			x.Fail(ErrHashNotFloat)
+			return
+		}
+	}
+	sum, ok := addLongDouble(cur, by)
+	if !ok {
+		x.Fail(ErrIncrNaN)
+		return
+	}
+	out := []byte(formatLongDouble(sum))
+	x.setField(&h, x.Args[2], out)
+	if err := x.putHash(x.Args[1], h, v.ExpireAt); err != nil {
+		x.Fail(err)
+		return
+	}
+	x.W.Bulk(out)
+}
+
+// hrandfieldCmd is Redis 7.0's HRANDFIELD: without a count one random
+// field (nil for a missing key); a positive count that many distinct
+// fields, or the whole hash in its order when count >= its size; a
+// negative count -count fields that may repeat.
+func hrandfieldCmd(x *Ctx) {
+	if len(x.Args) == 2 {
+		h, _, found, err := x.hashOf(x.Args[1], true)
+		switch {
+		case err != nil:
+			x.Fail(err)
+		case !found:
+			x.W.Null()
+		default:
+			x.W.Bulk(h.Pairs[rand.IntN(len(h.Pairs))].Field)
+		}
+		return
+	}
+	n, ok := parseInt(x.Args[2])
+	switch {
+	case !ok:
+		x.Fail(ErrNotInteger)
+		return
+	case n == math.MinInt64:
+		x.Fail(ErrRandCountRange)
+		return
+	case len(x.Args) > 4 || (len(x.Args) == 4 && !eq(x.Args[3], "withvalues")):
+		x.Fail(ErrSyntax)
+		return
+	}
+	withValues := len(x.Args) == 4
+	if withValues && (n < -math.MaxInt64/2 || n > math.MaxInt64/2) {
+		x.Fail(ErrOutOfRange)
+		return
+	}
+	h, _, found, err := x.hashOf(x.Args[1], true)
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	if !found || n == 0 {
+		x.W.Array(0)
+		return
+	}
+	size := int64(len(h.Pairs))
+	var picks []hashcodec.Pair
+	switch {
+	case n < 0 || n == 1:
+		// Repeats allowed: each pick from the whole hash.
+		count := n
+		if count < 0 {
+			count = -n
+		}
+		if count > maxRandPicks {
+			// Redis would answer that many; an answer this size
+			// is a client's mistake, refused rather than built.
+			x.Fail(ErrOutOfRange)
+			return
+		}
+		picks = make([]hashcodec.Pair, count)
+		for i := range picks {
+			picks[i] = h.Pairs[rand.IntN(len(h.Pairs))]
+		}
+	case n >= size:
+		picks = h.Pairs
+	default:
+		idx := rand.Perm(len(h.Pairs))[:n]
+		slices.Sort(idx)
+		picks = make([]hashcodec.Pair, n)
+		for i, j := range idx {
+			picks[i] = h.Pairs[j]
+		}
+	}
+	if withValues && x.W.Proto == 2 {
+		x.W.Array(2 * len(picks))
+	} else {
+		x.W.Array(len(picks))
+	}
+	for _, p := range picks {
+		if withValues && x.W.Proto > 2 {
+			x.W.Array(2)
+		}
+		x.W.Bulk(p.Field)
+		if withValues {
+			x.W.Bulk(p.Value)
+		}
+	}
+}
+
+// maxRandPicks bounds the answer of HRANDFIELD with a negative count.
+const maxRandPicks = 1 << 24
+
+// hscanSeed orders the fields of a hashtable-encoded hash for HSCAN; it
+// is fixed for the process, so cursors stay valid between calls.
+var hscanSeed = maphash.MakeSeed()
+
+// fieldSlot is a field's place in HSCAN's order of a hashtable-encoded
+// hash: a hash of the field, in 1..2^63-1, so that 0 stays the cursor
+// that starts and ends a scan.
+func fieldSlot(f []byte) uint64 {
+	return maphash.Bytes(hscanSeed, f)%(math.MaxInt64) + 1
+}
+
+// hscanCmd is HSCAN. A listpack-encoded hash answers whole, cursor 0, as
+// in Redis. A hashtable-encoded one is visited in the order of its fields'
+// slots (fieldSlot), the cursor being the slot where the next call
+// starts: a field present from the first call to the last is answered,
+// whatever is added or deleted meanwhile; fields that share a slot come
+// in one call.
+func hscanCmd(x *Ctx) {
+	cursor, ok := parseCursor(x.Args[2])
+	if !ok {
+		x.Fail(ErrCursor)
+		return
+	}
+	// Redis looks the key up before it reads the options: a missing
+	// key answers an empty scan, a string WRONGTYPE, whatever follows.
+	h, _, found, err := x.hashOf(x.Args[1], true)
+	if err != nil || !found {
+		if err != nil {
+			x.Fail(err)
+		} else {
+			x.W.Array(2)
+			x.W.BulkString("0")
+			x.W.Array(0)
+		}
+		return
+	}
+	count := int64(10)
+	var pattern []byte
+	for rest := x.Args[3:]; len(rest) > 0; rest = rest[2:] {
+		if len(rest) < 2 {
+			x.Fail(ErrSyntax)
+			return
+		}
+		switch {
+		case eq(rest[0], "count"):
+			n, ok := parseInt(rest[1])
+			if !ok {
+				x.Fail(ErrNotInteger)
+				return
+			}
+			if n < 1 {
+				x.Fail(ErrSyntax)
+				return
+			}
+			count = n
+		case eq(rest[0], "match"):
+			pattern = rest[1]
+		default:
+			x.Fail(ErrSyntax)
+			return
+		}
+	}
+	if len(pattern) == 1 && pattern[0] == '*' {
+		pattern = nil
+	}
+	page, next := h.Pairs, uint64(0)
+	if h.Table {
+		page, next = scanSlots(h.Pairs, cursor, count)
+	}
+	out := page[:0:0]
+	for _, p := range page {
+		if pattern == nil || globMatch(pattern, p.Field) {
+			out = append(out, p)
+		}
+	}
+	x.W.Array(2)
+	x.W.BulkString(strconv.FormatUint(next, 10))
+	x.W.Array(2 * len(out))
+	for _, p := range out {
+		x.W.Bulk(p.Field)
+		x.W.Bulk(p.Value)
+	}
+}
+
+// scanSlots is one page of an HSCAN of a hashtable-encoded hash: at least
+// count pairs (fewer at the end) whose slots are cursor or more, in slot
+// order, and the cursor of the next page (0 when this is the last).
+func scanSlots(pairs []hashcodec.Pair, cursor uint64, count int64) ([]hashcodec.Pair, uint64) {
+	type slotted struct {
+		slot uint64
+		p    hashcodec.Pair
+	}
+	var rest []slotted
+	for _, p := range pairs {
+		if s := fieldSlot(p.Field); s >= cursor {
+			rest = append(rest, slotted{s, p})
+		}
+	}
+	slices.SortFunc(rest, func(a, b slotted) int { return cmp.Compare(a.slot, b.slot) })
+	end := min(int64(len(rest)), count)
+	for end < int64(len(rest)) && rest[end].slot == rest[end-1].slot {
+		end++ // a slot is never split between two pages
+	}
+	page := make([]hashcodec.Pair, end)
+	for i := range page {
+		page[i] = rest[i].p
+	}
+	if end == int64(len(rest)) {
+		return page, 0
+	}
+	return page, rest[end].slot
+}
