@@ -166,7 +166,8 @@ var (
 	genAtSecs   = []string{"1", "0", "-1", farFutureS, maxInt64, minInt64, "9223372036854775", "abc"}
 	genAtMillis = []string{"1", "0", "-1", farFutureMs, maxInt64, minInt64, "abc"}
 	genPatterns = []string{"*", "a", "?", "[a-c]*", "c:*", "\\*", "", "[", "[^a]*", "k\x00*", "*1"}
-	genTypes    = []string{"string", "STRING", "once", "list", "none", "foo"}
+	genTypes    = []string{"string", "STRING", "once", "list", "none", "foo", "hash"}
+	genFields   = []string{"f", "g", "", "n", binary, "a*"}
 	genOffsets  = []string{"0", "1", "3", "-1", "100", "abc", "536870912", maxInt64, minInt64}
 	genFloats   = []string{"0", "1", "-1", "1.5", "1e3", "inf", "-inf", "nan", "abc", "",
 		"1.7976931348623157e308", "-1.7976931348623157e308", "5e-324", " 1", "0x10", "3.0e0"}
@@ -380,6 +381,54 @@ var genCmds = []genCmd{
 		return ex(g, g.pick([]string{"INCRBY", "DECRBY"}), g.key(), g.number(genInts))
 	}},
 	{gen: func(g *genReader) Step { return ex(g, "INCRBYFLOAT", g.key(), g.number(genFloats)) }},
+	// Hashes over the same keys, so that every string command meets a
+	// hash and every hash command a string. A hash that a long value made
+	// hashtable-encoded answers in an order of its own (README), so the
+	// whole-hash replies are compared as multisets; HRANDFIELD by shape.
+	{gen: func(g *genReader) Step {
+		args := []string{g.key()}
+		for i := g.n(4); i >= 0; i-- {
+			args = append(args, g.pick(genFields), g.number(genVals))
+		}
+		if g.chance(8) {
+			args = args[:len(args)-1] // an odd count: an arity error
+		}
+		return ex(g, g.pick([]string{"HSET", "HMSET"}), args...)
+	}, w: 3},
+	{gen: func(g *genReader) Step { return ex(g, "HSETNX", g.key(), g.pick(genFields), g.number(genVals)) }},
+	{gen: func(g *genReader) Step {
+		return ex(g, g.pick([]string{"HGET", "HEXISTS", "HSTRLEN"}), g.key(), g.pick(genFields))
+	}},
+	{gen: func(g *genReader) Step {
+		return ex(g, g.pick([]string{"HMGET", "HDEL"}), g.key(), g.pick(genFields), g.pick(genFields))
+	}},
+	{gen: func(g *genReader) Step { return ex(g, "HLEN", g.key()) }},
+	{gen: func(g *genReader) Step { return sorted(g.word(g.pick([]string{"HGETALL", "HKEYS", "HVALS"})), g.key()) }},
+	{gen: func(g *genReader) Step { return ex(g, "HINCRBY", g.key(), g.pick(genFields), g.number(genInts)) }},
+	{gen: func(g *genReader) Step {
+		return ex(g, "HINCRBYFLOAT", g.key(), g.pick(genFields), g.number(genFloats))
+	}},
+	{gen: func(g *genReader) Step {
+		args := []string{g.word("HRANDFIELD"), g.key()}
+		if g.chance(3) {
+			return typeOnly(args...)
+		}
+		args = append(args, g.pick([]string{"0", "1", "2", "-3", "100", "abc", minInt64}))
+		if g.chance(2) {
+			args = append(args, g.word(g.pick([]string{"WITHVALUES", "FOO"})))
+		}
+		return typeOnly(args...)
+	}},
+	{gen: func(g *genReader) Step {
+		args := []string{g.word("HSCAN"), g.key(), "0"}
+		if g.chance(2) {
+			args = append(args, g.word("MATCH"), g.pattern())
+		}
+		if g.chance(2) {
+			args = append(args, g.word("COUNT"), g.pick([]string{"1", "10", "0", "abc"}))
+		}
+		return hscan(args...)
+	}},
 	{gen: func(g *genReader) Step {
 		return ex(g, g.pick([]string{"DEL", "UNLINK", "EXISTS", "TOUCH"}), keyList(g, 1)...)
 	}},
@@ -475,7 +524,11 @@ var genCmds = []genCmd{
 	// DUMP is compared byte for byte: FuzzDiff sets redis-server's
 	// rdbcompression to no (README, "DUMP writes what Redis writes with
 	// rdbcompression no").
-	{gen: func(g *genReader) Step { return ex(g, "DUMP", g.key()) }, w: 2},
+	{gen: func(g *genReader) Step {
+		st := ex(g, "DUMP", g.key())
+		st.Alike = hashDumpAlike
+		return st
+	}, w: 2},
 	{gen: func(g *genReader) Step {
 		ttl, opts := g.pick(genMillis), restoreOptions(g)
 		if slices.ContainsFunc(opts, func(o string) bool { return strings.EqualFold(o, "ABSTTL") }) {
@@ -598,6 +651,14 @@ func restoreOptions(g *genReader) []string {
 		}
 	}
 	return out
+}
+
+// hashDumpAlike accepts DUMPs of a hashtable-encoded hash (RDB type 4)
+// of the same length: the same pairs, in Redis's dict order and in
+// oncekv's insertion order (README, hashes).
+func hashDumpAlike(redis, other *Frame) bool {
+	return redis.Type == '$' && other.Type == '$' && len(redis.Str) == len(other.Str) &&
+		len(redis.Str) > 0 && redis.Str[0] == 4 && other.Str[0] == 4
 }
 
 // objectStep is an OBJECT command. oncekv judges ENCODING and REFCOUNT
@@ -738,6 +799,9 @@ func genScript(data []byte) (Script, int) {
 			}
 		case 1:
 			m.Args = append(st.Args[:len(st.Args):len(st.Args)], g.number(genVals))
+		}
+		if m.Mode == ScanAll && m.Cursor >= len(m.Args) {
+			m.Mode = Exact // HSCAN cut to its key: an arity error
 		}
 		if mutate && (!inMulti[conn] || queueOK(m)) {
 			st = m
