@@ -101,6 +101,35 @@ func TestHashCrossRestore(t *testing.T) {
 	}
 }
 
+// TestDiffHashConfig: hash-max-listpack-entries and -value, and their
+// ziplist aliases, read and set as in Redis 7.0 and obeyed by later
+// writes; a hash converted stays so when the limits rise again.
+func TestDiffHashConfig(t *testing.T) {
+	t.Parallel()
+	RunDiffScripts(t, []Script{{"hash-config", []Step{
+		sorted("CONFIG", "GET", "hash-max-*"),
+		cmd("CONFIG", "SET", "hash-max-listpack-entries", "2"),
+		cmd("CONFIG", "SET", "hash-max-ziplist-value", "4"),
+		sorted("CONFIG", "GET", "hash-max-*"),
+		cmd("CONFIG", "SET", "hash-max-listpack-entries", "-1"),
+		cmd("CONFIG", "SET", "hash-max-listpack-value", "abc"),
+		hset("two", "a", "1", "b", "2"),
+		cmd("OBJECT", "ENCODING", "two"),
+		hset("three", "a", "1", "b", "2", "c", "3"),
+		cmd("OBJECT", "ENCODING", "three"),
+		hset("v4", "a", "1234"),
+		cmd("OBJECT", "ENCODING", "v4"),
+		hset("v5", "a", "12345"),
+		cmd("OBJECT", "ENCODING", "v5"),
+		cmd("RESTORE", "r", "0", hashPayload),
+		cmd("OBJECT", "ENCODING", "r"),
+		cmd("CONFIG", "SET", "hash-max-ziplist-entries", "512", "hash-max-listpack-value", "64"),
+		cmd("HDEL", "three", "c"),
+		cmd("OBJECT", "ENCODING", "three"),
+		sorted("CONFIG", "GET", "hash-max-*"),
+	}}})
+}
+
 // fieldArgs is HSET's field/value list of n fields f0..f(n-1).
 func fieldArgs(n int) []string {
 	out := make([]string, 0, 2*n)

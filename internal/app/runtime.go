@@ -99,6 +99,10 @@ func (a *App) SetConfig(pairs [][2]string) error {
 	if note("min-free-disk", next.MinFreeDisk != old.MinFreeDisk) && a.Store != nil {
 		a.Store.SetMinFreeDisk(next.MinFreeDisk)
 	}
+	entries := note("hash-max-listpack-entries", next.HashMaxListpackEntries != old.HashMaxListpackEntries)
+	if note("hash-max-listpack-value", next.HashMaxListpackValue != old.HashMaxListpackValue) || entries {
+		a.Commands.SetHashLimits(next.HashMaxListpackEntries, next.HashMaxListpackValue)
+	}
 	slower := note("slowlog-log-slower-than", next.SlowlogLogSlowerThan != old.SlowlogLogSlowerThan)
 	if note("slowlog-max-len", next.SlowlogMaxLen != old.SlowlogMaxLen) || slower {
 		a.Commands.SetSlowlog(next.SlowlogLogSlowerThan, next.SlowlogMaxLen)

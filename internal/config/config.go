@@ -92,6 +92,12 @@ type Config struct {
 	// SlowlogMaxLen bounds its length (Redis's slowlog-* directives).
 	SlowlogLogSlowerThan int64
 	SlowlogMaxLen        int64
+	// HashMaxListpackEntries and HashMaxListpackValue are Redis's
+	// hash-max-listpack-entries and -value (aliases hash-max-ziplist-*):
+	// a hash with more fields, or a field or value longer, is
+	// hashtable-encoded for good (OBJECT ENCODING; commands/hash.go).
+	HashMaxListpackEntries int64
+	HashMaxListpackValue   int64
 	// MetricsAddr, when set (host:port), serves Prometheus metrics at
 	// http://MetricsAddr/metrics; empty (the default) serves none.
 	MetricsAddr string
@@ -108,6 +114,12 @@ type Config struct {
 	// waits for (Redis's WAIT, up to its timeout) before its caller and
 	// the waiters it wakes are answered; 0 does not wait.
 	OnceWaitReplicas int
+}
+
+// aliases maps the old names Redis 7.0 still takes to a directive's name.
+var aliases = map[string]string{
+	"hash-max-ziplist-entries": "hash-max-listpack-entries",
+	"hash-max-ziplist-value":   "hash-max-listpack-value",
 }
 
 // Rename is one rename-command directive.
@@ -133,6 +145,8 @@ func Default() Config {
 		TableCompression: "none",
 
 		ProtoMaxBulkLen:         512 << 20,
+		HashMaxListpackEntries:  512,
+		HashMaxListpackValue:    64,
 		ClientQueryBufferLimit:  1 << 30,
 		ClientOutputBufferLimit: defaultBufferLimits,
 		ProtectedMode:           true,
@@ -360,6 +374,13 @@ func (c *Config) Set(name string, vals []string) error {
 		}
 		return n, nil
 	}
+	nonNegative := func() (int64, error) {
+		n, err := num()
+		if err == nil && n < 0 {
+			err = fmt.Errorf("directive %q must not be negative", name)
+		}
+		return int64(n), err
+	}
 	size := func() (int64, error) {
 		v, err := one()
 		if err != nil {
@@ -477,6 +498,10 @@ func (c *Config) Set(name string, vals []string) error {
 		} else {
 			c.SlowlogLogSlowerThan = int64(n)
 		}
+	case "hash-max-listpack-entries", "hash-max-ziplist-entries":
+		c.HashMaxListpackEntries, err = nonNegative()
+	case "hash-max-listpack-value", "hash-max-ziplist-value":
+		c.HashMaxListpackValue, err = size()
 	case "metrics-addr":
 		c.MetricsAddr, err = one()
 	case "upstream":
@@ -680,8 +705,13 @@ func (c Config) Directives() map[string]string {
 		"slowlog-log-slower-than": strconv.FormatInt(c.SlowlogLogSlowerThan, 10),
 		"slowlog-max-len":         strconv.FormatInt(c.SlowlogMaxLen, 10),
 		"metrics-addr":            c.MetricsAddr,
-		"upstream":                MaskPassword(c.Upstream),
-		"once-wait-replicas":      strconv.Itoa(c.OnceWaitReplicas),
+		// Redis 7.0 lists a directive and its alias both.
+		"hash-max-listpack-entries": strconv.FormatInt(c.HashMaxListpackEntries, 10),
+		"hash-max-ziplist-entries":  strconv.FormatInt(c.HashMaxListpackEntries, 10),
+		"hash-max-listpack-value":   strconv.FormatInt(c.HashMaxListpackValue, 10),
+		"hash-max-ziplist-value":    strconv.FormatInt(c.HashMaxListpackValue, 10),
+		"upstream":                  MaskPassword(c.Upstream),
+		"once-wait-replicas":        strconv.Itoa(c.OnceWaitReplicas),
 	}
 }
 

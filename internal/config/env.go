@@ -28,7 +28,7 @@ var directiveNames = func() []string {
 		"tls-cert-file", "tls-key-file", "tls-ca-cert-file", "tls-auth-clients",
 		"rename-command", "once-lease-ms", "table-trim-ms", "table-compression",
 		"slowlog-log-slower-than", "slowlog-max-len", "metrics-addr",
-		"upstream", "once-wait-replicas",
+		"upstream", "once-wait-replicas", "hash-max-listpack-entries", "hash-max-listpack-value",
 	}
 	var more []string
 	for name := range ignored {

@@ -83,6 +83,9 @@ func (c Config) Rewrite(old []byte) []byte {
 				continue
 			}
 			name := strings.ToLower(args[0])
+			if canon, ok := aliases[name]; ok {
+				name = canon // rewritten under its name, as Redis 7.0 does
+			}
 			at[name] = append(at[name], len(lines))
 			lines = append(lines, line)
 		}
@@ -244,6 +247,10 @@ func (c Config) rewriteLines(name string) (vals []string, force, ok bool) {
 		return num(c.SlowlogLogSlowerThan, d.SlowlogLogSlowerThan)
 	case "slowlog-max-len":
 		return num(c.SlowlogMaxLen, d.SlowlogMaxLen)
+	case "hash-max-listpack-entries":
+		return num(c.HashMaxListpackEntries, d.HashMaxListpackEntries)
+	case "hash-max-listpack-value":
+		return num(c.HashMaxListpackValue, d.HashMaxListpackValue)
 	case "metrics-addr":
 		return str(c.MetricsAddr)
 	case "upstream":

@@ -47,6 +47,10 @@ var runtimeKinds = map[string]runtimeKind{
 	"min-free-disk":              kindMutable,
 	"slowlog-log-slower-than":    kindMutable,
 	"slowlog-max-len":            kindMutable,
+	"hash-max-listpack-entries":  kindMutable,
+	"hash-max-ziplist-entries":   kindMutable,
+	"hash-max-listpack-value":    kindMutable,
+	"hash-max-ziplist-value":     kindMutable,
 
 	// Fixed once the server runs: the listeners, the store's layout and
 	// durability mode (switching appendfsync would have to re-ticket the
@@ -218,6 +222,19 @@ func (c *Config) setRuntime(name, v string) string {
 			return why
 		}
 		c.SlowlogMaxLen = n
+	case "hash-max-listpack-entries", "hash-max-ziplist-entries":
+		n, why := redisInt(v, 0, math.MaxInt64)
+		if why != "" {
+			return why
+		}
+		c.HashMaxListpackEntries = n
+	case "hash-max-listpack-value", "hash-max-ziplist-value":
+		// A memory value in Redis 7.0 (1kb is 1024).
+		n, why := redisMemory(v, 0)
+		if why != "" {
+			return why
+		}
+		c.HashMaxListpackValue = n
 	case "appendonly":
 		_, why := redisBool(v)
 		return why
