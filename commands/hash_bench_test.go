@@ -26,7 +26,7 @@ func BenchmarkHSet(b *testing.B) {
 					args = args[:2]
 				}
 			}
-			if got := serveReply(b, s, c, "HLEN", "h"); got != ":"+strconv.Itoa(size)+"\r\n" {
+			if got := send(s, c, "HLEN", "h"); got != ":"+strconv.Itoa(size)+"\r\n" {
 				b.Fatalf("HLEN h = %q", got)
 			}
 			b.ReportAllocs()
@@ -42,18 +42,4 @@ func BenchmarkHSet(b *testing.B) {
 			}
 		})
 	}
-}
-
-// serveReply runs one command on c and returns its reply.
-func serveReply(tb testing.TB, s *Server, c *resp.Conn, args ...string) string {
-	tb.Helper()
-	bs := make([][]byte, len(args))
-	for i, a := range args {
-		bs[i] = []byte(a)
-	}
-	s.Serve(c, bs)
-	s.BeforeReply(c)
-	out := string(c.W.Bytes())
-	c.W.Reset()
-	return out
 }
