@@ -208,9 +208,12 @@ func TestEveryCommandHasDocs(t *testing.T) {
 
 // cmdTestCheckDoc checks one docs entry and returns how many key
 // arguments it documents.
+// noComplexity are the commands whose Redis 7.0 docs give no complexity.
+var noComplexity = map[string]bool{"monitor": true}
+
 func cmdTestCheckDoc(t *testing.T, name string, d Doc, nspecs int) (keys int) {
 	t.Helper()
-	if d.Summary == "" || d.Since == "" || d.Group == "" || d.Complexity == "" {
+	if d.Summary == "" || d.Since == "" || d.Group == "" || d.Complexity == "" && !noComplexity[name] {
 		t.Errorf("%s: docs entry lacks summary, since, group or complexity: %+v", name, d)
 	}
 	var check func(path string, a Arg)

@@ -207,6 +207,7 @@ func resetCmd(x *Ctx) {
 	// messages pushed until then (a PUBLISH that ran as it dropped them
 	// included) go before +RESET, in the protocol they were pushed in.
 	x.S.pubsub.dropAll(x.Conn)
+	x.S.stopMonitor(x.Conn)
 	x.SyncPushes()
 	x.SetSubscribed(false)
 	x.Select(0)
@@ -272,6 +273,9 @@ func (s *Server) clientLine(c *resp.Conn, now time.Time) string {
 	// in a blocking command (ONCE.WAIT, CLAIM … WAIT) or held by CLIENT
 	// PAUSE, as Redis 7.0 shows one in BLPOP or held by a pause.
 	flags := ""
+	if c.Monitoring() {
+		flags += "O"
+	}
 	if c.Subscribed() {
 		flags += "P"
 	}

@@ -801,6 +801,11 @@ var redisDocs = map[string]Doc{
 			{Name: "key", Type: ArgKey, KeySpec: 0, Multiple: true},
 		},
 	},
+	"monitor": {
+		Summary: "Listen for all requests received by the server in real time",
+		Since:   "1.0.0",
+		Group:   "server",
+	},
 	"move": {
 		Summary:    "Move a key to another database",
 		Since:      "1.0.0",

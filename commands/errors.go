@@ -70,6 +70,15 @@ var (
 	ErrNoSwap = errors.New("ERR SWAPDB is not supported by this store")
 )
 
+// Errors of MONITOR, WAIT and the other server commands.
+var (
+	// ErrMonitorInMulti answers MONITOR queued in MULTI.
+	ErrMonitorInMulti = errors.New("ERR MONITOR isn't allowed for DENY BLOCKING client")
+	// ErrMonitorKeyspace answers a monitor's command on keys: Redis
+	// 7.0's monitor is a replica to its processCommand.
+	ErrMonitorKeyspace = errors.New("ERR Replica can't interact with the keyspace")
+)
+
 // errorText maps any error to the text of its RESP error reply. It is the
 // one place where store and engine errors become RESP.
 func errorText(err error) string {
@@ -103,6 +112,7 @@ var sentinels = []error{
 	ErrWatchInMulti, ErrNotInMulti, ErrExecAbort, ErrClientName, ErrMisconf, ErrShutdown, ErrNoConfigFile, ErrCursor,
 	ErrTimeout, ErrBusyKey, ErrDumpPayload, ErrBadData, ErrDumpOnce, ErrKeyTooLong, ErrValueTooLong,
 	ErrIntRange, ErrSameObject, ErrFirstDB, ErrSecondDB, ErrNoLFU, ErrCopyRunning, ErrNoSwap,
+	ErrMonitorInMulti, ErrMonitorKeyspace,
 }
 
 // misconf words a refused write as Redis's MISCONF, naming the cause.

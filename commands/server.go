@@ -93,6 +93,8 @@ type Server struct {
 	helpHidden map[string]bool
 	// pubsub is who subscribed to what (pubsub.go).
 	pubsub pubsubRegistry
+	// monitors are the connections in MONITOR mode (monitor.go).
+	monitors monitors
 
 	// KeepDeadline, when set, tells EXPIRE and PERSIST to leave a value's
 	// deadline alone (a running ONCE record's lease).
@@ -150,6 +152,7 @@ func New(cfg Config, st store.Store) *Server {
 	s.table.Register(txCommands()...)
 	s.table.Register(commandCommands()...)
 	s.table.Register(pubsubCommands()...)
+	s.table.Register(standaloneCommands()...)
 	s.table.attachDocs()
 	return s
 }
@@ -251,6 +254,12 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 		s.reject(c, args, errSubscribed(cmd))
 		return
 	}
+	// One atomic load per command while no one monitors (monitor.go).
+	monitoring := s.monitors.n.Load() != 0
+	if monitoring && monitorRefuses(c, cmd) {
+		s.reject(c, args, ErrMonitorKeyspace.Error())
+		return
+	}
 	if !marked {
 		start = s.mono()
 	}
@@ -307,6 +316,9 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 	}()
 	s.beforeRun(c, cmd)
 	s.run(x)
+	if monitoring && monitored(cmd) {
+		s.feedMonitors(c, cmd, args)
+	}
 	if !c.Blocking() {
 		// The next command of the pipeline starts where this one
 		// ended (account's clock reading).
@@ -524,6 +536,7 @@ func (s *Server) Disconnected(c *resp.Conn) {
 	s.BeforeReply(c) // commands it ran whose replies were not sent
 	s.watch.unwatchAll(c)
 	s.pubsub.dropAll(c)
+	s.stopMonitor(c)
 }
 
 // checkPassword compares in constant time. Like Redis, it compares SHA-256

@@ -127,6 +127,9 @@ func runQueue(x *Ctx, queue [][][]byte, tx store.Tx, shared bool) {
 		errs := x.W.Errors()
 		cmd.Run(sub)
 		s.account(sub, errs)
+		if s.monitors.n.Load() != 0 && monitored(cmd) {
+			s.feedMonitors(x.Conn, cmd, args)
+		}
 	}
 }
 

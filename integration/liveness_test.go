@@ -138,6 +138,7 @@ var liveSteps = map[string][]string{
 	"quit":                    {"QUIT"},
 	"randomkey":               {"RANDOMKEY"},
 	"copy":                    {"SET {k} 1 EX 100 ; COPY {k} {k}:c REPLACE", "SET {k} 1 ; COPY {k} {k} DB 2 REPLACE ; SELECT 2 ; DEL {k} ; SELECT 0"},
+	"monitor":                 {"MONITOR ; PING ; GET {k}", "MONITOR ; RESET ; GET {k}", "MONITOR ; QUIT"},
 	"move":                    {"SET {k} 1 ; MOVE {k} 4 ; SELECT 4 ; MOVE {k} 0 ; SELECT 0", "MOVE {k} 0"},
 	"swapdb":                  {"SELECT 5 ; SET {k} 1 ; SWAPDB 5 6 ; SELECT 6 ; GET {k} ; SWAPDB 6 5 ; SELECT 0", "SWAPDB 6 6"},
 	"object":                  {"OBJECT"},

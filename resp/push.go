@@ -39,6 +39,12 @@ type OutputLimit struct {
 // Pub/Sub clients.
 var DefaultPubsubLimit = OutputLimit{Hard: 32 << 20, Soft: 8 << 20, SoftSeconds: 60 * time.Second}
 
+// DefaultMonitorLimit bounds a monitor's outbox when client-output-buffer-
+// limit normal, the class Redis applies to monitors, sets no limit (its
+// default): Redis would let a monitor that does not read grow without
+// end; here it is closed as a Pub/Sub client would be.
+var DefaultMonitorLimit = DefaultPubsubLimit
+
 // outbox is a connection's pushes not yet sent.
 type outbox struct {
 	mu sync.Mutex
@@ -51,6 +57,9 @@ type outbox struct {
 	ready     chan struct{} // a token when a push was added
 	// on is set once the connection takes pushes.
 	on atomic.Bool
+	// monitor is set while the connection is a monitor (SetMonitor):
+	// its outbox is bounded by MonitorLimit rather than PubsubLimit.
+	monitor atomic.Bool
 }
 
 // SetPubsubLimit changes client-output-buffer-limit pubsub, for every
@@ -64,6 +73,32 @@ func (s *Server) PubsubLimit() OutputLimit {
 	}
 	return DefaultPubsubLimit
 }
+
+// SetNormalLimit changes client-output-buffer-limit normal, which bounds
+// monitors here (MonitorLimit), from their next push.
+func (s *Server) SetNormalLimit(l OutputLimit) { s.normalLimit.Store(&l) }
+
+// MonitorLimit is the limit of a monitor's outbox: client-output-buffer-
+// limit normal, the class Redis applies to monitors, or
+// DefaultMonitorLimit when that sets neither a hard nor a soft limit.
+func (s *Server) MonitorLimit() OutputLimit {
+	if l := s.normalLimit.Load(); l != nil && (l.Hard > 0 || l.Soft > 0) {
+		return *l
+	}
+	return DefaultMonitorLimit
+}
+
+// SetMonitor makes c a monitor (MONITOR) or not (RESET): a monitor takes
+// pushes, bounded by MonitorLimit.
+func (c *Conn) SetMonitor(on bool) {
+	if on {
+		c.TakePushes()
+	}
+	c.out.monitor.Store(on)
+}
+
+// Monitoring reports what SetMonitor set last.
+func (c *Conn) Monitoring() bool { return c.out.monitor.Load() }
 
 // TakePushes makes c a connection that receives pushes: from the end of
 // the current command, it is served so that Push reaches its client at
@@ -119,6 +154,11 @@ func (c *Conn) Push(fn func(w *Writer)) bool {
 // checkClientOutputBufferLimits does; c.out.mu is held.
 func (c *Conn) overLimit(used int64) bool {
 	l := c.srv.PubsubLimit()
+	if c.out.monitor.Load() && !c.Subscribed() {
+		// Redis's getClientType: a subscribed monitor is a Pub/Sub
+		// client.
+		l = c.srv.MonitorLimit()
+	}
 	o := &c.out
 	if l.Hard > 0 && used >= l.Hard {
 		return true

@@ -125,6 +125,9 @@ type Server struct {
 	// pubsubLimit is client-output-buffer-limit pubsub (push.go); nil
 	// is Redis's default.
 	pubsubLimit atomic.Pointer[OutputLimit]
+	// normalLimit is client-output-buffer-limit normal, which bounds
+	// monitors (push.go); nil is Redis's default, no limit.
+	normalLimit atomic.Pointer[OutputLimit]
 }
 
 // NewServer returns a server; it listens only on Start.

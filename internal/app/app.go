@@ -135,6 +135,7 @@ func New(cfg config.Config, log *zap.Logger) (*App, error) {
 	}, st)
 	a.Wire = resp.NewServer(wireConfig(cfg, tlsCfg, log), a.Commands)
 	a.Wire.SetPubsubLimit(PubsubLimit(cfg))
+	a.Wire.SetNormalLimit(NormalLimit(cfg))
 	a.Commands.Attach(a.Wire)
 	a.Engine = once.New(st, once.Config{DefaultLease: cfg.OnceLease, Logger: log.Named("once")})
 	a.Commands.EnableOnce(a.Engine)
@@ -288,6 +289,13 @@ func wireConfig(cfg config.Config, tlsCfg *tls.Config, log *zap.Logger) resp.Con
 			QueryBufferLimit: cfg.ClientQueryBufferLimit,
 		},
 	}
+}
+
+// NormalLimit is client-output-buffer-limit's normal class, which bounds
+// monitors on the wire.
+func NormalLimit(cfg config.Config) resp.OutputLimit {
+	l := cfg.ClientOutputBufferLimit[config.ClassNormal]
+	return resp.OutputLimit{Hard: l.Hard, Soft: l.Soft, SoftSeconds: l.SoftFor()}
 }
 
 // PubsubLimit is client-output-buffer-limit's pubsub class, for the wire.

@@ -35,7 +35,8 @@ func (a *App) UseLogLevel(lvl zap.AtomicLevel) {
 //   - timeout: every connection, an idle one from the moment of the change.
 //   - maxclients, protected-mode: connections accepted from now on.
 //   - client-output-buffer-limit: the pubsub class, every subscriber
-//     from its next message.
+//     from its next message; the normal class, every monitor from its
+//     next line.
 //   - proto-max-bulk-len, client-query-buffer-limit: every connection,
 //     from its next argument.
 //   - loglevel: the log at once; min-free-disk: the store's next write.
@@ -95,6 +96,7 @@ func (a *App) SetConfig(pairs [][2]string) error {
 	}
 	if note("client-output-buffer-limit", next.ClientOutputBufferLimit != old.ClientOutputBufferLimit) {
 		a.Wire.SetPubsubLimit(PubsubLimit(next))
+		a.Wire.SetNormalLimit(NormalLimit(next))
 	}
 	if note("min-free-disk", next.MinFreeDisk != old.MinFreeDisk) && a.Store != nil {
 		a.Store.SetMinFreeDisk(next.MinFreeDisk)

@@ -18,9 +18,10 @@ type BufferLimit struct {
 func (l BufferLimit) SoftFor() time.Duration { return time.Duration(l.SoftSeconds) * time.Second }
 
 // The classes of client-output-buffer-limit, in Redis's order (its
-// CLIENT_TYPE_NORMAL, _SLAVE, _PUBSUB). Only pubsub is enforced here:
-// there are no replicas, and normal clients are held back by their own
-// socket (resp's flushAt) instead.
+// CLIENT_TYPE_NORMAL, _SLAVE, _PUBSUB). Pubsub is enforced here, and
+// normal for monitors only (with a default bound when it sets none, see
+// resp.MonitorLimit): there are no replicas, and other normal clients are
+// held back by their own socket (resp's flushAt) instead.
 const (
 	ClassNormal = iota
 	ClassReplica
