@@ -308,6 +308,9 @@ func keySpecs(c *Command) []keySpec {
 	if c.LastKey < 0 {
 		return []keySpec{{notes: keySpecNotes[c.Name], flags: keySpecFlagsOf(c, 0), index: c.FirstKey, lastKey: c.LastKey, keyStep: keyStep(c)}}
 	}
+	if oneRangeSpec[c.Name] {
+		return []keySpec{{flags: keySpecFlagsOf(c, 0), index: c.FirstKey, lastKey: c.LastKey - c.FirstKey, keyStep: keyStep(c)}}
+	}
 	var specs []keySpec
 	for i, p := 0, c.FirstKey; p <= c.LastKey || i == 0; i, p = i+1, p+keyStep(c) {
 		specs = append(specs, keySpec{flags: keySpecFlagsOf(c, i), index: p, keyStep: 1})
@@ -315,6 +318,11 @@ func keySpecs(c *Command) []keySpec {
 	specs[0].notes = keySpecNotes[c.Name]
 	return specs
 }
+
+// oneRangeSpec are the commands of fixed keys that Redis 7.0 describes
+// with one range spec (from the first key, lastkey counting on from it)
+// rather than one spec per key.
+var oneRangeSpec = map[string]bool{"lcs": true}
 
 // keySpecNotes are the notes Redis 7.0 gives a command's first key spec.
 var keySpecNotes = map[string]string{
@@ -324,7 +332,7 @@ var keySpecNotes = map[string]string{
 
 // specOf is the index of the key spec that covers argument p.
 func specOf(c *Command, p int) int {
-	if c.LastKey < 0 {
+	if c.LastKey < 0 || oneRangeSpec[c.Name] {
 		return 0
 	}
 	return (p - c.FirstKey) / keyStep(c)
@@ -413,6 +421,7 @@ var commandTips = map[string][]string{
 	"exists":        {"request_policy:multi_shard", "response_policy:agg_sum"},
 	"touch":         {"request_policy:multi_shard", "response_policy:agg_sum"},
 	"ttl":           {"nondeterministic_output"},
+	"wait":          {"request_policy:all_shards", "response_policy:agg_min"},
 	"pttl":          {"nondeterministic_output"},
 	"keys":          {"request_policy:all_shards", "nondeterministic_output_order"},
 	"scan":          {"nondeterministic_output", "request_policy:special"},

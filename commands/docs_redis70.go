@@ -792,6 +792,20 @@ var redisDocs = map[string]Doc{
 		Group:      "server",
 		Complexity: "O(1)",
 	},
+	"lcs": {
+		Summary:    "Find longest common substring",
+		Since:      "7.0.0",
+		Group:      "string",
+		Complexity: "O(N*M) where N and M are the lengths of s1 and s2, respectively",
+		Args: []Arg{
+			{Name: "key1", Type: ArgKey, KeySpec: 0},
+			{Name: "key2", Type: ArgKey, KeySpec: 0},
+			{Name: "len", Type: ArgPureToken, Token: "LEN", Optional: true},
+			{Name: "idx", Type: ArgPureToken, Token: "IDX", Optional: true},
+			{Name: "len", Type: ArgInteger, Token: "MINMATCHLEN", Optional: true},
+			{Name: "withmatchlen", Type: ArgPureToken, Token: "WITHMATCHLEN", Optional: true},
+		},
+	},
 	"mget": {
 		Summary:    "Get the values of all the given keys",
 		Since:      "1.0.0",
@@ -1127,6 +1141,12 @@ var redisDocs = map[string]Doc{
 			{Name: "frequency", Type: ArgInteger, Token: "FREQ", Since: "5.0.0", Optional: true},
 		},
 	},
+	"role": {
+		Summary:    "Return the role of the instance in the context of replication",
+		Since:      "2.8.12",
+		Group:      "server",
+		Complexity: "O(1)",
+	},
 	"save": {
 		Summary:    "Synchronously save the dataset to disk",
 		Since:      "1.0.0",
@@ -1400,6 +1420,16 @@ var redisDocs = map[string]Doc{
 		Since:      "2.2.0",
 		Group:      "transactions",
 		Complexity: "O(1)",
+	},
+	"wait": {
+		Summary:    "Wait for the synchronous replication of all the write commands sent in the context of the current connection",
+		Since:      "3.0.0",
+		Group:      "generic",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "numreplicas", Type: ArgInteger},
+			{Name: "timeout", Type: ArgInteger},
+		},
 	},
 	"watch": {
 		Summary:    "Watch the given keys to determine execution of the MULTI/EXEC block",

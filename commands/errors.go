@@ -77,6 +77,15 @@ var (
 	// ErrMonitorKeyspace answers a monitor's command on keys: Redis
 	// 7.0's monitor is a replica to its processCommand.
 	ErrMonitorKeyspace = errors.New("ERR Replica can't interact with the keyspace")
+	// ErrTimeoutNegative answers a negative timeout (WAIT).
+	ErrTimeoutNegative = errors.New("ERR timeout is negative")
+	// ErrLCSNotString answers LCS of a key that holds no string.
+	ErrLCSNotString = errors.New("ERR The specified keys must contain string values")
+	// ErrLCSLenAndIdx answers LCS … LEN IDX.
+	ErrLCSLenAndIdx = errors.New("ERR If you want both the length and indexes, please just use IDX.")
+	// ErrLCSTooBig answers LCS whose table would exceed
+	// proto-max-bulk-len.
+	ErrLCSTooBig = errors.New("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len")
 )
 
 // errorText maps any error to the text of its RESP error reply. It is the
@@ -112,7 +121,7 @@ var sentinels = []error{
 	ErrWatchInMulti, ErrNotInMulti, ErrExecAbort, ErrClientName, ErrMisconf, ErrShutdown, ErrNoConfigFile, ErrCursor,
 	ErrTimeout, ErrBusyKey, ErrDumpPayload, ErrBadData, ErrDumpOnce, ErrKeyTooLong, ErrValueTooLong,
 	ErrIntRange, ErrSameObject, ErrFirstDB, ErrSecondDB, ErrNoLFU, ErrCopyRunning, ErrNoSwap,
-	ErrMonitorInMulti, ErrMonitorKeyspace,
+	ErrMonitorInMulti, ErrMonitorKeyspace, ErrTimeoutNegative, ErrLCSNotString, ErrLCSLenAndIdx, ErrLCSTooBig,
 }
 
 // misconf words a refused write as Redis's MISCONF, naming the cause.

@@ -32,6 +32,7 @@ func stringCommands() []*Command {
 		{Name: "strlen", Arity: 2, Flags: r | Fast | Prefetch, FirstKey: 1, LastKey: 1, Categories: rcat("fast"), Run: strlenCmd},
 		{Name: "getrange", Arity: 4, Flags: r | Prefetch, FirstKey: 1, LastKey: 1, Categories: rcat("slow"), Run: getrangeCmd},
 		{Name: "substr", Arity: 4, Flags: r | Prefetch, FirstKey: 1, LastKey: 1, Categories: rcat("slow"), Run: getrangeCmd},
+		{Name: "lcs", Arity: -3, Flags: r, FirstKey: 1, LastKey: 2, Categories: rcat("slow"), Run: lcsCmd},
 		{Name: "setrange", Arity: 4, Flags: w | Prefetch, FirstKey: 1, LastKey: 1, Categories: cat("slow"), Run: setrangeCmd},
 		{Name: "incr", Arity: 2, Flags: w | Fast | Prefetch, FirstKey: 1, LastKey: 1, Categories: cat("fast"), Run: incrCmd(1, false)},
 		{Name: "decr", Arity: 2, Flags: w | Fast | Prefetch, FirstKey: 1, LastKey: 1, Categories: cat("fast"), Run: incrCmd(-1, false)},

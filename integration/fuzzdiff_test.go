@@ -376,6 +376,24 @@ var genCmds = []genCmd{
 		}
 		return ex(g, "SETRANGE", g.key(), g.pick(genOffsets), v)
 	}},
+	{gen: func(g *genReader) Step {
+		args := []string{g.key(), g.key()}
+		for i := g.n(4); i > 0; i-- {
+			switch g.n(5) {
+			case 0:
+				args = append(args, g.word("LEN"))
+			case 1:
+				args = append(args, g.word("IDX"))
+			case 2:
+				args = append(args, g.word("WITHMATCHLEN"))
+			case 3:
+				args = append(args, g.word("MINMATCHLEN"), g.number(genInts))
+			case 4:
+				args = append(args, g.word("MINMATCHLEN"))
+			}
+		}
+		return ex(g, "LCS", args...)
+	}},
 	{gen: func(g *genReader) Step { return ex(g, g.pick([]string{"INCR", "DECR"}), g.key()) }},
 	{gen: func(g *genReader) Step {
 		return ex(g, g.pick([]string{"INCRBY", "DECRBY"}), g.key(), g.number(genInts))

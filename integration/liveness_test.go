@@ -138,6 +138,7 @@ var liveSteps = map[string][]string{
 	"quit":                    {"QUIT"},
 	"randomkey":               {"RANDOMKEY"},
 	"copy":                    {"SET {k} 1 EX 100 ; COPY {k} {k}:c REPLACE", "SET {k} 1 ; COPY {k} {k} DB 2 REPLACE ; SELECT 2 ; DEL {k} ; SELECT 0"},
+	"lcs":                     {"SET {k} ohmytext ; LCS {k} {k} IDX MINMATCHLEN 2 WITHMATCHLEN", "LCS {k} nokey LEN"},
 	"monitor":                 {"MONITOR ; PING ; GET {k}", "MONITOR ; RESET ; GET {k}", "MONITOR ; QUIT"},
 	"move":                    {"SET {k} 1 ; MOVE {k} 4 ; SELECT 4 ; MOVE {k} 0 ; SELECT 0", "MOVE {k} 0"},
 	"swapdb":                  {"SELECT 5 ; SET {k} 1 ; SWAPDB 5 6 ; SELECT 6 ; GET {k} ; SWAPDB 6 5 ; SELECT 0", "SWAPDB 6 6"},
@@ -150,6 +151,7 @@ var liveSteps = map[string][]string{
 	"rename":                  {"SET {k} 1 ; RENAME {k} {k}:b"},
 	"renamenx":                {"SET {k} 1 ; RENAMENX {k} {k}:b"},
 	"reset":                   {"RESET"},
+	"role":                    {"ROLE"},
 	"restore":                 {"RESTORE {k} 0 " + liveRestorePayload + " REPLACE ; GET {k}", "RESTORE {k} 100000 junk"},
 	"save":                    {"SAVE"},
 	"scan":                    {"SCAN 0", "SCAN 0 MATCH * COUNT 100 TYPE string"},
@@ -176,6 +178,7 @@ var liveSteps = map[string][]string{
 	"unlink":                  {"SET {k} 1 ; UNLINK {k}"},
 	"unsubscribe":             {"UNSUBSCRIBE", "SUBSCRIBE {k} {k}:b ; GET {k} ; PING ; UNSUBSCRIBE {k} ; UNSUBSCRIBE"},
 	"unwatch":                 {"WATCH {k} ; UNWATCH"},
+	"wait":                    {"WAIT 0 0", "WAIT 1 20"},
 	"watch":                   {"WATCH {k} ; MULTI ; GET {k} ; EXEC"},
 	// SHUTDOWN ends the server: TestShutdown* test it; inside MULTI it is
 	// refused, which the multi contexts below check.
