@@ -28,6 +28,12 @@ var redisDocs = map[string]Doc{
 			{Name: "password", Type: ArgString},
 		},
 	},
+	"bgrewriteaof": {
+		Summary:    "Asynchronously rewrite the append-only file",
+		Since:      "1.0.0",
+		Group:      "server",
+		Complexity: "O(1)",
+	},
 	"bgsave": {
 		Summary:    "Asynchronously save the dataset to disk",
 		Since:      "1.0.0",
@@ -792,6 +798,66 @@ var redisDocs = map[string]Doc{
 		Group:      "server",
 		Complexity: "O(1)",
 	},
+	"latency": {
+		Summary:    "A container for latency diagnostics commands",
+		Since:      "2.8.13",
+		Group:      "server",
+		Complexity: "Depends on subcommand.",
+	},
+	"latency|doctor": {
+		Summary:    "Return a human readable latency analysis report.",
+		Since:      "2.8.13",
+		Group:      "server",
+		Complexity: "O(1)",
+	},
+	"latency|graph": {
+		Summary:    "Return a latency graph for the event.",
+		Since:      "2.8.13",
+		Group:      "server",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "event", Type: ArgString},
+		},
+	},
+	"latency|help": {
+		Summary:    "Show helpful text about the different subcommands.",
+		Since:      "2.8.13",
+		Group:      "server",
+		Complexity: "O(1)",
+	},
+	"latency|histogram": {
+		Summary:    "Return the cumulative distribution of latencies of a subset of commands or all.",
+		Since:      "7.0.0",
+		Group:      "server",
+		Complexity: "O(N) where N is the number of commands with latency information being retrieved.",
+		Args: []Arg{
+			{Name: "command", Type: ArgString, Optional: true, Multiple: true},
+		},
+	},
+	"latency|history": {
+		Summary:    "Return timestamp-latency samples for the event.",
+		Since:      "2.8.13",
+		Group:      "server",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "event", Type: ArgString},
+		},
+	},
+	"latency|latest": {
+		Summary:    "Return the latest latency samples for all events.",
+		Since:      "2.8.13",
+		Group:      "server",
+		Complexity: "O(1)",
+	},
+	"latency|reset": {
+		Summary:    "Reset latency data for one or more events.",
+		Since:      "2.8.13",
+		Group:      "server",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "event", Type: ArgString, Optional: true, Multiple: true},
+		},
+	},
 	"lcs": {
 		Summary:    "Find longest common substring",
 		Since:      "7.0.0",
@@ -804,6 +870,60 @@ var redisDocs = map[string]Doc{
 			{Name: "idx", Type: ArgPureToken, Token: "IDX", Optional: true},
 			{Name: "len", Type: ArgInteger, Token: "MINMATCHLEN", Optional: true},
 			{Name: "withmatchlen", Type: ArgPureToken, Token: "WITHMATCHLEN", Optional: true},
+		},
+	},
+	"lolwut": {
+		Summary: "Display some computer art and the Redis version",
+		Since:   "5.0.0",
+		Group:   "server",
+		Args: []Arg{
+			{Name: "version", Type: ArgInteger, Token: "VERSION", Optional: true},
+		},
+	},
+	"memory": {
+		Summary:    "A container for memory diagnostics commands",
+		Since:      "4.0.0",
+		Group:      "server",
+		Complexity: "Depends on subcommand.",
+	},
+	"memory|doctor": {
+		Summary:    "Outputs memory problems report",
+		Since:      "4.0.0",
+		Group:      "server",
+		Complexity: "O(1)",
+	},
+	"memory|help": {
+		Summary:    "Show helpful text about the different subcommands",
+		Since:      "4.0.0",
+		Group:      "server",
+		Complexity: "O(1)",
+	},
+	"memory|malloc-stats": {
+		Summary:    "Show allocator internal stats",
+		Since:      "4.0.0",
+		Group:      "server",
+		Complexity: "Depends on how much memory is allocated, could be slow",
+	},
+	"memory|purge": {
+		Summary:    "Ask the allocator to release memory",
+		Since:      "4.0.0",
+		Group:      "server",
+		Complexity: "Depends on how much memory is allocated, could be slow",
+	},
+	"memory|stats": {
+		Summary:    "Show memory usage details",
+		Since:      "4.0.0",
+		Group:      "server",
+		Complexity: "O(1)",
+	},
+	"memory|usage": {
+		Summary:    "Estimate the memory usage of a key",
+		Since:      "4.0.0",
+		Group:      "server",
+		Complexity: "O(N) where N is the number of samples.",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "count", Type: ArgInteger, Token: "SAMPLES", Optional: true},
 		},
 	},
 	"mget": {

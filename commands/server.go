@@ -153,6 +153,7 @@ func New(cfg Config, st store.Store) *Server {
 	s.table.Register(commandCommands()...)
 	s.table.Register(pubsubCommands()...)
 	s.table.Register(standaloneCommands()...)
+	s.table.Register(introspectCommands()...)
 	s.table.attachDocs()
 	return s
 }

@@ -43,9 +43,9 @@ func FuzzDiff(f *testing.F) {
 		f.Add(seed(i))
 	}
 	// Then, of the seeds that follow, those that first take a path of
-	// the commands of the keyspace's databases, DUMP/RESTORE and Pub/Sub.
+	// the commands of the keyspace's databases, DUMP/RESTORE, Pub/Sub and LCS.
 	paths := map[string]bool{}
-	for _, name := range []string{"COPY", "MOVE", "SWAPDB", "OBJECT", "DUMP", "RESTORE", "PUBLISH", "PUBSUB"} {
+	for _, name := range []string{"COPY", "MOVE", "SWAPDB", "OBJECT", "DUMP", "RESTORE", "PUBLISH", "PUBSUB", "LCS"} {
 		paths[name] = false
 	}
 	paths["push"], paths["watch-swapdb"] = false, false

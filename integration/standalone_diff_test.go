@@ -80,3 +80,77 @@ func TestDiffWaitUnblock(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffIntrospection compares LATENCY, MEMORY, LOLWUT and
+// BGREWRITEAOF with redis-server 7.0: byte for byte where Redis's reply
+// does not depend on the process (the latency monitor is off, the help,
+// the errors, the version line), by shape where it does (MEMORY STATS,
+// USAGE, DOCTOR).
+func TestDiffIntrospection(t *testing.T) {
+	t.Parallel()
+	RunDiffScripts(t, []Script{
+		{"latency", []Step{
+			cmd("LATENCY", "LATEST"),
+			cmd("LATENCY", "HISTORY", "command"),
+			cmd("LATENCY", "RESET"),
+			cmd("LATENCY", "RESET", "command", "fast-command"),
+			cmd("LATENCY", "DOCTOR"),
+			cmd("LATENCY", "GRAPH", "command"),
+			cmd("LATENCY", "HISTOGRAM", "nosuch"),
+			cmd("LATENCY", "HELP"),
+			cmd("LATENCY", "help"),
+			cmd("LATENCY", "NOSUCH"),
+			cmd("LATENCY"),
+			cmd("LATENCY", "LATEST", "x"),
+			cmd("LATENCY", "HISTORY"),
+			cmd("LATENCY", "GRAPH"),
+		}},
+		{"memory", []Step{
+			cmd("SET", "k", "some value"),
+			typeOnly("MEMORY", "USAGE", "k"),
+			typeOnly("MEMORY", "USAGE", "k", "SAMPLES", "0"),
+			typeOnly("MEMORY", "USAGE", "k", "samples", "5", "SAMPLES", "1"),
+			cmd("MEMORY", "USAGE", "nokey"),
+			cmd("MEMORY", "USAGE", "k", "SAMPLES", "x"),
+			cmd("MEMORY", "USAGE", "k", "SAMPLES", "-1"),
+			cmd("MEMORY", "USAGE", "k", "SAMPLES"),
+			cmd("MEMORY", "USAGE", "k", "bogus"),
+			cmd("MEMORY", "USAGE", "nokey", "bogus"),
+			cmd("MEMORY", "USAGE"),
+			cmd("MEMORY", "PURGE"),
+			typeOnly("MEMORY", "DOCTOR"),
+			typeOnly("MEMORY", "STATS"),
+			cmd("MEMORY", "HELP"),
+			cmd("MEMORY", "STATS", "x"),
+			cmd("MEMORY", "NOSUCH"),
+			cmd("MEMORY"),
+			cmd("COMMAND", "GETKEYSANDFLAGS", "MEMORY", "USAGE", "k"),
+			// Inside EXEC, which holds the store's lock already.
+			cmd("MULTI"),
+			cmd("MEMORY", "STATS"),
+			cmd("MEMORY", "USAGE", "nokey"),
+			typeOnly("EXEC"),
+		}},
+		{"lolwut", []Step{
+			cmd("LOLWUT"),
+			cmd("lolwut", "x"),
+			cmd("LOLWUT", "VERSION", "1"),
+			cmd("LOLWUT", "VERSION", "x"),
+			cmd("LOLWUT", "VERSION"),
+		}},
+		{"bgrewriteaof", []Step{
+			// Once: redis-server's rewrite may still run in the RESP3
+			// run, and answer that it does.
+			cmd("BGREWRITEAOF").InResp(2),
+			cmd("BGREWRITEAOF", "x"),
+		}},
+		{"command info", []Step{
+			// A container's subcommands come in Redis's hash table's
+			// order there (README: differences): they are asked one by one.
+			cmd("COMMAND", "INFO", "latency|latest", "latency|history", "latency|reset",
+				"latency|doctor", "latency|graph", "latency|histogram", "latency|help"),
+			cmd("COMMAND", "INFO", "memory|usage", "memory|stats", "memory|doctor", "memory|malloc-stats",
+				"memory|purge", "memory|help", "lolwut", "bgrewriteaof"),
+		}},
+	})
+}
