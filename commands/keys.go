@@ -706,9 +706,16 @@ const sharedRefcount = math.MaxInt32
 // bytes, shared when it is 0..9999; "embstr" up to 44 bytes; "raw" above.
 // Redis answers "raw" also for a short string that APPEND or SETRANGE
 // grew in place, and "embstr" for an integer INCRBYFLOAT wrote, which are
-// not told apart here. A ONCE record, which Redis
+// not told apart here. A set is Redis's intset or hashtable, as its
+// value records (setcodec.go). A ONCE record, which Redis
 // has no encoding for, is "raw": the record's bytes.
 func objectEncoding(v store.Value) encoding {
+	if v.Kind == store.KindSet {
+		if len(v.Data) > 0 && v.Data[0] == setTagIntset {
+			return encoding{"intset", 1}
+		}
+		return encoding{"hashtable", 1}
+	}
 	if v.Kind != store.KindString {
 		return encoding{"raw", 1}
 	}

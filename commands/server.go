@@ -78,11 +78,13 @@ type Server struct {
 	log          *zap.Logger
 	wire         *resp.Server
 
-	watch   watchRegistry
-	cursors scanCursors
-	hooks   []TxHook
-	infos   []InfoSection
-	once    *once.Engine
+	watch watchRegistry
+	// setMaxIntset is set-max-intset-entries (sets.go).
+	setMaxIntset atomic.Int64
+	cursors      scanCursors
+	hooks        []TxHook
+	infos        []InfoSection
+	once         *once.Engine
 	// onceWatched, if set (by tests), is called once a blocked ONCE
 	// waiter's client is watched by the engine (blockOn).
 	onceWatched func()
@@ -135,11 +137,13 @@ func New(cfg Config, st store.Store) *Server {
 		s.pause.expiry = ep.PauseExpiry
 	}
 	s.SetRequirePass(cfg.RequirePass)
+	s.SetMaxIntsetEntries(DefaultSetMaxIntsetEntries)
 	s.SetProtoMaxBulkLen(cfg.ProtoMaxBulkLen)
 	s.watch.keys = make(map[watchKey]map[*resp.Conn]struct{})
 	s.initObservability(fakeClock)
 	s.hooks = []TxHook{&s.watch}
 	s.table.Register(stringCommands()...)
+	s.table.Register(setCommands()...)
 	s.table.Register(keyCommands()...)
 	s.table.Register(connCommands()...)
 	s.table.Register(serverCommands()...)

@@ -31,6 +31,9 @@ type Kind byte
 const (
 	KindString Kind = 's'
 	KindOnce   Kind = 'o'
+	// KindSet is a set of binary members; Value.Data is the command
+	// layer's encoding of them (commands/setcodec.go).
+	KindSet Kind = 'S'
 )
 
 // String returns the name TYPE answers for the kind.
@@ -40,6 +43,8 @@ func (k Kind) String() string {
 		return "string"
 	case KindOnce:
 		return "once"
+	case KindSet:
+		return "set"
 	}
 	return "none"
 }

@@ -47,6 +47,7 @@ var runtimeKinds = map[string]runtimeKind{
 	"min-free-disk":              kindMutable,
 	"slowlog-log-slower-than":    kindMutable,
 	"slowlog-max-len":            kindMutable,
+	"set-max-intset-entries":     kindMutable,
 
 	// Fixed once the server runs: the listeners, the store's layout and
 	// durability mode (switching appendfsync would have to re-ticket the
@@ -218,6 +219,12 @@ func (c *Config) setRuntime(name, v string) string {
 			return why
 		}
 		c.SlowlogMaxLen = n
+	case "set-max-intset-entries":
+		n, why := redisInt(v, 0, math.MaxInt64)
+		if why != "" {
+			return why
+		}
+		c.SetMaxIntsetEntries = n
 	case "appendonly":
 		_, why := redisBool(v)
 		return why
