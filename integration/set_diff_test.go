@@ -402,6 +402,17 @@ func setScripts() []Script {
 			cmd("RENAME", "only", "only"),
 			cmd("TYPE", "only"),
 		}},
+		{"command-info", []Step{
+			cmd("COMMAND", "INFO", "sadd", "srem", "smembers", "sismember", "smismember", "scard"),
+			cmd("COMMAND", "INFO", "spop", "srandmember", "smove", "sinter", "sinterstore", "sintercard"),
+			cmd("COMMAND", "INFO", "sunion", "sunionstore", "sdiff", "sdiffstore", "sscan"),
+			cmd("COMMAND", "GETKEYS", "SINTERCARD", "2", "a", "b", "LIMIT", "1"),
+			cmd("COMMAND", "GETKEYS", "SINTERCARD", "3", "a", "b"),
+			cmd("COMMAND", "GETKEYS", "SINTERCARD", "0", "a"),
+			cmd("COMMAND", "GETKEYSANDFLAGS", "SINTERSTORE", "d", "a", "b"),
+			cmd("COMMAND", "GETKEYSANDFLAGS", "SMOVE", "a", "b", "m"),
+			cmd("COMMAND", "GETKEYSANDFLAGS", "SINTERCARD", "2", "a", "b"),
+		}},
 		{"watch", []Step{
 			cmd("SADD", "s", "1"),
 			cmd("WATCH", "s"),
