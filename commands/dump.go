@@ -10,7 +10,7 @@ import (
 	"github.com/oncekv/oncekv/store"
 )
 
-// DUMP and RESTORE of strings, in Redis 7.0's serialization: the RDB
+// DUMP and RESTORE of strings (sets: below), in Redis 7.0's serialization: the RDB
 // encoding of one object, then the RDB version (2 bytes) and a CRC64 of
 // all that (8 bytes), both little endian. Payloads move string keys
 // between oncekv and any Redis server in either direction.
