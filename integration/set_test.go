@@ -305,3 +305,58 @@ func TestSetRandomProperties(t *testing.T) {
 		})
 	}
 }
+
+// TestSetScanUnderWrites: an SSCAN of a hashtable set, paged, returns
+// every member present throughout, while another client adds and removes
+// other members between its calls (README, "Sets").
+func TestSetScanUnderWrites(t *testing.T) {
+	t.Parallel()
+	o := StartOncekv(t)
+	conns := dialRawN(t, o.Addr, 2)
+	c, w := conns[0], conns[1]
+	keep := words("keep:", 300)
+	mustDo(t, c, with(keep, "SADD", "s")...)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// Members before, among and after the kept ones in byte order.
+			m := []string{"a", "keep:" + strconv.Itoa(i%300) + "x", "z"}[i%3] + strconv.Itoa(i)
+			rawDo(w, "SADD", "s", m)
+			if i%2 == 1 {
+				rawDo(w, "SREM", "s", m)
+			}
+		}
+	}()
+	seen := map[string]int{}
+	cursor, calls := "0", 0
+	for {
+		f := mustDo(t, c, "SSCAN", "s", cursor, "COUNT", "7")
+		if len(f.Elems) != 2 {
+			t.Fatalf("SSCAN: %q", f.Raw)
+		}
+		for _, e := range f.Elems[1].Elems {
+			seen[e.Str]++
+		}
+		calls++
+		if cursor = f.Elems[0].Str; cursor == "0" {
+			break
+		}
+	}
+	close(stop)
+	<-done
+	if calls < 300/7 {
+		t.Errorf("SSCAN … COUNT 7 of 300+ members took %d calls", calls)
+	}
+	for _, m := range keep {
+		if seen[m] != 1 {
+			t.Errorf("SSCAN returned %q %d times, want once", m, seen[m])
+		}
+	}
+}
