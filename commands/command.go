@@ -288,6 +288,20 @@ func keyNumPositions(c *Command, args [][]byte) (pos []int, ok bool) {
 	return pos, true
 }
 
+// NumberedKeys returns the keys of a command line args (the name first)
+// of a command whose keys are counted by an argument (KeyNum, as
+// SINTERCARD's), or nil when it has none or its count is wrong.
+func (c *Command) NumberedKeys(args [][]byte) [][]byte {
+	if c.KeyNum == 0 || len(args) <= c.KeyNum {
+		return nil
+	}
+	pos, ok := keyNumPositions(c, args)
+	if !ok {
+		return nil
+	}
+	return args[pos[0] : pos[len(pos)-1]+1]
+}
+
 // keyRange locates the key arguments in a command line of argc arguments:
 // every step-th from first to last (none when first > last).
 func keyRange(c *Command, argc int) (first, last, step int) {
