@@ -9,6 +9,13 @@
 // exclusive store transaction, read-only ones in a shared one; a MULTI block
 // runs in one exclusive transaction, so no other client's command
 // interleaves.
+//
+// Values are strings (store.KindString), ONCE records (the once engine's)
+// and sets (store.KindSet, sets.go): a set is one stored value, encoded by
+// setcodec.go, that a write decodes and rewrites whole, so a write costs
+// O(n) in the set's size. Its members are kept sorted, numerically while
+// it is Redis's intset (so it lists them as Redis does), in byte order
+// once it is a hashtable (Redis lists those in its hash table's order).
 package commands
 
 import (
