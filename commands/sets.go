@@ -260,6 +260,10 @@ func spopCmd(x *Ctx) {
 	x.writeMembers(popped)
 }
 
+// srandMemberMinSize is the size of the smallest member in a reply:
+// "$0\r\n\r\n".
+const srandMemberMinSize = 6
+
 func srandmemberCmd(x *Ctx) {
 	if len(x.Args) > 3 {
 		x.Fail(ErrSyntax)
@@ -286,9 +290,12 @@ func srandmemberCmd(x *Ctx) {
 		x.Fail(errorf("ERR value is out of range, value must between %d and %d", -math.MaxInt64, int64(math.MaxInt64)))
 		return
 	}
-	if n < -math.MaxInt64/2 {
-		// Redis 7.0 would try to answer this many members and run out of
-		// memory; Redis 7.2 refuses it so.
+	if n < -math.MaxInt64/2 || n < 0 && -n > x.S.protoMaxBulkLen()/srandMemberMinSize {
+		// A reply that large (each member takes srandMemberMinSize bytes
+		// at least) would be built in memory before a byte of it is
+		// sent: Redis 7.0 tries and runs out of memory, Redis 7.2 refuses
+		// a count below -LONG_MAX/2 so; here any reply larger than
+		// proto-max-bulk-len is.
 		x.Fail(errorf("ERR value is out of range"))
 		return
 	}
