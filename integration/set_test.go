@@ -373,3 +373,32 @@ func TestSetScanUnderWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestSetTooLong: a set is one value of the store, so a write that would
+// encode it past store.MaxValueLen is refused and changes nothing
+// (README, "Sets").
+func TestSetTooLong(t *testing.T) {
+	t.Parallel()
+	o := StartOncekv(t)
+	c := DialRaw(t, o.Addr)
+	c.Timeout = 30 * time.Second
+	big := make([]string, 64)
+	for i := range big {
+		big[i] = fmt.Sprintf("%04d", i) + mib[4:]
+	}
+	if got := string(c.Do(with(big, "SADD", "s")...)); got != "-ERR value is too long (at most 67108855 bytes)\r\n" {
+		t.Errorf("SADD of 64 MiB of members: %q", got)
+	}
+	if got := string(c.Do("EXISTS", "s")); got != ":0\r\n" {
+		t.Errorf("EXISTS after a refused SADD: %q", got)
+	}
+	if got := string(c.Do(with(big[:60], "SADD", "s")...)); got != ":60\r\n" {
+		t.Errorf("SADD of 60 MiB of members: %q", got)
+	}
+	if got := string(c.Do(with(big[60:], "SADD", "s")...)); !strings.HasPrefix(got, "-ERR value is too long") {
+		t.Errorf("SADD past 64 MiB: %q", got)
+	}
+	if got := string(c.Do("SCARD", "s")); got != ":60\r\n" {
+		t.Errorf("SCARD after a refused SADD: %q", got)
+	}
+}
