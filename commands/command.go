@@ -180,7 +180,7 @@ func commandGetKeysCmd(withFlags bool) Handler {
 		case c == nil:
 			x.W.Error("ERR Invalid command specified")
 			return
-		case c.FirstKey <= 0:
+		case c.FirstKey <= 0 && c.KeyNum == 0:
 			x.W.Error("ERR The command has no key arguments")
 			return
 		case !arityOK(c.Arity, len(args)):
@@ -188,6 +188,13 @@ func commandGetKeysCmd(withFlags bool) Handler {
 			return
 		}
 		pos := keyPositions(c, len(args))
+		if c.KeyNum > 0 {
+			var ok bool
+			if pos, ok = keyNumPositions(c, args); !ok {
+				x.W.Error("ERR Invalid arguments specified for command")
+				return
+			}
+		}
 		if len(pos) == 0 {
 			if c.Flags&NoMandatoryKeys != 0 {
 				x.W.Array(0)
@@ -266,6 +273,35 @@ func keyPositions(c *Command, argc int) []int {
 	return pos
 }
 
+// keyNumPositions lists the key arguments of a command whose keys are
+// counted by its argument KeyNum (SINTERCARD), as Redis's
+// genericGetKeys does; ok is false when the count is not a number of
+// keys that the arguments hold.
+func keyNumPositions(c *Command, args [][]byte) (pos []int, ok bool) {
+	n, isInt := parseInt(args[c.KeyNum])
+	if !isInt || n <= 0 || n > int64(len(args)-c.KeyNum-1) {
+		return nil, false
+	}
+	for i := range int(n) {
+		pos = append(pos, c.KeyNum+1+i)
+	}
+	return pos, true
+}
+
+// NumberedKeys returns the keys of a command line args (the name first)
+// of a command whose keys are counted by an argument (KeyNum, as
+// SINTERCARD's), or nil when it has none or its count is wrong.
+func (c *Command) NumberedKeys(args [][]byte) [][]byte {
+	if c.KeyNum == 0 || len(args) <= c.KeyNum {
+		return nil
+	}
+	pos, ok := keyNumPositions(c, args)
+	if !ok {
+		return nil
+	}
+	return args[pos[0] : pos[len(pos)-1]+1]
+}
+
 // keyRange locates the key arguments in a command line of argc arguments:
 // every step-th from first to last (none when first > last).
 func keyRange(c *Command, argc int) (first, last, step int) {
@@ -290,6 +326,9 @@ func keyStep(c *Command) int {
 // key at a fixed index, or a range of keys from an index to an offset
 // from the end.
 type keySpec struct {
+	// keyNum is a spec of keys counted by the argument at index, which
+	// they follow (Redis's keynum find_keys); lastKey is then unused.
+	keyNum  bool
 	notes   string // Redis's notes on the spec, if any
 	flags   []string
 	index   int
@@ -302,8 +341,18 @@ type keySpec struct {
 // one spec per key position (as Redis has for RENAME: source, then
 // destination). Arguments documented as keys refer to these by index.
 func keySpecs(c *Command) []keySpec {
+	if c.KeyNum > 0 {
+		return []keySpec{{keyNum: true, flags: keySpecFlagsOf(c, 0), index: c.KeyNum, keyStep: 1}}
+	}
 	if c.FirstKey <= 0 {
 		return nil
+	}
+	if c.LastKey < 0 && len(keySpecFlags[c.Name]) == 2 {
+		// A destination, then the sources (SINTERSTORE).
+		return []keySpec{
+			{flags: keySpecFlagsOf(c, 0), index: c.FirstKey, keyStep: 1},
+			{flags: keySpecFlagsOf(c, 1), index: c.FirstKey + 1, lastKey: c.LastKey, keyStep: keyStep(c)},
+		}
 	}
 	if c.LastKey < 0 {
 		return []keySpec{{notes: keySpecNotes[c.Name], flags: keySpecFlagsOf(c, 0), index: c.FirstKey, lastKey: c.LastKey, keyStep: keyStep(c)}}
@@ -332,7 +381,10 @@ var keySpecNotes = map[string]string{
 
 // specOf is the index of the key spec that covers argument p.
 func specOf(c *Command, p int) int {
-	if c.LastKey < 0 || oneRangeSpec[c.Name] {
+	if c.LastKey < 0 && len(keySpecFlags[c.Name]) == 2 {
+		return min(p-c.FirstKey, 1)
+	}
+	if c.LastKey < 0 || c.KeyNum > 0 || oneRangeSpec[c.Name] {
 		return 0
 	}
 	return (p - c.FirstKey) / keyStep(c)
@@ -351,6 +403,16 @@ var keySpecFlags = map[string][][]string{
 	"msetnx": {{"OW", "insert"}},
 	"append": {{"RW", "insert"}},
 	"strlen": {{"RO"}},
+	// Sets.
+	"sadd":        {{"RW", "insert"}},
+	"srem":        {{"RW", "delete"}},
+	"sismember":   {{"RO"}},
+	"scard":       {{"RO"}},
+	"spop":        {{"RW", "access", "delete"}},
+	"smove":       {{"RW", "access", "delete"}, {"RW", "insert"}},
+	"sinterstore": {{"RW", "update"}, {"RO", "access"}},
+	"sunionstore": {{"OW", "update"}, {"RO", "access"}},
+	"sdiffstore":  {{"OW", "update"}, {"RO", "access"}},
 	// The shard channels are not keys, but are hashed to slots as keys.
 	"ssubscribe":    {{"not_key"}},
 	"sunsubscribe":  {{"not_key"}},
@@ -458,6 +520,13 @@ var commandTips = map[string][]string{
 	"memory|stats":        {"nondeterministic_output", "request_policy:all_shards", "response_policy:special"},
 	"memory|doctor":       {"nondeterministic_output", "request_policy:all_shards", "response_policy:special"},
 	"memory|malloc-stats": {"nondeterministic_output", "request_policy:all_shards", "response_policy:special"},
+	"smembers":            {"nondeterministic_output_order"},
+	"sinter":              {"nondeterministic_output_order"},
+	"sunion":              {"nondeterministic_output_order"},
+	"sdiff":               {"nondeterministic_output_order"},
+	"spop":                {"nondeterministic_output"},
+	"srandmember":         {"nondeterministic_output"},
+	"sscan":               {"nondeterministic_output"},
 
 	"object|encoding": {"nondeterministic_output"},
 	"object|refcount": {"nondeterministic_output"},
@@ -546,6 +615,18 @@ func writeKeySpec(w *resp.Writer, s keySpec) {
 	w.BulkString("find_keys")
 	w.Map(2)
 	w.BulkString("type")
+	if s.keyNum {
+		w.BulkString("keynum")
+		w.BulkString("spec")
+		w.Map(3)
+		w.BulkString("keynumidx")
+		w.Int(0)
+		w.BulkString("firstkey")
+		w.Int(1)
+		w.BulkString("keystep")
+		w.Int(1)
+		return
+	}
 	w.BulkString("range")
 	w.BulkString("spec")
 	w.Map(3)

@@ -1267,6 +1267,19 @@ var redisDocs = map[string]Doc{
 		Group:      "server",
 		Complexity: "O(1)",
 	},
+	"sadd": {
+		Summary:    "Add one or more members to a set",
+		Since:      "1.0.0",
+		Group:      "set",
+		Complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
+		History: []DocHistory{
+			{"2.4.0", "Accepts multiple `member` arguments."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "member", Type: ArgString, Multiple: true},
+		},
+	},
 	"save": {
 		Summary:    "Synchronously save the dataset to disk",
 		Since:      "1.0.0",
@@ -1286,6 +1299,34 @@ var redisDocs = map[string]Doc{
 			{Name: "pattern", Type: ArgPattern, Token: "MATCH", Optional: true},
 			{Name: "count", Type: ArgInteger, Token: "COUNT", Optional: true},
 			{Name: "type", Type: ArgString, Token: "TYPE", Since: "6.0.0", Optional: true},
+		},
+	},
+	"scard": {
+		Summary:    "Get the number of members in a set",
+		Since:      "1.0.0",
+		Group:      "set",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+		},
+	},
+	"sdiff": {
+		Summary:    "Subtract multiple sets",
+		Since:      "1.0.0",
+		Group:      "set",
+		Complexity: "O(N) where N is the total number of elements in all given sets.",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0, Multiple: true},
+		},
+	},
+	"sdiffstore": {
+		Summary:    "Subtract multiple sets and store the resulting set in a key",
+		Since:      "1.0.0",
+		Group:      "set",
+		Complexity: "O(N) where N is the total number of elements in all given sets.",
+		Args: []Arg{
+			{Name: "destination", Type: ArgKey, KeySpec: 0},
+			{Name: "key", Type: ArgKey, KeySpec: 1, Multiple: true},
 		},
 	},
 	"select": {
@@ -1375,6 +1416,46 @@ var redisDocs = map[string]Doc{
 			{Name: "abort", Type: ArgPureToken, Token: "ABORT", Since: "7.0.0", Optional: true},
 		},
 	},
+	"sinter": {
+		Summary:    "Intersect multiple sets",
+		Since:      "1.0.0",
+		Group:      "set",
+		Complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0, Multiple: true},
+		},
+	},
+	"sintercard": {
+		Summary:    "Intersect multiple sets and return the cardinality of the result",
+		Since:      "7.0.0",
+		Group:      "set",
+		Complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+		Args: []Arg{
+			{Name: "numkeys", Type: ArgInteger},
+			{Name: "key", Type: ArgKey, KeySpec: 0, Multiple: true},
+			{Name: "limit", Type: ArgInteger, Token: "LIMIT", Optional: true},
+		},
+	},
+	"sinterstore": {
+		Summary:    "Intersect multiple sets and store the resulting set in a key",
+		Since:      "1.0.0",
+		Group:      "set",
+		Complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
+		Args: []Arg{
+			{Name: "destination", Type: ArgKey, KeySpec: 0},
+			{Name: "key", Type: ArgKey, KeySpec: 1, Multiple: true},
+		},
+	},
+	"sismember": {
+		Summary:    "Determine if a given value is a member of a set",
+		Since:      "1.0.0",
+		Group:      "set",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "member", Type: ArgString},
+		},
+	},
 	"slowlog": {
 		Summary:    "A container for slow log commands",
 		Since:      "2.2.12",
@@ -1411,6 +1492,49 @@ var redisDocs = map[string]Doc{
 		Group:      "server",
 		Complexity: "O(N) where N is the number of entries in the slowlog",
 	},
+	"smembers": {
+		Summary:    "Get all the members in a set",
+		Since:      "1.0.0",
+		Group:      "set",
+		Complexity: "O(N) where N is the set cardinality.",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+		},
+	},
+	"smismember": {
+		Summary:    "Returns the membership associated with the given elements for a set",
+		Since:      "6.2.0",
+		Group:      "set",
+		Complexity: "O(N) where N is the number of elements being checked for membership",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "member", Type: ArgString, Multiple: true},
+		},
+	},
+	"smove": {
+		Summary:    "Move a member from one set to another",
+		Since:      "1.0.0",
+		Group:      "set",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "source", Type: ArgKey, KeySpec: 0},
+			{Name: "destination", Type: ArgKey, KeySpec: 1},
+			{Name: "member", Type: ArgString},
+		},
+	},
+	"spop": {
+		Summary:    "Remove and return one or multiple random members from a set",
+		Since:      "1.0.0",
+		Group:      "set",
+		Complexity: "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.",
+		History: []DocHistory{
+			{"3.2.0", "Added the `count` argument."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "count", Type: ArgInteger, Since: "3.2.0", Optional: true},
+		},
+	},
 	"spublish": {
 		Summary:    "Post a message to a shard channel",
 		Since:      "7.0.0",
@@ -1419,6 +1543,44 @@ var redisDocs = map[string]Doc{
 		Args: []Arg{
 			{Name: "shardchannel", Type: ArgString},
 			{Name: "message", Type: ArgString},
+		},
+	},
+	"srandmember": {
+		Summary:    "Get one or multiple random members from a set",
+		Since:      "1.0.0",
+		Group:      "set",
+		Complexity: "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.",
+		History: []DocHistory{
+			{"2.6.0", "Added the optional `count` argument."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "count", Type: ArgInteger, Since: "2.6.0", Optional: true},
+		},
+	},
+	"srem": {
+		Summary:    "Remove one or more members from a set",
+		Since:      "1.0.0",
+		Group:      "set",
+		Complexity: "O(N) where N is the number of members to be removed.",
+		History: []DocHistory{
+			{"2.4.0", "Accepts multiple `member` arguments."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "member", Type: ArgString, Multiple: true},
+		},
+	},
+	"sscan": {
+		Summary:    "Incrementally iterate Set elements",
+		Since:      "2.8.0",
+		Group:      "set",
+		Complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "cursor", Type: ArgInteger},
+			{Name: "pattern", Type: ArgPattern, Token: "MATCH", Optional: true},
+			{Name: "count", Type: ArgInteger, Token: "COUNT", Optional: true},
 		},
 	},
 	"ssubscribe": {
@@ -1460,6 +1622,25 @@ var redisDocs = map[string]Doc{
 			{Name: "key", Type: ArgKey, KeySpec: 0},
 			{Name: "start", Type: ArgInteger},
 			{Name: "end", Type: ArgInteger},
+		},
+	},
+	"sunion": {
+		Summary:    "Add multiple sets",
+		Since:      "1.0.0",
+		Group:      "set",
+		Complexity: "O(N) where N is the total number of elements in all given sets.",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0, Multiple: true},
+		},
+	},
+	"sunionstore": {
+		Summary:    "Add multiple sets and store the resulting set in a key",
+		Since:      "1.0.0",
+		Group:      "set",
+		Complexity: "O(N) where N is the total number of elements in all given sets.",
+		Args: []Arg{
+			{Name: "destination", Type: ArgKey, KeySpec: 0},
+			{Name: "key", Type: ArgKey, KeySpec: 1, Multiple: true},
 		},
 	},
 	"sunsubscribe": {

@@ -11,7 +11,7 @@ import (
 	"github.com/oncekv/oncekv/store"
 )
 
-// DUMP and RESTORE of strings (hashes: dump_hash.go), in Redis 7.0's serialization: the RDB
+// DUMP and RESTORE of strings (hashes: dump_hash.go; sets: below), in Redis 7.0's serialization: the RDB
 // encoding of one object, then the RDB version (2 bytes) and a CRC64 of
 // all that (8 bytes), both little endian. Payloads move string keys
 // between oncekv and any Redis server in either direction.
@@ -31,6 +31,8 @@ const rdbVersion = 10
 // RDB encodings of a string (rdb.h).
 const (
 	rdbTypeString = 0    // object type of a string
+	rdbTypeSet    = 2    // a set: its length, then its members as strings
+	rdbTypeIntset = 11   // a set as one string holding Redis's intset
 	rdbLen32      = 0x80 // a 32-bit big-endian length follows
 	rdbLen64      = 0x81 // a 64-bit big-endian length follows
 	rdbEncInt8    = 0    // after an encoded-value prefix: one signed byte
@@ -96,22 +98,26 @@ func appendRDBLen(dst []byte, n uint64) []byte {
 // or the checksum is wrong, ErrBadData when the object is not a string or
 // is malformed. The string may share p's memory.
 func restoreString(p []byte) ([]byte, error) {
+	v, err := restoreSetOrString(p, DefaultSetMaxIntsetEntries)
+	if err == nil && v.Kind != store.KindString {
+		return nil, ErrBadData
+	}
+	return v.Data, err
+}
+
+// checkPayload checks a DUMP payload's footer as Redis 7.0's RESTORE
+// does: ErrDumpPayload when the version is newer than Redis 7.0's or the
+// checksum is wrong.
+func checkPayload(p []byte) error {
 	if len(p) < 10 {
-		return nil, ErrDumpPayload
+		return ErrDumpPayload
 	}
 	footer := p[len(p)-10:]
 	if binary.LittleEndian.Uint16(footer) > rdbVersion ||
 		binary.LittleEndian.Uint64(footer[2:]) != dumpCRC(p[:len(p)-8]) {
-		return nil, ErrDumpPayload
+		return ErrDumpPayload
 	}
-	// Redis reads the object from the whole payload, footer included: a
-	// string that runs into the footer is read, and bytes left between
-	// the object and the footer are ignored.
-	if p[0] != rdbTypeString {
-		return nil, ErrBadData
-	}
-	s, _, err := readRDBString(p[1:])
-	return s, err
+	return nil
 }
 
 // readRDBString reads one RDB string from the start of b and returns it
@@ -325,6 +331,13 @@ func dumpCmd(x *Ctx) {
 			return
 		}
 		x.W.Bulk(dumpHash(h))
+	case v.Kind == store.KindSet:
+		s, err := decodeSet(v.Data)
+		if err != nil {
+			x.Fail(err)
+			return
+		}
+		x.W.Bulk(dumpSet(&s))
 	case v.Kind != store.KindString:
 		x.Fail(ErrDumpOnce)
 	default:
@@ -387,4 +400,157 @@ func restoreCmd(x *Ctx) {
 		return
 	}
 	x.W.OK()
+}
+
+// restoreSetOrString reads a DUMP payload holding a string or a set, as Redis
+// 7.0's RESTORE does (restoreString, restoreSet).
+func restoreSetOrString(p []byte, maxIntset int) (store.Value, error) {
+	if err := checkPayload(p); err != nil {
+		return store.Value{}, err
+	}
+	if p[0] == rdbTypeSet || p[0] == rdbTypeIntset {
+		s, err := restoreSet(p, maxIntset)
+		if err != nil {
+			return store.Value{}, err
+		}
+		return store.Value{Kind: store.KindSet, Data: s.encode(nil)}, nil
+	}
+	// Redis reads the object from the whole payload, footer included: a
+	// string that runs into the footer is read, and bytes left between
+	// the object and the footer are ignored.
+	if p[0] != rdbTypeString {
+		return store.Value{}, ErrBadData
+	}
+	data, _, err := readRDBString(p[1:])
+	return store.Value{Kind: store.KindString, Data: data}, err
+}
+
+// DUMP and RESTORE of sets. DUMP writes an intset as Redis 7.0 does (RDB
+// type 11: one string holding the intset, its integers in the narrowest
+// of 16, 32 or 64 bits that holds them all, little endian, in numeric
+// order; uncompressed, as with `rdbcompression no`) and a hashtable as
+// RDB type 2 (its size, then each member as an RDB string), its members
+// in byte order where Redis writes its hash table's. RESTORE reads both,
+// building the set as Redis 7.0's rdbLoadObject does: a type 2 payload
+// of more than set-max-intset-entries members is a hashtable, one of
+// fewer an intset while its members are integers; an intset of more
+// than set-max-intset-entries members becomes a hashtable. An empty set,
+// a duplicate member of a type 2 payload and a malformed intset answer
+// ErrBadData, as Redis's. Redis 7.0 loads an intset whose integers are
+// out of order or repeated as it is (sanitize-dump-payload no); here it
+// is sorted and its duplicates dropped.
+
+// Redis's intset encodings: the width of its integers in bytes.
+const (
+	intsetEnc16 = 2
+	intsetEnc32 = 4
+	intsetEnc64 = 8
+)
+
+// dumpSet serializes a set as Redis 7.0's DUMP does with rdbcompression
+// off.
+func dumpSet(s *setVal) []byte {
+	var out []byte
+	if s.intset {
+		ns := s.intMembers()
+		enc := intsetEnc16
+		for _, n := range ns {
+			switch {
+			case n < math.MinInt32 || n > math.MaxInt32:
+				enc = intsetEnc64
+			case (n < math.MinInt16 || n > math.MaxInt16) && enc < intsetEnc32:
+				enc = intsetEnc32
+			}
+		}
+		blob := make([]byte, 0, 8+enc*len(ns))
+		blob = binary.LittleEndian.AppendUint32(blob, uint32(enc))
+		blob = binary.LittleEndian.AppendUint32(blob, uint32(len(ns)))
+		for _, n := range ns {
+			switch enc {
+			case intsetEnc16:
+				blob = binary.LittleEndian.AppendUint16(blob, uint16(n))
+			case intsetEnc32:
+				blob = binary.LittleEndian.AppendUint32(blob, uint32(n))
+			default:
+				blob = binary.LittleEndian.AppendUint64(blob, uint64(n))
+			}
+		}
+		out = appendRDBString(append(out, rdbTypeIntset), blob)
+	} else {
+		out = appendRDBLen(append(out, rdbTypeSet), uint64(len(s.m)))
+		for _, m := range s.m {
+			out = appendRDBString(out, m)
+		}
+	}
+	out = binary.LittleEndian.AppendUint16(out, rdbVersion)
+	return binary.LittleEndian.AppendUint64(out, dumpCRC(out))
+}
+
+// restoreSet reads the set of a payload whose footer checked out and
+// whose type is rdbTypeSet or rdbTypeIntset.
+func restoreSet(p []byte, maxIntset int) (setVal, error) {
+	b := p[1:]
+	if p[0] == rdbTypeIntset {
+		blob, _, err := readRDBString(b)
+		if err != nil {
+			return setVal{}, err
+		}
+		return readIntset(blob, maxIntset)
+	}
+	n, encoded, b, ok := readRDBLen(b)
+	if !ok || encoded || n == 0 || n > uint64(len(b)) {
+		// Each member takes a byte at least: a longer count is a lie.
+		return setVal{}, ErrBadData
+	}
+	ms := make([][]byte, 0, n)
+	for i := uint64(0); i < n; i++ {
+		var m []byte
+		var err error
+		if m, b, err = readRDBString(b); err != nil {
+			return setVal{}, err
+		}
+		ms = append(ms, m)
+	}
+	s := buildSet(ms, maxIntset)
+	if len(s.m) != len(ms) {
+		return setVal{}, ErrBadData // Redis: "Duplicate set members detected"
+	}
+	if uint64(len(s.m)) > uint64(maxIntset) && s.intset {
+		s.toHashtable()
+	}
+	return s, nil
+}
+
+// readIntset reads Redis's intset: its encoding and length (32 bits
+// each, little endian), then its integers.
+func readIntset(blob []byte, maxIntset int) (setVal, error) {
+	if len(blob) < 8 {
+		return setVal{}, ErrBadData
+	}
+	enc := binary.LittleEndian.Uint32(blob)
+	n := uint64(binary.LittleEndian.Uint32(blob[4:]))
+	if (enc != intsetEnc16 && enc != intsetEnc32 && enc != intsetEnc64) ||
+		n == 0 || 8+n*uint64(enc) != uint64(len(blob)) {
+		return setVal{}, ErrBadData
+	}
+	ms := make([][]byte, n)
+	for i := range ms {
+		b := blob[8+i*int(enc):]
+		var v int64
+		switch enc {
+		case intsetEnc16:
+			v = int64(int16(binary.LittleEndian.Uint16(b)))
+		case intsetEnc32:
+			v = int64(int32(binary.LittleEndian.Uint32(b)))
+		default:
+			v = int64(binary.LittleEndian.Uint64(b))
+		}
+		ms[i] = strconv.AppendInt(nil, v, 10)
+	}
+	s := setVal{intset: true, m: ms}
+	s.sortUnique()
+	if len(s.m) > maxIntset {
+		s.toHashtable()
+	}
+	return s, nil
 }

@@ -382,9 +382,12 @@ func restoreHash(typ byte, b []byte, maxEntries, maxValue int64) (hashcodec.Hash
 	return h, nil
 }
 
-// restoreValue reads a DUMP payload of a string or a hash into the value
+// restoreValue reads a DUMP payload of a string, a hash or a set into the value
 // RESTORE stores (its deadline left to the caller).
 func (x *Ctx) restoreValue(p []byte) (store.Value, error) {
+	if len(p) > 0 && (p[0] == rdbTypeSet || p[0] == rdbTypeIntset) {
+		return restoreSetOrString(p, x.maxIntset())
+	}
 	if len(p) >= 10 && p[0] != rdbTypeString {
 		if _, err := restoreString(p); err == ErrDumpPayload {
 			return store.Value{}, err

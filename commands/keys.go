@@ -708,7 +708,8 @@ const sharedRefcount = math.MaxInt32
 // Redis answers "raw" also for a short string that APPEND or SETRANGE
 // grew in place, and "embstr" for an integer INCRBYFLOAT wrote, which are
 // not told apart here. A hash is "listpack" or "hashtable" as its
-// value says (hash.go). A ONCE record, which Redis
+// value says (hash.go); a set is Redis's intset or hashtable, as its
+// value records (setcodec.go). A ONCE record, which Redis
 // has no encoding for, is "raw": the record's bytes.
 func objectEncoding(v store.Value) encoding {
 	switch v.Kind {
@@ -718,6 +719,11 @@ func objectEncoding(v store.Value) encoding {
 			return encoding{"hashtable", 1}
 		}
 		return encoding{"listpack", 1}
+	case store.KindSet:
+		if len(v.Data) > 0 && v.Data[0] == setTagIntset {
+			return encoding{"intset", 1}
+		}
+		return encoding{"hashtable", 1}
 	default:
 		return encoding{"raw", 1}
 	}

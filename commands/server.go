@@ -9,6 +9,13 @@
 // exclusive store transaction, read-only ones in a shared one; a MULTI block
 // runs in one exclusive transaction, so no other client's command
 // interleaves.
+//
+// Values are strings (store.KindString), ONCE records (the once engine's)
+// and sets (store.KindSet, sets.go): a set is one stored value, encoded by
+// setcodec.go, that a write decodes and rewrites whole, so a write costs
+// O(n) in the set's size. Its members are kept sorted, numerically while
+// it is Redis's intset (so it lists them as Redis does), in byte order
+// once it is a hashtable (Redis lists those in its hash table's order).
 package commands
 
 import (
@@ -78,11 +85,13 @@ type Server struct {
 	log          *zap.Logger
 	wire         *resp.Server
 
-	watch   watchRegistry
-	cursors scanCursors
-	hooks   []TxHook
-	infos   []InfoSection
-	once    *once.Engine
+	watch watchRegistry
+	// setMaxIntset is set-max-intset-entries (sets.go).
+	setMaxIntset atomic.Int64
+	cursors      scanCursors
+	hooks        []TxHook
+	infos        []InfoSection
+	once         *once.Engine
 	// onceWatched, if set (by tests), is called once a blocked ONCE
 	// waiter's client is watched by the engine (blockOn).
 	onceWatched func()
@@ -139,12 +148,14 @@ func New(cfg Config, st store.Store) *Server {
 		s.pause.expiry = ep.PauseExpiry
 	}
 	s.SetRequirePass(cfg.RequirePass)
+	s.SetMaxIntsetEntries(DefaultSetMaxIntsetEntries)
 	s.SetProtoMaxBulkLen(cfg.ProtoMaxBulkLen)
 	s.SetHashLimits(defaultHashMaxEntries, defaultHashMaxValue)
 	s.watch.keys = make(map[watchKey]map[*resp.Conn]struct{})
 	s.initObservability(fakeClock)
 	s.hooks = []TxHook{&s.watch}
 	s.table.Register(stringCommands()...)
+	s.table.Register(setCommands()...)
 	s.table.Register(keyCommands()...)
 	s.table.Register(hashCommands()...)
 	s.table.Register(connCommands()...)

@@ -43,9 +43,11 @@ func FuzzDiff(f *testing.F) {
 		f.Add(seed(i))
 	}
 	// Then, of the seeds that follow, those that first take a path of
-	// the commands of the keyspace's databases, DUMP/RESTORE, Pub/Sub and LCS.
+	// the commands of the keyspace's databases, DUMP/RESTORE, Pub/Sub, LCS
+	// and sets.
 	paths := map[string]bool{}
-	for _, name := range []string{"COPY", "MOVE", "SWAPDB", "OBJECT", "DUMP", "RESTORE", "PUBLISH", "PUBSUB", "LCS"} {
+	for _, name := range []string{"COPY", "MOVE", "SWAPDB", "OBJECT", "DUMP", "RESTORE", "PUBLISH", "PUBSUB", "LCS",
+		"SMOVE", "SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE", "SSCAN", "SINTERCARD"} {
 		paths[name] = false
 	}
 	paths["push"], paths["watch-swapdb"] = false, false
@@ -166,10 +168,12 @@ var (
 	genAtSecs   = []string{"1", "0", "-1", farFutureS, maxInt64, minInt64, "9223372036854775", "abc"}
 	genAtMillis = []string{"1", "0", "-1", farFutureMs, maxInt64, minInt64, "abc"}
 	genPatterns = []string{"*", "a", "?", "[a-c]*", "c:*", "\\*", "", "[", "[^a]*", "k\x00*", "*1"}
-	genTypes    = []string{"string", "STRING", "once", "list", "none", "foo", "hash"}
+	genTypes    = []string{"string", "STRING", "once", "list", "none", "foo", "hash", "set", "SET"}
 	genFields   = []string{"f", "g", "", "n", binary, "a*"}
-	genOffsets  = []string{"0", "1", "3", "-1", "100", "abc", "536870912", maxInt64, minInt64}
-	genFloats   = []string{"0", "1", "-1", "1.5", "1e3", "inf", "-inf", "nan", "abc", "",
+	// genMembers are set members: integers (an intset's) and not.
+	genMembers = []string{"1", "2", "3", "-1", "10", maxInt64, "a", "b", "", binary, "01"}
+	genOffsets = []string{"0", "1", "3", "-1", "100", "abc", "536870912", maxInt64, minInt64}
+	genFloats  = []string{"0", "1", "-1", "1.5", "1e3", "inf", "-inf", "nan", "abc", "",
 		"1.7976931348623157e308", "-1.7976931348623157e308", "5e-324", " 1", "0x10", "3.0e0"}
 )
 
@@ -544,7 +548,7 @@ var genCmds = []genCmd{
 	// rdbcompression no").
 	{gen: func(g *genReader) Step {
 		st := ex(g, "DUMP", g.key())
-		st.Alike = hashDumpAlike
+		st.Alike = dumpAlike
 		return st
 	}, w: 2},
 	{gen: func(g *genReader) Step {
@@ -555,6 +559,7 @@ var genCmds = []genCmd{
 		return ex(g, "RESTORE", append([]string{g.key(), ttl, g.pick(genPayloads)}, opts...)...)
 	}, w: 3},
 	{gen: func(g *genReader) Step { return ex(g, "PUBLISH", g.pick(genChannels), g.number(genVals)) }, w: 2},
+	{gen: setStep, w: 12},
 	{gen: func(g *genReader) Step {
 		switch g.n(4) {
 		case 0:
@@ -587,9 +592,11 @@ var (
 	// FuzzDiff (dumpPayloads), what each server DUMPs.
 	genPayloads []string
 	// handPayloads are hand-made payloads, good and bad. None is of
-	// another type than string: oncekv refuses those, Redis loads them
-	// (README, "DUMP and RESTORE"; TestRestoreRefusesWhatItCannotHold).
+	// another type than string or set: oncekv refuses those, Redis loads
+	// them (README, "DUMP and RESTORE"; TestRestoreRefusesWhatItCannotHold).
 	handPayloads = []string{
+		rdbPayload("\x02\x02\x01a\xc0\x01", 10), rdbPayload("\x0b\x0c\x02\x00\x00\x00\x02\x00\x00\x00\x01\x00\x05\x00", 10),
+		rdbPayload("\x02\x02\x01a\x01a", 10),
 		rdbPayload("\x00\x03abc", 10), rdbPayload("\x00\xc0\x07", 10), rdbPayload("\x00\xc2\xff\xff\xff\x7f", 10),
 		rdbPayload("\x00\x00", 10), rdbPayload("\x00\x03abc", 11), rdbPayload("\x00\x03abc", 9),
 		rdbPayload("\x00\x03abc", 10)[:13] + "\x00", rdbPayload("\x00\x05ab", 10),
@@ -671,14 +678,6 @@ func restoreOptions(g *genReader) []string {
 	return out
 }
 
-// hashDumpAlike accepts DUMPs of a hashtable-encoded hash (RDB type 4)
-// of the same length: the same pairs, in Redis's dict order and in
-// oncekv's insertion order (README, hashes).
-func hashDumpAlike(redis, other *Frame) bool {
-	return redis.Type == '$' && other.Type == '$' && len(redis.Str) == len(other.Str) &&
-		len(redis.Str) > 0 && redis.Str[0] == 4 && other.Str[0] == 4
-}
-
 // objectStep is an OBJECT command. oncekv judges ENCODING and REFCOUNT
 // from the value's bytes; Redis answers for the object a command built
 // (README, "OBJECT ENCODING and REFCOUNT"): raw for a short string that
@@ -704,6 +703,18 @@ func objectStep(g *genReader) Step {
 	return ex(g, "OBJECT", g.word(g.pick([]string{"HELP", "FOO", "ENCODING"})))
 }
 
+// dumpAlike accepts the DUMPs of a hashtable set (RDB type 2), which
+// list its members in byte order where Redis lists its hash table's
+// (README, "Sets"), and of a hashtable-encoded hash (type 4), its fields
+// in insertion order where Redis's are in its dict's (README, hashes):
+// two payloads of the same type and length. TestSetDumpCrossRestore and
+// TestDumpCrossRestore restore them on the other side.
+func dumpAlike(redis, other *Frame) bool {
+	return redis.Type == '$' && other.Type == '$' && !redis.Null && !other.Null &&
+		len(redis.Str) == len(other.Str) && len(redis.Str) > 0 && redis.Str[0] == other.Str[0] &&
+		(redis.Str[0] == 2 || redis.Str[0] == 4)
+}
+
 // objectAlike accepts the OBJECT replies README states differ: redis's
 // raw where oncekv judges int or embstr from the bytes, redis's embstr
 // where oncekv judges int, and redis's refcount 1 where oncekv has a
@@ -720,6 +731,83 @@ func objectAlike(redis, other *Frame) bool {
 		return redis.Str == "1" && other.Str == "2147483647"
 	}
 	return false
+}
+
+// members are 1 to 3 set members.
+func members(g *genReader) []string {
+	out := []string{g.pick(genMembers)}
+	for i := g.n(3); i > 0; i-- {
+		out = append(out, g.pick(genMembers))
+	}
+	return out
+}
+
+// setStep is a set command. A hashtable set lists its members in byte
+// order, Redis in its hash table's (README, "Sets"): replies that list
+// members are compared as multisets, an SSCAN is run to the end. SPOP
+// and SRANDMEMBER are drawn with counts that take the whole set (no set
+// here has 100 members) or compared by shape, so that no random choice
+// changes what later steps see; emit leaves their arity alone.
+func setStep(g *genReader) Step {
+	switch g.n(18) {
+	case 0, 1, 2:
+		return ex(g, "SADD", append([]string{g.key()}, members(g)...)...)
+	case 3:
+		return ex(g, "SREM", append([]string{g.key()}, members(g)...)...)
+	case 4:
+		return sorted(g.word("SMEMBERS"), g.key())
+	case 5:
+		return ex(g, "SISMEMBER", g.key(), g.pick(genMembers))
+	case 6:
+		return ex(g, "SMISMEMBER", append([]string{g.key()}, members(g)...)...)
+	case 7:
+		return ex(g, "SCARD", g.key())
+	case 8:
+		return sorted(g.word("SPOP"), g.key(), g.pick([]string{"100", "0", "-1", "abc", maxInt64}))
+	case 9:
+		if g.chance(2) {
+			return typeOnly(g.word("SRANDMEMBER"), g.key(), g.pick([]string{"-3", "2", "-1"}))
+		}
+		return sorted(g.word("SRANDMEMBER"), g.key(), g.pick([]string{"100", "0", "abc", maxInt64, minInt64}))
+	case 10:
+		return ex(g, "SMOVE", g.key(), g.key(), g.pick(genMembers))
+	case 11:
+		return sorted(append([]string{g.word(g.pick([]string{"SINTER", "SUNION", "SDIFF"}))}, keyList(g, 1)...)...)
+	case 12:
+		return ex(g, g.pick([]string{"SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"}), keyList(g, 2)...)
+	case 13:
+		args := []string{g.pick([]string{"1", "2", "3", "0", "-1", "abc"})}
+		args = append(args, keyList(g, 1)...)
+		if g.chance(2) {
+			args = append(args, g.word("LIMIT"), g.pick([]string{"0", "1", "2", "-1", "abc"}))
+		}
+		return ex(g, "SINTERCARD", args...)
+	case 14:
+		args := []string{g.word("SSCAN"), g.key(), "0"}
+		for i := g.n(3); i > 0; i-- {
+			if g.chance(2) {
+				args = append(args, g.word("MATCH"), g.pattern())
+			} else {
+				args = append(args, g.word("COUNT"), g.pick([]string{"1", "2", "10", "0", "abc"}))
+			}
+		}
+		return Step{Args: args, Mode: ScanAll, Cursor: 2}
+	}
+	return ex(g, "SADD", g.key(), g.pick(genMembers))
+}
+
+// isSetStep reports whether st is a set command (its name starts with S
+// and is not one of the others').
+func isSetStep(st Step) bool {
+	return len(st.Args) > 0 && len(st.Args[0]) > 1 && (st.Args[0][0] == 'S' || st.Args[0][0] == 's') &&
+		!slices.ContainsFunc([]string{"SET", "SETNX", "SETEX", "SETRANGE", "SELECT", "SCAN", "SWAPDB", "SUBSTR", "STRLEN", "SUBSCRIBE"},
+			func(n string) bool { return strings.EqualFold(n, st.Args[0]) })
+}
+
+// randomSet reports whether st is SPOP or SRANDMEMBER, whose arity emit
+// must not change: without its count, either answers a random member.
+func randomSet(st Step) bool {
+	return strings.EqualFold(st.Args[0], "SPOP") || strings.EqualFold(st.Args[0], "SRANDMEMBER")
 }
 
 // pushes is how many messages st, run on connection 0 or 1, sends the
@@ -744,7 +832,7 @@ func pushes(st Step) int {
 // it: a SCAN left without its cursor is compared exactly, a HELLO that
 // switches the protocol by shape (its map holds the connection's id).
 func settle(st Step) Step {
-	if st.Mode == ScanAll && len(st.Args) < 2 {
+	if st.Mode == ScanAll && len(st.Args) <= st.Cursor {
 		st.Mode = Exact
 	}
 	if strings.EqualFold(st.Args[0], "HELLO") && (len(st.Args) == 1 || st.Args[1] == "2" || st.Args[1] == "3") {
@@ -821,7 +909,7 @@ func genScript(data []byte) (Script, int) {
 		if m.Mode == ScanAll && m.Cursor >= len(m.Args) {
 			m.Mode = Exact // HSCAN cut to its key: an arity error
 		}
-		if mutate && (!inMulti[conn] || queueOK(m)) {
+		if mutate && !randomSet(st) && (!inMulti[conn] || queueOK(m)) {
 			st = m
 		}
 		st = settle(st)
@@ -879,6 +967,11 @@ func genScript(data []byte) (Script, int) {
 		}
 		for _, k := range g.keys {
 			s.Steps = append(s.Steps, approx(1000, "PTTL", k).On(2))
+			if slices.ContainsFunc(s.Steps, isSetStep) {
+				enc := cmd("OBJECT", "ENCODING", k)
+				enc.Alike = objectAlike // a string's encoding may differ
+				s.Steps = append(s.Steps, sorted("SMEMBERS", k).On(2), enc.On(2))
+			}
 		}
 	}
 	return s, proto

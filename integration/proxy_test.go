@@ -295,6 +295,39 @@ func TestProxyCluster(t *testing.T) {
 		wantReply(t, c, "-ERR SELECT is not allowed in cluster mode\r\n", "SELECT", "1")
 	})
 
+	// The set commands go to the master of their keys, SINTERCARD's
+	// counted after its numkeys (a key spec oncekv's table has as
+	// KeyNum, not as FirstKey).
+	t.Run("sets-as-redis-cluster", func(t *testing.T) {
+		c := DialRaw(t, p1.Addr)
+		owner := DialRaw(t, cl.MasterForKey("{s}"))
+		wantReply(t, c, ":3\r\n", "SADD", "{s}a", "1", "2", "3")
+		wantReply(t, c, ":3\r\n", "SADD", "{s}b", "2", "3", "x")
+		wantReply(t, c, ":2\r\n", "SINTERSTORE", "{s}d", "{s}a", "{s}b")
+		wantReply(t, c, ":1\r\n", "SMOVE", "{s}a", "{s}d", "1")
+		for _, args := range [][]string{
+			{"SINTERCARD", "2", "{s}a", "{s}b"},
+			{"SINTERCARD", "2", "{s}a", "{s}b", "LIMIT", "1"},
+			{"SMEMBERS", "{s}d"},
+			{"SCARD", "{s}d"},
+			{"SDIFF", "{s}a", "{s}b"},
+			{"OBJECT", "ENCODING", "{s}d"},
+		} {
+			sameReply(t, owner, c, args...)
+		}
+		// SINTERCARD goes to its keys' master at once, whatever slot they
+		// are in: no MOVED to follow.
+		moved := proxyInfoField(t, c, "proxy", "proxy_moved_redirections")
+		for i := range 6 {
+			tag := fmt.Sprintf("{s%d}", i)
+			sameReply(t, DialRaw(t, cl.MasterForKey(tag)), c, "SINTERCARD", "2", tag+"a", tag+"b")
+		}
+		if got := proxyInfoField(t, c, "proxy", "proxy_moved_redirections"); got != moved {
+			t.Errorf("SINTERCARD of keys in 6 slots: proxy_moved_redirections went from %s to %s", moved, got)
+		}
+		wantReply(t, c, "-CROSSSLOT Keys in request don't hash to the same slot\r\n", "SINTERCARD", "2", "a", "b")
+	})
+
 	// COPY, MOVE, SWAPDB and OBJECT go to the master of their keys (any
 	// master for SWAPDB), which answers as Redis Cluster does: COPY in
 	// one slot works, COPY … DB, MOVE and SWAPDB are refused there, and

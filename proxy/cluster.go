@@ -241,6 +241,11 @@ func (p *Proxy) keySpec(args [][]byte) (first, last, step int, keys [][]byte) {
 		}
 	}
 	if cmd := p.table.Lookup(args[0]); cmd != nil && len(cmd.Subcommands) == 0 {
+		if cmd.KeyNum > 0 {
+			// Keys counted by an argument (SINTERCARD); a wrong count
+			// has none, and the upstream words the error.
+			return 0, 0, 0, cmd.NumberedKeys(args)
+		}
 		return cmd.FirstKey, cmd.LastKey, cmd.Step, nil
 	}
 	e, ok := p.meta.Load().lookup(args)

@@ -33,6 +33,9 @@ const (
 	KindOnce   Kind = 'o'
 	// KindHash holds a hash, encoded by internal/hashcodec.
 	KindHash Kind = 'h'
+	// KindSet is a set of binary members; Value.Data is the command
+	// layer's encoding of them (commands/setcodec.go).
+	KindSet Kind = 'S'
 )
 
 // String returns the name TYPE answers for the kind.
@@ -44,6 +47,8 @@ func (k Kind) String() string {
 		return "once"
 	case KindHash:
 		return "hash"
+	case KindSet:
+		return "set"
 	}
 	return "none"
 }

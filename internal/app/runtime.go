@@ -109,6 +109,9 @@ func (a *App) SetConfig(pairs [][2]string) error {
 	if note("slowlog-max-len", next.SlowlogMaxLen != old.SlowlogMaxLen) || slower {
 		a.Commands.SetSlowlog(next.SlowlogLogSlowerThan, next.SlowlogMaxLen)
 	}
+	if note("set-max-intset-entries", next.SetMaxIntsetEntries != old.SetMaxIntsetEntries) {
+		a.Commands.SetMaxIntsetEntries(next.SetMaxIntsetEntries)
+	}
 	if note("loglevel", next.LogLevel != old.LogLevel) && a.level != nil {
 		a.level.SetLevel(zapLevel(next.LogLevel))
 	}

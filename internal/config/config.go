@@ -98,6 +98,9 @@ type Config struct {
 	// hashtable-encoded for good (OBJECT ENCODING; commands/hash.go).
 	HashMaxListpackEntries int64
 	HashMaxListpackValue   int64
+	// SetMaxIntsetEntries is the most members a set of integers keeps
+	// as an intset (Redis's set-max-intset-entries; OBJECT ENCODING).
+	SetMaxIntsetEntries int64
 	// MetricsAddr, when set (host:port), serves Prometheus metrics at
 	// http://MetricsAddr/metrics; empty (the default) serves none.
 	MetricsAddr string
@@ -154,6 +157,7 @@ func Default() Config {
 
 		SlowlogLogSlowerThan: 10000,
 		SlowlogMaxLen:        128,
+		SetMaxIntsetEntries:  512,
 	}
 }
 
@@ -502,6 +506,10 @@ func (c *Config) Set(name string, vals []string) error {
 		c.HashMaxListpackEntries, err = nonNegative()
 	case "hash-max-listpack-value", "hash-max-ziplist-value":
 		c.HashMaxListpackValue, err = size()
+	case "set-max-intset-entries":
+		var n int
+		n, err = num()
+		c.SetMaxIntsetEntries = int64(n)
 	case "metrics-addr":
 		c.MetricsAddr, err = one()
 	case "upstream":
@@ -600,6 +608,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("slowlog-log-slower-than must be -1 (off) or more, not %d", c.SlowlogLogSlowerThan)
 	case c.SlowlogMaxLen < 0:
 		return fmt.Errorf("slowlog-max-len must not be negative")
+	case c.SetMaxIntsetEntries < 0:
+		return fmt.Errorf("set-max-intset-entries must not be negative")
 	case c.OnceWaitReplicas < 0:
 		return fmt.Errorf("once-wait-replicas must not be negative")
 	}
@@ -704,6 +714,7 @@ func (c Config) Directives() map[string]string {
 
 		"slowlog-log-slower-than": strconv.FormatInt(c.SlowlogLogSlowerThan, 10),
 		"slowlog-max-len":         strconv.FormatInt(c.SlowlogMaxLen, 10),
+		"set-max-intset-entries":  strconv.FormatInt(c.SetMaxIntsetEntries, 10),
 		"metrics-addr":            c.MetricsAddr,
 		// Redis 7.0 lists a directive and its alias both.
 		"hash-max-listpack-entries": strconv.FormatInt(c.HashMaxListpackEntries, 10),

@@ -251,6 +251,8 @@ func (c Config) rewriteLines(name string) (vals []string, force, ok bool) {
 		return num(c.HashMaxListpackEntries, d.HashMaxListpackEntries)
 	case "hash-max-listpack-value":
 		return num(c.HashMaxListpackValue, d.HashMaxListpackValue)
+	case "set-max-intset-entries":
+		return num(c.SetMaxIntsetEntries, d.SetMaxIntsetEntries)
 	case "metrics-addr":
 		return str(c.MetricsAddr)
 	case "upstream":

@@ -111,6 +111,7 @@ func TestRewriteRoundTrip(t *testing.T) {
 			c.ProtectedMode, c.TLSPort, c.TLSCertFile, c.TLSKeyFile, c.TLSCACertFile, c.TLSAuthClients = false, 7443, "/c.pem", "/k.pem", "/ca.pem", "optional"
 			c.OnceLease, c.TableTrim, c.TableCompression = 1500*time.Millisecond, 0, "snappy"
 			c.SlowlogLogSlowerThan, c.SlowlogMaxLen, c.MetricsAddr, c.OnceWaitReplicas = -1, 0, "127.0.0.1:9100", 2
+			c.SetMaxIntsetEntries = 3
 			c.Renames = []Rename{{From: "FLUSHALL", To: ""}}
 			c.ClientOutputBufferLimit = [3]BufferLimit{{Hard: 1, Soft: 2, SoftSeconds: 3}, {}, {Hard: 5 << 20, SoftSeconds: 1}}
 		}},

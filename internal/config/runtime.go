@@ -51,6 +51,7 @@ var runtimeKinds = map[string]runtimeKind{
 	"hash-max-ziplist-entries":   kindMutable,
 	"hash-max-listpack-value":    kindMutable,
 	"hash-max-ziplist-value":     kindMutable,
+	"set-max-intset-entries":     kindMutable,
 
 	// Fixed once the server runs: the listeners, the store's layout and
 	// durability mode (switching appendfsync would have to re-ticket the
@@ -235,6 +236,12 @@ func (c *Config) setRuntime(name, v string) string {
 			return why
 		}
 		c.HashMaxListpackValue = n
+	case "set-max-intset-entries":
+		n, why := redisInt(v, 0, math.MaxInt64)
+		if why != "" {
+			return why
+		}
+		c.SetMaxIntsetEntries = n
 	case "appendonly":
 		_, why := redisBool(v)
 		return why

@@ -112,7 +112,7 @@ func TestWithSet(t *testing.T) {
 func TestSettable(t *testing.T) {
 	want := []string{"client-output-buffer-limit", "client-query-buffer-limit",
 		"hash-max-listpack-entries", "hash-max-listpack-value", "hash-max-ziplist-entries", "hash-max-ziplist-value", "loglevel", "maxclients", "min-free-disk",
-		"procs", "protected-mode", "proto-max-bulk-len", "requirepass", "sched-policy", "slowlog-log-slower-than", "slowlog-max-len", "timeout"}
+		"procs", "protected-mode", "proto-max-bulk-len", "requirepass", "sched-policy", "set-max-intset-entries", "slowlog-log-slower-than", "slowlog-max-len", "timeout"}
 	if got := Settable(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Settable = %v, want %v", got, want)
 	}
