@@ -180,14 +180,14 @@ func commandGetKeysCmd(withFlags bool) Handler {
 		case c == nil:
 			x.W.Error("ERR Invalid command specified")
 			return
-		case c.FirstKey <= 0:
+		case c.FirstKey <= 0 && c.NumKeys == 0:
 			x.W.Error("ERR The command has no key arguments")
 			return
 		case !arityOK(c.Arity, len(args)):
 			x.W.Error("ERR Invalid number of arguments specified for command")
 			return
 		}
-		pos := keyPositions(c, len(args))
+		pos := append(keyPositions(c, len(args)), numKeyPositions(c, args)...)
 		if len(pos) == 0 {
 			if c.Flags&NoMandatoryKeys != 0 {
 				x.W.Array(0)
@@ -266,6 +266,23 @@ func keyPositions(c *Command, argc int) []int {
 	return pos
 }
 
+// numKeyPositions lists the indexes of the keys that args count at
+// c.NumKeys (none when the count is not a number that fits).
+func numKeyPositions(c *Command, args [][]byte) []int {
+	if c.NumKeys <= 0 || c.NumKeys >= len(args) {
+		return nil
+	}
+	n, ok := parseInt(args[c.NumKeys])
+	if !ok || n < 1 || n > int64(len(args)-c.NumKeys-1) {
+		return nil
+	}
+	pos := make([]int, n)
+	for i := range pos {
+		pos[i] = c.NumKeys + 1 + i
+	}
+	return pos
+}
+
 // keyRange locates the key arguments in a command line of argc arguments:
 // every step-th from first to last (none when first > last).
 func keyRange(c *Command, argc int) (first, last, step int) {
@@ -290,7 +307,10 @@ func keyStep(c *Command) int {
 // key at a fixed index, or a range of keys from an index to an offset
 // from the end.
 type keySpec struct {
-	notes   string // Redis's notes on the spec, if any
+	notes string // Redis's notes on the spec, if any
+	// keynum: the keys are counted by the argument at index, and follow
+	// it (ZUNION's numkeys), instead of a range.
+	keynum  bool
 	flags   []string
 	index   int
 	lastKey int // 0: the key at index only; negative: from the end
@@ -302,6 +322,13 @@ type keySpec struct {
 // one spec per key position (as Redis has for RENAME: source, then
 // destination). Arguments documented as keys refer to these by index.
 func keySpecs(c *Command) []keySpec {
+	if c.NumKeys > 0 {
+		var specs []keySpec
+		if c.FirstKey > 0 {
+			specs = append(specs, keySpec{flags: keySpecFlagsOf(c, 0), index: c.FirstKey, keyStep: 1})
+		}
+		return append(specs, keySpec{keynum: true, flags: keySpecFlagsOf(c, len(specs)), index: c.NumKeys, keyStep: 1})
+	}
 	if c.FirstKey <= 0 {
 		return nil
 	}
@@ -324,6 +351,12 @@ var keySpecNotes = map[string]string{
 
 // specOf is the index of the key spec that covers argument p.
 func specOf(c *Command, p int) int {
+	if c.NumKeys > 0 {
+		if c.FirstKey > 0 && p == c.FirstKey {
+			return 0
+		}
+		return len(keySpecs(c)) - 1
+	}
 	if c.LastKey < 0 {
 		return 0
 	}
@@ -373,6 +406,21 @@ var keySpecFlags = map[string][][]string{
 	"object|refcount": {{"RO"}},
 	"object|idletime": {{"RO"}},
 	"object|freq":     {{"RO"}},
+
+	// Sorted sets.
+	"zadd":             {{"RW", "update"}},
+	"zrem":             {{"RW", "delete"}},
+	"zcard":            {{"RO"}},
+	"zrangestore":      {{"OW", "update"}, {"RO", "access"}},
+	"zremrangebyrank":  {{"RW", "delete"}},
+	"zremrangebyscore": {{"RW", "delete"}},
+	"zremrangebylex":   {{"RW", "delete"}},
+	"zpopmin":          {{"RW", "access", "delete"}},
+	"zpopmax":          {{"RW", "access", "delete"}},
+	"zmpop":            {{"RW", "access", "delete"}},
+	"zunionstore":      {{"OW", "update"}, {"RO", "access"}},
+	"zinterstore":      {{"OW", "update"}, {"RO", "access"}},
+	"zdiffstore":       {{"OW", "update"}, {"RO", "access"}},
 }
 
 func keySpecFlagsOf(c *Command, i int) []string {
@@ -429,6 +477,9 @@ var commandTips = map[string][]string{
 	"object|refcount": {"nondeterministic_output"},
 	"object|idletime": {"nondeterministic_output"},
 	"object|freq":     {"nondeterministic_output"},
+
+	"zrandmember": {"nondeterministic_output"},
+	"zscan":       {"nondeterministic_output"},
 }
 
 // writeCommandInfo writes c's COMMAND INFO entry: name, arity, flags,
@@ -437,7 +488,11 @@ func writeCommandInfo(w *resp.Writer, c *Command) {
 	w.Array(10)
 	w.BulkString(c.Name)
 	w.Int(int64(c.Arity))
-	writeSimpleSet(w, c.Flags.Names())
+	flags := c.Flags.Names()
+	if c.NumKeys > 0 {
+		flags = append(flags, "movablekeys")
+	}
+	writeSimpleSet(w, flags)
 	if c.FirstKey > 0 {
 		w.Int(int64(c.FirstKey))
 		w.Int(int64(c.LastKey))
@@ -512,6 +567,18 @@ func writeKeySpec(w *resp.Writer, s keySpec) {
 	w.BulkString("find_keys")
 	w.Map(2)
 	w.BulkString("type")
+	if s.keynum {
+		w.BulkString("keynum")
+		w.BulkString("spec")
+		w.Map(3)
+		w.BulkString("keynumidx")
+		w.Int(0)
+		w.BulkString("firstkey")
+		w.Int(1)
+		w.BulkString("keystep")
+		w.Int(1)
+		return
+	}
 	w.BulkString("range")
 	w.BulkString("spec")
 	w.Map(3)

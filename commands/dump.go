@@ -317,6 +317,8 @@ func dumpCmd(x *Ctx) {
 		x.Fail(err)
 	case !found:
 		x.W.Null()
+	case v.Kind == store.KindZSet:
+		x.Fail(ErrDumpZSet)
 	case v.Kind != store.KindString:
 		x.Fail(ErrDumpOnce)
 	default:

@@ -70,6 +70,27 @@ var (
 	ErrNoSwap = errors.New("ERR SWAPDB is not supported by this store")
 )
 
+// Errors of the sorted set commands, in Redis 7.0's words.
+var (
+	ErrZaddXXNX    = errors.New("ERR XX and NX options at the same time are not compatible")
+	ErrZaddGTLTNX  = errors.New("ERR GT, LT, and/or NX options at the same time are not compatible")
+	ErrZaddIncr    = errors.New("ERR INCR option supports a single increment-element pair")
+	ErrZsetNaN     = errors.New("ERR resulting score is not a number (NaN)")
+	ErrMinMaxFloat = errors.New("ERR min or max is not a float")
+	ErrMinMaxLex   = errors.New("ERR min or max not valid string range item")
+	ErrZLimitRank  = errors.New("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
+	ErrZScoresLex  = errors.New("ERR syntax error, WITHSCORES not supported in combination with BYLEX")
+	ErrWeightFloat = errors.New("ERR weight value is not a float")
+	ErrNumkeys     = errors.New("ERR numkeys should be greater than 0")
+	ErrCountPos    = errors.New("ERR count should be greater than 0")
+	ErrLimitNeg    = errors.New("ERR LIMIT can't be negative")
+	ErrRangePos    = errors.New("ERR value is out of range, must be positive")
+	ErrRange       = errors.New("ERR value is out of range")
+	ErrRandCount   = errors.New("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+	ErrDumpZSet    = errors.New("ERR DUMP of a sorted set is not supported yet")
+	errZsetCorrupt = errors.New("ERR sorted set value is corrupt")
+)
+
 // errorText maps any error to the text of its RESP error reply. It is the
 // one place where store and engine errors become RESP.
 func errorText(err error) string {
@@ -103,6 +124,9 @@ var sentinels = []error{
 	ErrWatchInMulti, ErrNotInMulti, ErrExecAbort, ErrClientName, ErrMisconf, ErrShutdown, ErrNoConfigFile, ErrCursor,
 	ErrTimeout, ErrBusyKey, ErrDumpPayload, ErrBadData, ErrDumpOnce, ErrKeyTooLong, ErrValueTooLong,
 	ErrIntRange, ErrSameObject, ErrFirstDB, ErrSecondDB, ErrNoLFU, ErrCopyRunning, ErrNoSwap,
+	ErrZaddXXNX, ErrZaddGTLTNX, ErrZaddIncr, ErrZsetNaN, ErrMinMaxFloat, ErrMinMaxLex, ErrZLimitRank,
+	ErrZScoresLex, ErrWeightFloat, ErrNumkeys, ErrCountPos, ErrLimitNeg, ErrRangePos, ErrRange,
+	ErrRandCount, ErrDumpZSet, errZsetCorrupt,
 }
 
 // misconf words a refused write as Redis's MISCONF, naming the cause.

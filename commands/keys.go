@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/oncekv/oncekv/internal/zcodec"
 	"github.com/oncekv/oncekv/store"
 )
 
@@ -709,6 +710,12 @@ const sharedRefcount = math.MaxInt32
 // not told apart here. A ONCE record, which Redis
 // has no encoding for, is "raw": the record's bytes.
 func objectEncoding(v store.Value) encoding {
+	if v.Kind == store.KindZSet {
+		if len(v.Data) > 0 && v.Data[0] == zcodec.Skiplist {
+			return encoding{"skiplist", 1}
+		}
+		return encoding{"listpack", 1}
+	}
 	if v.Kind != store.KindString {
 		return encoding{"raw", 1}
 	}

@@ -112,6 +112,9 @@ type Server struct {
 	// The settings CONFIG SET changes (configset.go).
 	pass       atomic.Pointer[string]
 	maxBulkLen atomic.Int64
+	// zsetMaxEntries and zsetMaxValue are zset-max-listpack-entries and
+	// zset-max-listpack-value (zsets.go).
+	zsetMaxEntries, zsetMaxValue atomic.Int64
 }
 
 // New returns a command server over st with every command family
@@ -136,10 +139,12 @@ func New(cfg Config, st store.Store) *Server {
 	}
 	s.SetRequirePass(cfg.RequirePass)
 	s.SetProtoMaxBulkLen(cfg.ProtoMaxBulkLen)
+	s.SetZsetLimits(-1, -1)
 	s.watch.keys = make(map[watchKey]map[*resp.Conn]struct{})
 	s.initObservability(fakeClock)
 	s.hooks = []TxHook{&s.watch}
 	s.table.Register(stringCommands()...)
+	s.table.Register(zsetCommands()...)
 	s.table.Register(keyCommands()...)
 	s.table.Register(connCommands()...)
 	s.table.Register(serverCommands()...)

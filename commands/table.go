@@ -89,6 +89,10 @@ type Command struct {
 	// FirstKey, LastKey and Step locate the keys among the arguments
 	// (LastKey -1 means the last argument).
 	FirstKey, LastKey, Step int
+	// NumKeys is the index of the argument that counts the keys after
+	// it (ZUNION's numkeys at 1, ZUNIONSTORE's at 2), for a command
+	// whose keys move (COMMAND INFO's movablekeys); 0 for the others.
+	NumKeys int
 	// Categories are the ACL categories, without '@'.
 	Categories []string
 	Run        Handler

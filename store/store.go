@@ -31,6 +31,8 @@ type Kind byte
 const (
 	KindString Kind = 's'
 	KindOnce   Kind = 'o'
+	// KindZSet is a sorted set, its Data encoded by internal/zcodec.
+	KindZSet Kind = 'z'
 )
 
 // String returns the name TYPE answers for the kind.
@@ -40,6 +42,8 @@ func (k Kind) String() string {
 		return "string"
 	case KindOnce:
 		return "once"
+	case KindZSet:
+		return "zset"
 	}
 	return "none"
 }

@@ -16,6 +16,7 @@ import (
 // metrics-addr, builds the metrics endpoint (started by Start).
 func (a *App) initObservability(cfg config.Config, log *zap.Logger) {
 	a.Commands.SetSlowlog(cfg.SlowlogLogSlowerThan, cfg.SlowlogMaxLen)
+	a.Commands.SetZsetLimits(cfg.ZsetMaxListpackEntries, cfg.ZsetMaxListpackValue)
 	if cfg.MetricsAddr != "" {
 		var st metrics.StoreStats // a nil *badgerdb.DB would not be a nil interface
 		if a.Store != nil {

@@ -99,6 +99,10 @@ func (a *App) SetConfig(pairs [][2]string) error {
 	if note("min-free-disk", next.MinFreeDisk != old.MinFreeDisk) && a.Store != nil {
 		a.Store.SetMinFreeDisk(next.MinFreeDisk)
 	}
+	zentries := note("zset-max-listpack-entries", next.ZsetMaxListpackEntries != old.ZsetMaxListpackEntries)
+	if note("zset-max-listpack-value", next.ZsetMaxListpackValue != old.ZsetMaxListpackValue) || zentries {
+		a.Commands.SetZsetLimits(next.ZsetMaxListpackEntries, next.ZsetMaxListpackValue)
+	}
 	slower := note("slowlog-log-slower-than", next.SlowlogLogSlowerThan != old.SlowlogLogSlowerThan)
 	if note("slowlog-max-len", next.SlowlogMaxLen != old.SlowlogMaxLen) || slower {
 		a.Commands.SetSlowlog(next.SlowlogLogSlowerThan, next.SlowlogMaxLen)

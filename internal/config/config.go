@@ -92,6 +92,12 @@ type Config struct {
 	// SlowlogMaxLen bounds its length (Redis's slowlog-* directives).
 	SlowlogLogSlowerThan int64
 	SlowlogMaxLen        int64
+	// ZsetMaxListpackEntries and ZsetMaxListpackValue are the most
+	// members, and the longest member, of a sorted set that OBJECT
+	// ENCODING calls listpack (Redis 7.0's zset-max-listpack-*, alias
+	// zset-max-ziplist-*); past them it is a skiplist for good.
+	ZsetMaxListpackEntries int64
+	ZsetMaxListpackValue   int64
 	// MetricsAddr, when set (host:port), serves Prometheus metrics at
 	// http://MetricsAddr/metrics; empty (the default) serves none.
 	MetricsAddr string
@@ -140,7 +146,26 @@ func Default() Config {
 
 		SlowlogLogSlowerThan: 10000,
 		SlowlogMaxLen:        128,
+
+		ZsetMaxListpackEntries: 128,
+		ZsetMaxListpackValue:   64,
 	}
+}
+
+// aliases are the old names Redis 7.0 still takes for a directive.
+var aliases = map[string]string{
+	"zset-max-ziplist-entries": "zset-max-listpack-entries",
+	"zset-max-ziplist-value":   "zset-max-listpack-value",
+}
+
+// Canonical is the directive name (lower case) that name, or its alias,
+// stands for.
+func Canonical(name string) string {
+	name = strings.ToLower(name)
+	if c, ok := aliases[name]; ok {
+		return c
+	}
+	return name
 }
 
 // ErrUnknown is wrapped by errors about directives this server does not
@@ -343,6 +368,7 @@ func unescape(ch byte) byte {
 
 // Set applies one directive.
 func (c *Config) Set(name string, vals []string) error {
+	name = Canonical(name)
 	one := func() (string, error) {
 		if len(vals) != 1 {
 			return "", fmt.Errorf("directive %q takes one argument", name)
@@ -477,6 +503,12 @@ func (c *Config) Set(name string, vals []string) error {
 		} else {
 			c.SlowlogLogSlowerThan = int64(n)
 		}
+	case "zset-max-listpack-entries":
+		var n int
+		n, err = num()
+		c.ZsetMaxListpackEntries = int64(n)
+	case "zset-max-listpack-value":
+		c.ZsetMaxListpackValue, err = size()
 	case "metrics-addr":
 		c.MetricsAddr, err = one()
 	case "upstream":
@@ -575,6 +607,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("slowlog-log-slower-than must be -1 (off) or more, not %d", c.SlowlogLogSlowerThan)
 	case c.SlowlogMaxLen < 0:
 		return fmt.Errorf("slowlog-max-len must not be negative")
+	case c.ZsetMaxListpackEntries < 0:
+		return fmt.Errorf("zset-max-listpack-entries must not be negative")
+	case c.ZsetMaxListpackValue < 0:
+		return fmt.Errorf("zset-max-listpack-value must not be negative")
 	case c.OnceWaitReplicas < 0:
 		return fmt.Errorf("once-wait-replicas must not be negative")
 	}
@@ -679,9 +715,14 @@ func (c Config) Directives() map[string]string {
 
 		"slowlog-log-slower-than": strconv.FormatInt(c.SlowlogLogSlowerThan, 10),
 		"slowlog-max-len":         strconv.FormatInt(c.SlowlogMaxLen, 10),
-		"metrics-addr":            c.MetricsAddr,
-		"upstream":                MaskPassword(c.Upstream),
-		"once-wait-replicas":      strconv.Itoa(c.OnceWaitReplicas),
+		// Redis 7.0 shows the old ziplist names too.
+		"zset-max-listpack-entries": strconv.FormatInt(c.ZsetMaxListpackEntries, 10),
+		"zset-max-ziplist-entries":  strconv.FormatInt(c.ZsetMaxListpackEntries, 10),
+		"zset-max-listpack-value":   strconv.FormatInt(c.ZsetMaxListpackValue, 10),
+		"zset-max-ziplist-value":    strconv.FormatInt(c.ZsetMaxListpackValue, 10),
+		"metrics-addr":              c.MetricsAddr,
+		"upstream":                  MaskPassword(c.Upstream),
+		"once-wait-replicas":        strconv.Itoa(c.OnceWaitReplicas),
 	}
 }
 

@@ -244,6 +244,10 @@ func (c Config) rewriteLines(name string) (vals []string, force, ok bool) {
 		return num(c.SlowlogLogSlowerThan, d.SlowlogLogSlowerThan)
 	case "slowlog-max-len":
 		return num(c.SlowlogMaxLen, d.SlowlogMaxLen)
+	case "zset-max-listpack-entries":
+		return num(c.ZsetMaxListpackEntries, d.ZsetMaxListpackEntries)
+	case "zset-max-listpack-value":
+		return mem(c.ZsetMaxListpackValue, d.ZsetMaxListpackValue)
 	case "metrics-addr":
 		return str(c.MetricsAddr)
 	case "upstream":
