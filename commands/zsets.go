@@ -1214,11 +1214,7 @@ func zsetOpCmd(op int, storeIt bool) Handler {
 				rest = rest[1:]
 			case op == opCard && len(rest) >= 2 && eq(rest[0], "limit"):
 				l, ok := parseInt(rest[1])
-				if !ok {
-					x.Fail(ErrNotInteger)
-					return
-				}
-				if l < 0 {
+				if !ok || l < 0 {
 					x.Fail(ErrLimitNeg)
 					return
 				}
