@@ -187,7 +187,10 @@ func commandGetKeysCmd(withFlags bool) Handler {
 			x.W.Error("ERR Invalid number of arguments specified for command")
 			return
 		}
-		pos := append(keyPositions(c, len(args)), numKeyPositions(c, args)...)
+		pos := keyPositions(c, len(args))
+		if c.NumKeys > 0 {
+			pos = numKeyPositions(c, args)
+		}
 		if len(pos) == 0 {
 			if c.Flags&NoMandatoryKeys != 0 {
 				x.W.Array(0)
@@ -266,21 +269,48 @@ func keyPositions(c *Command, argc int) []int {
 	return pos
 }
 
-// numKeyPositions lists the indexes of the keys that args count at
-// c.NumKeys (none when the count is not a number that fits).
+// numKeyPositions lists the indexes of the keys of a command line of a
+// command that counts its keys (c.NumKeys): its fixed key, if any, then
+// the keys counted. A count that is not 1 to the arguments left (read as
+// C's atoi, as Redis's getkeys procs read it) means none at all.
 func numKeyPositions(c *Command, args [][]byte) []int {
 	if c.NumKeys <= 0 || c.NumKeys >= len(args) {
 		return nil
 	}
-	n, ok := parseInt(args[c.NumKeys])
-	if !ok || n < 1 || n > int64(len(args)-c.NumKeys-1) {
+	n := atoi(args[c.NumKeys])
+	if n < 1 || n > int64(len(args)-c.NumKeys-1) {
 		return nil
 	}
-	pos := make([]int, n)
-	for i := range pos {
-		pos[i] = c.NumKeys + 1 + i
+	var pos []int
+	if c.FirstKey > 0 {
+		pos = append(pos, c.FirstKey)
+	}
+	for i := 0; i < int(n); i++ {
+		pos = append(pos, c.NumKeys+1+i)
 	}
 	return pos
+}
+
+// atoi reads a number as C's atoi does: leading space, a sign, the digits
+// up to the first other byte; 0 when there are none.
+func atoi(b []byte) int64 {
+	i := 0
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	neg := false
+	if i < len(b) && (b[i] == '-' || b[i] == '+') {
+		neg = b[i] == '-'
+		i++
+	}
+	var n int64
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9' && n < 1<<40; i++ {
+		n = n*10 + int64(b[i]-'0')
+	}
+	if neg {
+		return -n
+	}
+	return n
 }
 
 // keyRange locates the key arguments in a command line of argc arguments:

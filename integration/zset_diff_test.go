@@ -331,6 +331,8 @@ func zsetScripts() []Script {
 			cmd("COMMAND", "GETKEYSANDFLAGS", "ZINTERSTORE", "d", "1", "a"),
 			cmd("COMMAND", "GETKEYS", "ZRANGESTORE", "d", "s", "0", "1"),
 			cmd("COMMAND", "GETKEYS", "ZUNION", "x", "a"),
+			cmd("COMMAND", "GETKEYS", "ZUNIONSTORE", "", "3", "a"), cmd("COMMAND", "GETKEYS", "ZUNION", "2abc", "a", "b"),
+			cmd("COMMAND", "GETKEYS", "ZMPOP", " 1", "a", "MIN"), cmd("COMMAND", "GETKEYS", "ZINTERCARD", "0", "a"),
 		}},
 		{"in-multi-and-watch", []Step{
 			zadd("z", "1", "a"),
