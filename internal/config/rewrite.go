@@ -82,7 +82,9 @@ func (c Config) Rewrite(old []byte) []byte {
 				lines = append(lines, "# ??? "+line)
 				continue
 			}
-			name := strings.ToLower(args[0])
+			// An old name's line (zset-max-ziplist-entries) is the
+			// directive's, rewritten under its name, as Redis does.
+			name := Canonical(args[0])
 			at[name] = append(at[name], len(lines))
 			lines = append(lines, line)
 		}

@@ -133,7 +133,7 @@ func (c Config) WithSet(pairs [][2]string) (Config, error) {
 	for _, p := range pairs {
 		name := Canonical(p[0])
 		if why := next.setRuntime(name, p[1]); why != "" {
-			return c, setFailed(p[0], why)
+			return c, setFailed(name, why)
 		}
 	}
 	return next, nil
