@@ -144,3 +144,54 @@ func TestZsetAndOnceRecords(t *testing.T) {
 		t.Errorf("ZRANGESTORE over a record = %q", got)
 	}
 }
+
+// TestZscanCursorMissesNoStableMember: ZSCAN of a skiplist-sized set
+// pages with a cursor; while other members come and go between the
+// calls, every member present throughout is returned (KV-7's promise for
+// SCAN, kept for ZSCAN), for every COUNT.
+func TestZscanCursorMissesNoStableMember(t *testing.T) {
+	t.Parallel()
+	o := StartOncekv(t)
+	c := DialRaw(t, o.Addr)
+	defer c.Close()
+	for _, count := range []string{"1", "7", "100"} {
+		t.Run("count-"+count, func(t *testing.T) {
+			c.Do("DEL", "z")
+			fill := []string{"ZADD", "z"}
+			for i := 0; i < 400; i++ {
+				fill = append(fill, strconv.Itoa(i%13), fmt.Sprintf("stable:%03d", i))
+			}
+			c.Do(fill...)
+			if got := string(c.Do("OBJECT", "ENCODING", "z")); got != "$8\r\nskiplist\r\n" {
+				t.Fatalf("OBJECT ENCODING z = %q", got)
+			}
+			seen := map[string]bool{}
+			cursor, calls := "0", 0
+			for {
+				f := c.ReadFrameAfterDo(t, "ZSCAN", "z", cursor, "COUNT", count)
+				if f.Type != '*' || len(f.Elems) != 2 {
+					t.Fatalf("ZSCAN reply %v", f)
+				}
+				for i := 0; i+1 < len(f.Elems[1].Elems); i += 2 {
+					seen[f.Elems[1].Elems[i].Str] = true
+				}
+				cursor = f.Elems[0].Str
+				calls++
+				// Churn between the calls: members added and removed.
+				c.Do("ZADD", "z", "5", fmt.Sprintf("churn:%d", calls))
+				c.Do("ZREM", "z", fmt.Sprintf("churn:%d", calls-1))
+				if cursor == "0" || calls > 2000 {
+					break
+				}
+			}
+			for i := 0; i < 400; i++ {
+				if m := fmt.Sprintf("stable:%03d", i); !seen[m] {
+					t.Errorf("ZSCAN COUNT %s never returned %s (%d calls)", count, m, calls)
+				}
+			}
+			if count == "1" && calls < 100 {
+				t.Errorf("COUNT 1 took %d calls for 400 members: the set was not paged", calls)
+			}
+		})
+	}
+}
