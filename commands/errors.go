@@ -88,6 +88,10 @@ var (
 	ErrRange       = errors.New("ERR value is out of range")
 	ErrRandCount   = errors.New("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
 	ErrDumpZSet    = errors.New("ERR DUMP of a sorted set is not supported yet")
+	// ErrRandTooMany has no Redis counterpart: Redis 7.0 answers a
+	// negative count of any size, building the reply until it runs out
+	// of memory.
+	ErrRandTooMany = errors.New("ERR ZRANDMEMBER count is out of range (at most 1048576 members with repeats)")
 	errZsetCorrupt = errors.New("ERR sorted set value is corrupt")
 )
 
@@ -126,7 +130,7 @@ var sentinels = []error{
 	ErrIntRange, ErrSameObject, ErrFirstDB, ErrSecondDB, ErrNoLFU, ErrCopyRunning, ErrNoSwap,
 	ErrZaddXXNX, ErrZaddGTLTNX, ErrZaddIncr, ErrZsetNaN, ErrMinMaxFloat, ErrMinMaxLex, ErrZLimitRank,
 	ErrZScoresLex, ErrWeightFloat, ErrNumkeys, ErrCountPos, ErrLimitNeg, ErrRangePos, ErrRange,
-	ErrRandCount, ErrDumpZSet, errZsetCorrupt,
+	ErrRandCount, ErrDumpZSet, errZsetCorrupt, ErrRandTooMany,
 }
 
 // misconf words a refused write as Redis's MISCONF, naming the cause.

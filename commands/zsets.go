@@ -1100,6 +1100,11 @@ func zrandmemberCmd(x *Ctx) {
 		return
 	}
 	var picked []zcodec.Entry
+	if count < -maxRandRepeats {
+		// Redis would stream that many, until it runs out of memory.
+		x.Fail(ErrRandTooMany)
+		return
+	}
 	if count < 0 {
 		picked = make([]zcodec.Entry, -count)
 		for i := range picked {
@@ -1113,6 +1118,10 @@ func zrandmemberCmd(x *Ctx) {
 	}
 	writeEntries(x, picked, withScores)
 }
+
+// maxRandRepeats is the most members ZRANDMEMBER answers for a negative
+// count (with repeats): 1,048,576.
+const maxRandRepeats = 1 << 20
 
 // Set operations of zsetOpCmd.
 const (
