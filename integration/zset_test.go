@@ -195,3 +195,24 @@ func TestZscanCursorMissesNoStableMember(t *testing.T) {
 		})
 	}
 }
+
+// TestZrandmemberHugeNegativeCount: a negative count past the bound
+// answers the documented error (README, "Sorted sets"), where Redis
+// would build the reply until it runs out of memory; the bound itself
+// is answered.
+func TestZrandmemberHugeNegativeCount(t *testing.T) {
+	t.Parallel()
+	o := StartOncekv(t)
+	c := DialRaw(t, o.Addr)
+	defer c.Close()
+	c.Do("ZADD", "z", "1", "a")
+	const refused = "-ERR ZRANDMEMBER count is out of range (at most 1048576 members with repeats)\r\n"
+	for _, n := range []string{"-9223372036854775807", "-1048577"} {
+		if got := string(c.Do("ZRANDMEMBER", "z", n)); got != refused {
+			t.Errorf("ZRANDMEMBER z %s = %q, want %q", n, got, refused)
+		}
+	}
+	if got := c.Do("ZRANDMEMBER", "z", "-1048576"); !strings.HasPrefix(string(got), "*1048576\r\n$1\r\na\r\n") {
+		t.Errorf("ZRANDMEMBER z -1048576 = %q…", got[:min(len(got), 40)])
+	}
+}
