@@ -334,6 +334,17 @@ func zsetScripts() []Script {
 			cmd("COMMAND", "GETKEYS", "ZUNIONSTORE", "", "3", "a"), cmd("COMMAND", "GETKEYS", "ZUNION", "2abc", "a", "b"),
 			cmd("COMMAND", "GETKEYS", "ZMPOP", " 1", "a", "MIN"), cmd("COMMAND", "GETKEYS", "ZINTERCARD", "0", "a"),
 		}},
+		{"incr-and-deadline-edges", []Step{
+			zadd("z", "1", "a"), cmd("EXPIRE", "z", "1000"),
+			zadd("z", "GT", "INCR", "0", "a"), zadd("z", "INCR", "0", "a"), zadd("z", "LT", "INCR", "0", "a"),
+			zadd("z", "GT", "CH", "1", "a"), zadd("z", "CH", "1", "a"), cmd("ZINCRBY", "z", "0", "a"),
+			cmd("TTL", "z"), cmd("ZREM", "z", "nothere"), cmd("TTL", "z"),
+			cmd("ZRANGESTORE", "z", "z", "0", "-1"), cmd("TTL", "z"),
+			cmd("EXPIRE", "z", "1000"), cmd("ZUNIONSTORE", "z", "1", "z"), cmd("TTL", "z"),
+			cmd("SET", "s", "v"), cmd("EXPIRE", "s", "1000"), cmd("ZINTERSTORE", "s", "1", "z"), cmd("TYPE", "s"), cmd("TTL", "s"),
+			cmd("ZDIFFSTORE", "s", "2", "z", "z"), cmd("EXISTS", "s"),
+			zadd("p", "1", "a"), cmd("PEXPIRE", "p", "1"), sleep(20), cmd("ZCARD", "p"), zadd("p", "XX", "1", "a"), cmd("EXISTS", "p"),
+		}},
 		{"in-multi-and-watch", []Step{
 			zadd("z", "1", "a"),
 			cmd("WATCH", "z"), zadd("z", "2", "b").On(1), cmd("MULTI"), cmd("ZCARD", "z"), cmd("EXEC"),
