@@ -40,6 +40,48 @@ var redisDocs = map[string]Doc{
 			{Name: "schedule", Type: ArgPureToken, Token: "SCHEDULE", Since: "3.2.2", Optional: true},
 		},
 	},
+	"bzmpop": {
+		Summary:    "Remove and return members with scores in a sorted set or block until one is available",
+		Since:      "7.0.0",
+		Group:      "sorted-set",
+		Complexity: "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
+		Args: []Arg{
+			{Name: "timeout", Type: ArgDouble},
+			{Name: "numkeys", Type: ArgInteger},
+			{Name: "key", Type: ArgKey, KeySpec: 0, Multiple: true},
+			{Name: "where", Type: ArgOneOf, Args: []Arg{
+				{Name: "min", Type: ArgPureToken, Token: "MIN"},
+				{Name: "max", Type: ArgPureToken, Token: "MAX"},
+			}},
+			{Name: "count", Type: ArgInteger, Token: "COUNT", Optional: true},
+		},
+	},
+	"bzpopmax": {
+		Summary:    "Remove and return the member with the highest score from one or more sorted sets, or block until one is available",
+		Since:      "5.0.0",
+		Group:      "sorted-set",
+		Complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+		History: []DocHistory{
+			{"6.0.0", "`timeout` is interpreted as a double instead of an integer."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0, Multiple: true},
+			{Name: "timeout", Type: ArgDouble},
+		},
+	},
+	"bzpopmin": {
+		Summary:    "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available",
+		Since:      "5.0.0",
+		Group:      "sorted-set",
+		Complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+		History: []DocHistory{
+			{"6.0.0", "`timeout` is interpreted as a double instead of an integer."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0, Multiple: true},
+			{Name: "timeout", Type: ArgDouble},
+		},
+	},
 	"client": {
 		Summary:    "A container for client connection commands",
 		Since:      "2.4.0",

@@ -115,6 +115,8 @@ type Server struct {
 	// zsetMaxEntries and zsetMaxValue are zset-max-listpack-entries and
 	// zset-max-listpack-value (zsets.go).
 	zsetMaxEntries, zsetMaxValue atomic.Int64
+	// zwait are the blocked BZPOPMIN, BZPOPMAX and BZMPOP (zblock.go).
+	zwait zwaiters
 }
 
 // New returns a command server over st with every command family
@@ -142,7 +144,7 @@ func New(cfg Config, st store.Store) *Server {
 	s.SetZsetLimits(-1, -1)
 	s.watch.keys = make(map[watchKey]map[*resp.Conn]struct{})
 	s.initObservability(fakeClock)
-	s.hooks = []TxHook{&s.watch}
+	s.hooks = []TxHook{&s.watch, &s.zwait}
 	s.table.Register(stringCommands()...)
 	s.table.Register(zsetCommands()...)
 	s.table.Register(keyCommands()...)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/oncekv/oncekv/internal/zcodec"
+	"github.com/oncekv/oncekv/resp"
 	"github.com/oncekv/oncekv/store"
 )
 
@@ -68,6 +69,12 @@ func zsetCommands() []*Command {
 		nk(w("zdiffstore", -4, DenyOOM, zsetOpCmd(opDiff, true), "slow"), 1, 2),
 		nk(r("zintercard", -3, 0, zsetOpCmd(opCard, false), "slow"), 0, 1),
 		r("zscan", -3, 0, zscanCmd, "slow"),
+		{Name: "bzpopmin", Arity: -3, Flags: Write | NoScript | Blocking | Fast, FirstKey: 1, LastKey: -2,
+			Categories: []string{"write", "sortedset", "fast", "blocking"}, Run: bzpopCmd(false)},
+		{Name: "bzpopmax", Arity: -3, Flags: Write | NoScript | Blocking | Fast, FirstKey: 1, LastKey: -2,
+			Categories: []string{"write", "sortedset", "fast", "blocking"}, Run: bzpopCmd(true)},
+		{Name: "bzmpop", Arity: -5, Flags: Write | Blocking, NumKeys: 2,
+			Categories: []string{"write", "sortedset", "slow", "blocking"}, Run: bzmpopCmd},
 	}
 }
 
@@ -922,7 +929,7 @@ func zremrangeCmd(kind int) Handler {
 
 // zpopFrom pops up to count entries of the set at key, lowest first (or
 // highest, max), and writes the rest back.
-func (x *Ctx) zpopFrom(key []byte, z zcodec.View, v store.Value, count int64, maxFirst bool) ([]zcodec.Entry, error) {
+func (x *Ctx) zpopFrom(db int, key []byte, z zcodec.View, v store.Value, count int64, maxFirst bool) ([]zcodec.Entry, error) {
 	entries := z.Entries()
 	n := int(min(count, int64(len(entries))))
 	var popped, rest []zcodec.Entry
@@ -938,7 +945,7 @@ func (x *Ctx) zpopFrom(key []byte, z zcodec.View, v store.Value, count int64, ma
 		// Copied: the store may reuse what Get returned once it writes.
 		popped[i].Member = bytes.Clone(popped[i].Member)
 	}
-	return popped, x.zput(x.DB, key, z.Encoding(), rest, v.ExpireAt)
+	return popped, x.zput(db, key, z.Encoding(), rest, v.ExpireAt)
 }
 
 func zpopCmd(maxFirst bool) Handler {
@@ -966,7 +973,7 @@ func zpopCmd(maxFirst bool) Handler {
 			x.W.Array(0)
 			return
 		}
-		popped, err := x.zpopFrom(key, z, v, count, maxFirst)
+		popped, err := x.zpopFrom(x.DB, key, z, v, count, maxFirst)
 		if err != nil {
 			x.Fail(err)
 			return
@@ -976,18 +983,20 @@ func zpopCmd(maxFirst bool) Handler {
 }
 
 // writePopped answers popped entries: pairs when nested, else flat.
-func writePopped(x *Ctx, popped []zcodec.Entry, nested bool) {
+func writePopped(x *Ctx, popped []zcodec.Entry, nested bool) { writePoppedTo(x.W, popped, nested) }
+
+func writePoppedTo(w *resp.Writer, popped []zcodec.Entry, nested bool) {
 	if nested {
-		x.W.Array(len(popped))
+		w.Array(len(popped))
 	} else {
-		x.W.Array(2 * len(popped))
+		w.Array(2 * len(popped))
 	}
 	for _, e := range popped {
 		if nested {
-			x.W.Array(2)
+			w.Array(2)
 		}
-		x.W.Bulk(e.Member)
-		writeScore(x.W, e.Score)
+		w.Bulk(e.Member)
+		writeScore(w, e.Score)
 	}
 }
 
@@ -1005,38 +1014,46 @@ func (x *Ctx) parseNumkeys(i int, zeroErr error) ([][]byte, bool) {
 	return x.Args[i+1 : i+1+int(n)], true
 }
 
-func zmpopCmd(x *Ctx) {
-	keys, ok := x.parseNumkeys(1, ErrNumkeys)
-	if !ok {
-		return
-	}
-	rest := x.Args[2+len(keys):]
+// parseMpopTail parses ZMPOP's and BZMPOP's MIN|MAX [COUNT count],
+// answering the error if they are wrong.
+func (x *Ctx) parseMpopTail(rest [][]byte) (maxFirst bool, count int64, ok bool) {
+	count = 1
 	if len(rest) == 0 {
 		x.Fail(ErrSyntax)
-		return
+		return false, 0, false
 	}
-	var maxFirst bool
 	switch {
 	case eq(rest[0], "min"):
 	case eq(rest[0], "max"):
 		maxFirst = true
 	default:
 		x.Fail(ErrSyntax)
-		return
+		return false, 0, false
 	}
-	count := int64(1)
 	rest = rest[1:]
 	if len(rest) > 0 {
 		if len(rest) != 2 || !eq(rest[0], "count") {
 			x.Fail(ErrSyntax)
-			return
+			return false, 0, false
 		}
 		n, ok := parseInt(rest[1])
 		if !ok || n < 1 {
 			x.Fail(ErrCountPos)
-			return
+			return false, 0, false
 		}
 		count = n
+	}
+	return maxFirst, count, true
+}
+
+func zmpopCmd(x *Ctx) {
+	keys, ok := x.parseNumkeys(1, ErrNumkeys)
+	if !ok {
+		return
+	}
+	maxFirst, count, ok := x.parseMpopTail(x.Args[2+len(keys):])
+	if !ok {
+		return
 	}
 	for _, key := range keys {
 		z, v, found, err := x.zview(x.DB, key, false)
@@ -1047,7 +1064,7 @@ func zmpopCmd(x *Ctx) {
 		if !found {
 			continue
 		}
-		popped, err := x.zpopFrom(key, z, v, count, maxFirst)
+		popped, err := x.zpopFrom(x.DB, key, z, v, count, maxFirst)
 		if err != nil {
 			x.Fail(err)
 			return

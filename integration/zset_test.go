@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // zsetState reads what a client sees of the sorted sets keys: members
@@ -215,4 +216,65 @@ func TestZrandmemberHugeNegativeCount(t *testing.T) {
 	if got := c.Do("ZRANDMEMBER", "z", "-1048576"); !strings.HasPrefix(string(got), "*1048576\r\n$1\r\na\r\n") {
 		t.Errorf("ZRANDMEMBER z -1048576 = %q…", got[:min(len(got), 40)])
 	}
+}
+
+// TestBlockingPops: a blocked BZPOPMIN holds no lock (others read and
+// write meanwhile), is woken by the write that fills its key, ends at its
+// timeout, at CLIENT UNBLOCK (TIMEOUT: a null; ERROR: -UNBLOCKED), and,
+// when its client leaves, takes nothing from a later write.
+func TestBlockingPops(t *testing.T) {
+	t.Parallel()
+	o := StartOncekv(t)
+	c := DialRaw(t, o.Addr)
+	defer c.Close()
+	blocked := func(args ...string) (*RawConn, string) {
+		t.Helper()
+		b := DialRaw(t, o.Addr)
+		id := strings.TrimSuffix(strings.TrimPrefix(string(b.Do("CLIENT", "ID")), ":"), "\r\n")
+		b.Send(EncodeCommand(args...))
+		time.Sleep(50 * time.Millisecond)
+		return b, id
+	}
+	cases := []struct {
+		name string
+		cmd  []string
+		then func(id string)
+		want string
+	}{
+		{"woken by ZADD", []string{"BZPOPMIN", "k1", "0"}, func(string) {
+			if got := string(c.Do("SET", "other", "v")); got != "+OK\r\n" {
+				t.Errorf("SET while a pop is blocked = %q", got)
+			}
+			c.Do("ZADD", "k1", "2", "b", "1", "a")
+		}, "*3\r\n$2\r\nk1\r\n$1\r\na\r\n$1\r\n1\r\n"},
+		{"timeout", []string{"BZPOPMAX", "k2", "0.1"}, func(string) {}, "*-1\r\n"},
+		{"unblock timeout", []string{"BZMPOP", "0", "1", "k3", "MIN"}, func(id string) {
+			if got := string(c.Do("CLIENT", "UNBLOCK", id)); got != ":1\r\n" {
+				t.Errorf("CLIENT UNBLOCK = %q", got)
+			}
+		}, "*-1\r\n"},
+		{"unblock error", []string{"BZPOPMIN", "k4", "0"}, func(id string) {
+			c.Do("CLIENT", "UNBLOCK", id, "ERROR")
+		}, "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b, id := blocked(tc.cmd...)
+			defer b.Close()
+			tc.then(id)
+			if got := string(b.ReadReply()); got != tc.want {
+				t.Errorf("%q = %q, want %q", tc.cmd, got, tc.want)
+			}
+		})
+	}
+	t.Run("client leaves", func(t *testing.T) {
+		b, _ := blocked("BZPOPMIN", "k5", "0")
+		b.Close()
+		time.Sleep(50 * time.Millisecond)
+		c.Do("ZADD", "k5", "1", "a")
+		time.Sleep(50 * time.Millisecond)
+		if got := string(c.Do("ZCARD", "k5")); got != ":1\r\n" {
+			t.Errorf("ZCARD k5 after the blocked client left = %q, want :1", got)
+		}
+	})
 }
