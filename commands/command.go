@@ -180,7 +180,7 @@ func commandGetKeysCmd(withFlags bool) Handler {
 		case c == nil:
 			x.W.Error("ERR Invalid command specified")
 			return
-		case c.FirstKey <= 0 && c.KeyNum == 0:
+		case c.FirstKey <= 0 && c.NumKeys == 0:
 			x.W.Error("ERR The command has no key arguments")
 			return
 		case !arityOK(c.Arity, len(args)):
@@ -188,12 +188,8 @@ func commandGetKeysCmd(withFlags bool) Handler {
 			return
 		}
 		pos := keyPositions(c, len(args))
-		if c.KeyNum > 0 {
-			var ok bool
-			if pos, ok = keyNumPositions(c, args); !ok {
-				x.W.Error("ERR Invalid arguments specified for command")
-				return
-			}
+		if c.NumKeys > 0 {
+			pos = numKeyPositions(c, args)
 		}
 		if len(pos) == 0 {
 			if c.Flags&NoMandatoryKeys != 0 {
@@ -273,33 +269,48 @@ func keyPositions(c *Command, argc int) []int {
 	return pos
 }
 
-// keyNumPositions lists the key arguments of a command whose keys are
-// counted by its argument KeyNum (SINTERCARD), as Redis's
-// genericGetKeys does; ok is false when the count is not a number of
-// keys that the arguments hold.
-func keyNumPositions(c *Command, args [][]byte) (pos []int, ok bool) {
-	n, isInt := parseInt(args[c.KeyNum])
-	if !isInt || n <= 0 || n > int64(len(args)-c.KeyNum-1) {
-		return nil, false
+// numKeyPositions lists the indexes of the keys of a command line of a
+// command that counts its keys (c.NumKeys): its fixed key, if any, then
+// the keys counted. A count that is not 1 to the arguments left (read as
+// C's atoi, as Redis's getkeys procs read it) means none at all.
+func numKeyPositions(c *Command, args [][]byte) []int {
+	if c.NumKeys <= 0 || c.NumKeys >= len(args) {
+		return nil
 	}
-	for i := range int(n) {
-		pos = append(pos, c.KeyNum+1+i)
+	n := atoi(args[c.NumKeys])
+	if n < 1 || n > int64(len(args)-c.NumKeys-1) {
+		return nil
 	}
-	return pos, true
+	var pos []int
+	if c.FirstKey > 0 {
+		pos = append(pos, c.FirstKey)
+	}
+	for i := 0; i < int(n); i++ {
+		pos = append(pos, c.NumKeys+1+i)
+	}
+	return pos
 }
 
-// NumberedKeys returns the keys of a command line args (the name first)
-// of a command whose keys are counted by an argument (KeyNum, as
-// SINTERCARD's), or nil when it has none or its count is wrong.
-func (c *Command) NumberedKeys(args [][]byte) [][]byte {
-	if c.KeyNum == 0 || len(args) <= c.KeyNum {
-		return nil
+// atoi reads a number as C's atoi does: leading space, a sign, the digits
+// up to the first other byte; 0 when there are none.
+func atoi(b []byte) int64 {
+	i := 0
+	for i < len(b) && isSpace(b[i]) {
+		i++
 	}
-	pos, ok := keyNumPositions(c, args)
-	if !ok {
-		return nil
+	neg := false
+	if i < len(b) && (b[i] == '-' || b[i] == '+') {
+		neg = b[i] == '-'
+		i++
 	}
-	return args[pos[0] : pos[len(pos)-1]+1]
+	var n int64
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9' && n < 1<<40; i++ {
+		n = n*10 + int64(b[i]-'0')
+	}
+	if neg {
+		return -n
+	}
+	return n
 }
 
 // keyRange locates the key arguments in a command line of argc arguments:
@@ -326,10 +337,10 @@ func keyStep(c *Command) int {
 // key at a fixed index, or a range of keys from an index to an offset
 // from the end.
 type keySpec struct {
-	// keyNum is a spec of keys counted by the argument at index, which
-	// they follow (Redis's keynum find_keys); lastKey is then unused.
-	keyNum  bool
-	notes   string // Redis's notes on the spec, if any
+	notes string // Redis's notes on the spec, if any
+	// keynum: the keys are counted by the argument at index, and follow
+	// it (ZUNION's numkeys), instead of a range.
+	keynum  bool
 	flags   []string
 	index   int
 	lastKey int // 0: the key at index only; negative: from the end
@@ -341,8 +352,12 @@ type keySpec struct {
 // one spec per key position (as Redis has for RENAME: source, then
 // destination). Arguments documented as keys refer to these by index.
 func keySpecs(c *Command) []keySpec {
-	if c.KeyNum > 0 {
-		return []keySpec{{keyNum: true, flags: keySpecFlagsOf(c, 0), index: c.KeyNum, keyStep: 1}}
+	if c.NumKeys > 0 {
+		var specs []keySpec
+		if c.FirstKey > 0 {
+			specs = append(specs, keySpec{flags: keySpecFlagsOf(c, 0), index: c.FirstKey, keyStep: 1})
+		}
+		return append(specs, keySpec{keynum: true, flags: keySpecFlagsOf(c, len(specs)), index: c.NumKeys, keyStep: 1})
 	}
 	if c.FirstKey <= 0 {
 		return nil
@@ -381,10 +396,16 @@ var keySpecNotes = map[string]string{
 
 // specOf is the index of the key spec that covers argument p.
 func specOf(c *Command, p int) int {
+	if c.NumKeys > 0 {
+		if c.FirstKey > 0 && p == c.FirstKey {
+			return 0
+		}
+		return len(keySpecs(c)) - 1
+	}
 	if c.LastKey < 0 && len(keySpecFlags[c.Name]) == 2 {
 		return min(p-c.FirstKey, 1)
 	}
-	if c.LastKey < 0 || c.KeyNum > 0 || oneRangeSpec[c.Name] {
+	if c.LastKey < 0 || oneRangeSpec[c.Name] {
 		return 0
 	}
 	return (p - c.FirstKey) / keyStep(c)
@@ -453,6 +474,24 @@ var keySpecFlags = map[string][][]string{
 	"object|idletime": {{"RO"}},
 	"object|freq":     {{"RO"}},
 	"memory|usage":    {{"RO"}},
+
+	// Sorted sets.
+	"zadd":             {{"RW", "update"}},
+	"zrem":             {{"RW", "delete"}},
+	"zcard":            {{"RO"}},
+	"zrangestore":      {{"OW", "update"}, {"RO", "access"}},
+	"zremrangebyrank":  {{"RW", "delete"}},
+	"zremrangebyscore": {{"RW", "delete"}},
+	"zremrangebylex":   {{"RW", "delete"}},
+	"zpopmin":          {{"RW", "access", "delete"}},
+	"zpopmax":          {{"RW", "access", "delete"}},
+	"zmpop":            {{"RW", "access", "delete"}},
+	"bzpopmin":         {{"RW", "access", "delete"}},
+	"bzpopmax":         {{"RW", "access", "delete"}},
+	"bzmpop":           {{"RW", "access", "delete"}},
+	"zunionstore":      {{"OW", "update"}, {"RO", "access"}},
+	"zinterstore":      {{"OW", "update"}, {"RO", "access"}},
+	"zdiffstore":       {{"OW", "update"}, {"RO", "access"}},
 }
 
 func keySpecFlagsOf(c *Command, i int) []string {
@@ -532,6 +571,9 @@ var commandTips = map[string][]string{
 	"object|refcount": {"nondeterministic_output"},
 	"object|idletime": {"nondeterministic_output"},
 	"object|freq":     {"nondeterministic_output"},
+
+	"zrandmember": {"nondeterministic_output"},
+	"zscan":       {"nondeterministic_output"},
 }
 
 // writeCommandInfo writes c's COMMAND INFO entry: name, arity, flags,
@@ -540,7 +582,11 @@ func writeCommandInfo(w *resp.Writer, c *Command) {
 	w.Array(10)
 	w.BulkString(c.Name)
 	w.Int(int64(c.Arity))
-	writeSimpleSet(w, c.Flags.Names())
+	flags := c.Flags.Names()
+	if c.NumKeys > 0 {
+		flags = append(flags, "movablekeys")
+	}
+	writeSimpleSet(w, flags)
 	if c.FirstKey > 0 {
 		w.Int(int64(c.FirstKey))
 		w.Int(int64(c.LastKey))
@@ -615,7 +661,7 @@ func writeKeySpec(w *resp.Writer, s keySpec) {
 	w.BulkString("find_keys")
 	w.Map(2)
 	w.BulkString("type")
-	if s.keyNum {
+	if s.keynum {
 		w.BulkString("keynum")
 		w.BulkString("spec")
 		w.Map(3)

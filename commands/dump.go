@@ -338,6 +338,8 @@ func dumpCmd(x *Ctx) {
 			return
 		}
 		x.W.Bulk(dumpSet(&s))
+	case v.Kind == store.KindZSet:
+		x.Fail(ErrDumpZSet)
 	case v.Kind != store.KindString:
 		x.Fail(ErrDumpOnce)
 	default:

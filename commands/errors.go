@@ -88,6 +88,32 @@ var (
 	ErrLCSTooBig = errors.New("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len")
 )
 
+// Errors of the sorted set commands, in Redis 7.0's words.
+var (
+	ErrZaddXXNX     = errors.New("ERR XX and NX options at the same time are not compatible")
+	ErrZaddGTLTNX   = errors.New("ERR GT, LT, and/or NX options at the same time are not compatible")
+	ErrZaddIncr     = errors.New("ERR INCR option supports a single increment-element pair")
+	ErrZsetNaN      = errors.New("ERR resulting score is not a number (NaN)")
+	ErrMinMaxFloat  = errors.New("ERR min or max is not a float")
+	ErrMinMaxLex    = errors.New("ERR min or max not valid string range item")
+	ErrZLimitRank   = errors.New("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
+	ErrZScoresLex   = errors.New("ERR syntax error, WITHSCORES not supported in combination with BYLEX")
+	ErrWeightFloat  = errors.New("ERR weight value is not a float")
+	ErrNumkeys      = errors.New("ERR numkeys should be greater than 0")
+	ErrCountPos     = errors.New("ERR count should be greater than 0")
+	ErrLimitNeg     = errors.New("ERR LIMIT can't be negative")
+	ErrRangePos     = errors.New("ERR value is out of range, must be positive")
+	ErrRange        = errors.New("ERR value is out of range")
+	ErrRandCount    = errors.New("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+	ErrTimeoutFloat = errors.New("ERR timeout is not a float or out of range")
+	ErrDumpZSet     = errors.New("ERR DUMP of a sorted set is not supported yet")
+	// ErrRandTooMany has no Redis counterpart: Redis 7.0 answers a
+	// negative count of any size, building the reply until it runs out
+	// of memory.
+	ErrRandTooMany = errors.New("ERR ZRANDMEMBER count is out of range (at most 1048576 members with repeats)")
+	errZsetCorrupt = errors.New("ERR sorted set value is corrupt")
+)
+
 // errorText maps any error to the text of its RESP error reply. It is the
 // one place where store and engine errors become RESP.
 func errorText(err error) string {
@@ -122,6 +148,9 @@ var sentinels = []error{
 	ErrTimeout, ErrBusyKey, ErrDumpPayload, ErrBadData, ErrDumpOnce, ErrKeyTooLong, ErrValueTooLong,
 	ErrIntRange, ErrSameObject, ErrFirstDB, ErrSecondDB, ErrNoLFU, ErrCopyRunning, ErrNoSwap,
 	ErrMonitorInMulti, ErrMonitorKeyspace, ErrTimeoutNegative, ErrLCSNotString, ErrLCSLenAndIdx, ErrLCSTooBig,
+	ErrZaddXXNX, ErrZaddGTLTNX, ErrZaddIncr, ErrZsetNaN, ErrMinMaxFloat, ErrMinMaxLex, ErrZLimitRank,
+	ErrZScoresLex, ErrWeightFloat, ErrNumkeys, ErrCountPos, ErrLimitNeg, ErrRangePos, ErrRange,
+	ErrRandCount, ErrDumpZSet, errZsetCorrupt, ErrRandTooMany, ErrTimeoutFloat,
 }
 
 // misconf words a refused write as Redis's MISCONF, naming the cause.

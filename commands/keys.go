@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/oncekv/oncekv/internal/hashcodec"
+	"github.com/oncekv/oncekv/internal/zcodec"
 	"github.com/oncekv/oncekv/store"
 )
 
@@ -724,6 +725,11 @@ func objectEncoding(v store.Value) encoding {
 			return encoding{"intset", 1}
 		}
 		return encoding{"hashtable", 1}
+	case store.KindZSet:
+		if len(v.Data) > 0 && v.Data[0] == zcodec.Skiplist {
+			return encoding{"skiplist", 1}
+		}
+		return encoding{"listpack", 1}
 	default:
 		return encoding{"raw", 1}
 	}

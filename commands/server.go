@@ -125,6 +125,11 @@ type Server struct {
 	maxBulkLen atomic.Int64
 	// hash-max-listpack-entries and -value (hash.go).
 	hashMaxEntries, hashMaxValue atomic.Int64
+	// zsetMaxEntries and zsetMaxValue are zset-max-listpack-entries and
+	// zset-max-listpack-value (zsets.go).
+	zsetMaxEntries, zsetMaxValue atomic.Int64
+	// zwait are the blocked BZPOPMIN, BZPOPMAX and BZMPOP (zblock.go).
+	zwait zwaiters
 }
 
 // New returns a command server over st with every command family
@@ -151,11 +156,13 @@ func New(cfg Config, st store.Store) *Server {
 	s.SetMaxIntsetEntries(DefaultSetMaxIntsetEntries)
 	s.SetProtoMaxBulkLen(cfg.ProtoMaxBulkLen)
 	s.SetHashLimits(defaultHashMaxEntries, defaultHashMaxValue)
+	s.SetZsetLimits(-1, -1)
 	s.watch.keys = make(map[watchKey]map[*resp.Conn]struct{})
 	s.initObservability(fakeClock)
-	s.hooks = []TxHook{&s.watch}
+	s.hooks = []TxHook{&s.watch, &s.zwait}
 	s.table.Register(stringCommands()...)
 	s.table.Register(setCommands()...)
+	s.table.Register(zsetCommands()...)
 	s.table.Register(keyCommands()...)
 	s.table.Register(hashCommands()...)
 	s.table.Register(connCommands()...)

@@ -39,7 +39,7 @@ func setCommands() []*Command {
 		{Name: "smove", Arity: 4, Flags: w | Fast, FirstKey: 1, LastKey: 2, Categories: cat("fast"), Run: smoveCmd},
 		{Name: "sinter", Arity: -2, Flags: r, FirstKey: 1, LastKey: -1, Categories: rcat("slow"), Run: setOpCmd(opInter, false)},
 		{Name: "sinterstore", Arity: -3, Flags: w | DenyOOM, FirstKey: 1, LastKey: -1, Categories: cat("slow"), Run: setOpCmd(opInter, true)},
-		{Name: "sintercard", Arity: -3, Flags: r | MovableKeys, KeyNum: 1, Categories: rcat("slow"), Run: sintercardCmd},
+		{Name: "sintercard", Arity: -3, Flags: r, NumKeys: 1, Categories: rcat("slow"), Run: sintercardCmd},
 		{Name: "sunion", Arity: -2, Flags: r, FirstKey: 1, LastKey: -1, Categories: rcat("slow"), Run: setOpCmd(opUnion, false)},
 		{Name: "sunionstore", Arity: -3, Flags: w | DenyOOM, FirstKey: 1, LastKey: -1, Categories: cat("slow"), Run: setOpCmd(opUnion, true)},
 		{Name: "sdiff", Arity: -2, Flags: r, FirstKey: 1, LastKey: -1, Categories: rcat("slow"), Run: setOpCmd(opDiff, false)},

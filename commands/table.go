@@ -50,9 +50,6 @@ const (
 	// (store.Prefetcher; Server.Ahead), their cache misses together
 	// rather than one after another.
 	Prefetch
-	// MovableKeys is Redis's movablekeys, which COMMAND INFO lists last:
-	// the keys are found by a key count argument (Command.KeyNum).
-	MovableKeys
 )
 
 var flagNames = []struct {
@@ -64,7 +61,7 @@ var flagNames = []struct {
 	{Loading, "loading"}, {Stale, "stale"}, {SkipMonitor, "skip_monitor"},
 	{SkipSlowlog, "skip_slowlog"}, {Fast, "fast"}, {NoAuth, "no_auth"},
 	{NoMandatoryKeys, "no_mandatory_keys"}, {NoAsyncLoading, "no_async_loading"},
-	{NoMulti, "no_multi"}, {AllowBusy, "allow_busy"}, {MovableKeys, "movablekeys"},
+	{NoMulti, "no_multi"}, {AllowBusy, "allow_busy"},
 }
 
 // Names lists the flags' names in Redis's order.
@@ -92,9 +89,10 @@ type Command struct {
 	// FirstKey, LastKey and Step locate the keys among the arguments
 	// (LastKey -1 means the last argument).
 	FirstKey, LastKey, Step int
-	// KeyNum, when not 0, is the index of the argument that counts the
-	// keys, which follow it (SINTERCARD; Redis's keynum key spec).
-	KeyNum int
+	// NumKeys is the index of the argument that counts the keys after
+	// it (ZUNION's numkeys at 1, ZUNIONSTORE's at 2), for a command
+	// whose keys move (COMMAND INFO's movablekeys); 0 for the others.
+	NumKeys int
 	// Categories are the ACL categories, without '@'.
 	Categories []string
 	Run        Handler

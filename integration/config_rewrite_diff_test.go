@@ -30,7 +30,8 @@ var rewriteShared = map[string]bool{
 	"requirepass": true, "proto-max-bulk-len": true, "client-query-buffer-limit": true,
 	"rename-command": true, "slowlog-max-len": true, "slowlog-log-slower-than": true,
 	"protected-mode": true, "databases": true, "appendfsync": true, "tls-port": true,
-	"client-output-buffer-limit": true,
+	"client-output-buffer-limit": true, "zset-max-listpack-entries": true, "zset-max-listpack-value": true,
+	"zset-max-ziplist-entries": true, "zset-max-ziplist-value": true,
 }
 
 // rewriteConfPair is a redis-server and an oncekv, each started with a
@@ -152,6 +153,8 @@ slowlog-max-len 128
 databases 16
 appendfsync everysec
 client-output-buffer-limit pubsub 32mb 8mb 60
+zset-max-ziplist-entries 100
+zset-max-listpack-value 32
 `, `once-lease-ms 500
 memtable-size 4mb
 backup-dir "/tmp/oncekv backups"
@@ -161,7 +164,8 @@ backup-dir "/tmp/oncekv backups"
 	for _, args := range [][]string{
 		{"CONFIG", "SET", "timeout", "0", "maxclients", "60", "slowlog-max-len", "99", "client-query-buffer-limit", "2gb",
 			"protected-mode", "no", "loglevel", "warning", "proto-max-bulk-len", "1536kb", "requirepass", newPass,
-			"client-output-buffer-limit", "pubsub 1mb 1536kb 5 replica 0 0 0"},
+			"client-output-buffer-limit", "pubsub 1mb 1536kb 5 replica 0 0 0",
+			"zset-max-listpack-entries", "90", "zset-max-ziplist-value", "1kb"},
 		// Protected: refused, and CONFIG REWRITE still runs (and keeps dir).
 		{"CONFIG", "SET", "dir", "/tmp"},
 		{"CONFIG", "REWRITE", "now"},

@@ -110,6 +110,9 @@ type genReader struct {
 	i int
 	// keys are the keys handed out, in order, once each.
 	keys []string
+	// zsets is set once the script may have written a sorted set: its
+	// end reads each key's members too.
+	zsets bool
 }
 
 func (g *genReader) byte() byte {
@@ -168,7 +171,7 @@ var (
 	genAtSecs   = []string{"1", "0", "-1", farFutureS, maxInt64, minInt64, "9223372036854775", "abc"}
 	genAtMillis = []string{"1", "0", "-1", farFutureMs, maxInt64, minInt64, "abc"}
 	genPatterns = []string{"*", "a", "?", "[a-c]*", "c:*", "\\*", "", "[", "[^a]*", "k\x00*", "*1"}
-	genTypes    = []string{"string", "STRING", "once", "list", "none", "foo", "hash", "set", "SET"}
+	genTypes    = []string{"string", "STRING", "once", "list", "none", "foo", "hash", "set", "SET", "zset"}
 	genFields   = []string{"f", "g", "", "n", binary, "a*"}
 	// genMembers are set members: integers (an intset's) and not.
 	genMembers = []string{"1", "2", "3", "-1", "10", maxInt64, "a", "b", "", binary, "01"}
@@ -227,10 +230,210 @@ type genCmd struct {
 	w int
 }
 
+// Sorted sets: scores and members of small vocabularies, so that
+// members meet and scores tie (ordered by member), with the edges of
+// parsing and formatting; now and then a member over
+// zset-max-listpack-value makes a skiplist.
+var (
+	genScores   = []string{"0", "1", "-1", "1.5", "0.1", "-0", "3.0", "1e300", "inf", "-inf", "+inf", "nan", "abc", "", " 1", "1e400", "0x10", "5e-324", "(1"}
+	genZMembers = []string{"a", "b", "c", "", "ab", binary, strings.Repeat("m", 65)}
+	genRanges   = []string{"0", "1", "-1", "2", "-inf", "+inf", "(1", "(0", "1.5", "abc", "", maxInt64, minInt64, "(", "inf"}
+	genLex      = []string{"-", "+", "[a", "(a", "[b", "(c", "[", "a", "++"}
+	// lexKey is the one key of the lex range commands, whose members
+	// all have score 0: on a set whose scores differ Redis's answer
+	// depends on its skiplist's random levels.
+	lexKey = "zlex"
+)
+
+// zsetPairs is 1 to 3 (score, member) pairs.
+func zsetPairs(g *genReader) []string {
+	var out []string
+	for i := 1 + g.n(3); i > 0; i-- {
+		out = append(out, g.number(genScores), g.pick(genZMembers))
+	}
+	return out
+}
+
+// zsetDumpAlike accepts oncekv's refusal to DUMP a sorted set (README,
+// "Sorted sets") where Redis dumps one: a payload of RDB type 3, 5
+// (skiplist) or 17 (listpack).
+func zsetDumpAlike(redis, other *Frame) bool {
+	return redis.Type == '$' && !redis.Null && len(redis.Str) > 0 &&
+		(redis.Str[0] == 3 || redis.Str[0] == 5 || redis.Str[0] == 17) &&
+		other.Type == '-' && other.Str == "ERR DUMP of a sorted set is not supported yet"
+}
+
+// zsetOpts are options of ZUNION, ZINTER and ZDIFF, some wrong.
+func zsetOpts(g *genReader, n int) []string {
+	var out []string
+	for i := g.n(3); i > 0; i-- {
+		switch g.n(4) {
+		case 0:
+			out = append(out, g.word("WEIGHTS"))
+			for j := n - 1 + g.n(2); j >= 0; j-- {
+				out = append(out, g.number(genScores))
+			}
+		case 1:
+			out = append(out, g.word("AGGREGATE"), g.word(g.pick([]string{"SUM", "MIN", "MAX", "AVG"})))
+		default:
+			out = append(out, g.word("WITHSCORES"))
+		}
+	}
+	return out
+}
+
+// zsetKeys is numkeys and that many keys (now and then one too many).
+func zsetKeys(g *genReader) []string {
+	keys := keyList(g, 1)
+	n := len(keys)
+	if g.chance(8) {
+		n++
+	}
+	return append([]string{fmt.Sprint(n)}, keys...)
+}
+
+// zsetGenCmds are the templates of the sorted set commands.
+var zsetGenCmds = []genCmd{
+	{gen: func(g *genReader) Step {
+		g.zsets = true
+		var flags []string
+		for i := g.n(3); i > 0; i-- {
+			flags = append(flags, g.word(g.pick([]string{"NX", "XX", "GT", "LT", "CH", "INCR"})))
+		}
+		return ex(g, "ZADD", append(append([]string{g.key()}, flags...), zsetPairs(g)...)...)
+	}, w: 4},
+	{gen: func(g *genReader) Step {
+		g.zsets = true
+		return ex(g, "ZINCRBY", g.key(), g.number(genScores), g.pick(genZMembers))
+	}},
+	{gen: func(g *genReader) Step { return ex(g, "ZREM", g.key(), g.pick(genZMembers), g.pick(genZMembers)) }},
+	{gen: func(g *genReader) Step { return ex(g, g.pick([]string{"ZCARD", "ZPOPMIN", "ZPOPMAX"}), g.key()) }},
+	{gen: func(g *genReader) Step {
+		return ex(g, g.pick([]string{"ZPOPMIN", "ZPOPMAX"}), g.key(), g.number(genInts))
+	}},
+	{gen: func(g *genReader) Step {
+		return ex(g, g.pick([]string{"ZSCORE", "ZRANK", "ZREVRANK"}), g.key(), g.pick(genZMembers))
+	}},
+	{gen: func(g *genReader) Step { return ex(g, "ZMSCORE", g.key(), g.pick(genZMembers), g.pick(genZMembers)) }},
+	{gen: func(g *genReader) Step {
+		return ex(g, g.pick([]string{"ZCOUNT", "ZREMRANGEBYSCORE"}), g.key(), g.pick(genRanges), g.pick(genRanges))
+	}},
+	{gen: func(g *genReader) Step {
+		return ex(g, "ZREMRANGEBYRANK", g.key(), g.number(genInts), g.number(genInts))
+	}},
+	{gen: func(g *genReader) Step {
+		g.zsets = true
+		return ex(g, "ZADD", lexKey, "0", g.pick(genZMembers), "0", g.pick(genZMembers))
+	}},
+	{gen: func(g *genReader) Step {
+		name := g.pick([]string{"ZLEXCOUNT", "ZRANGEBYLEX", "ZREVRANGEBYLEX", "ZREMRANGEBYLEX"})
+		args := []string{lexKey, g.pick(genLex), g.pick(genLex)}
+		if name == "ZRANGEBYLEX" && g.chance(2) {
+			args = append(args, g.word("LIMIT"), g.number(genInts), g.number(genInts))
+		}
+		return ex(g, name, args...)
+	}},
+	{gen: func(g *genReader) Step {
+		var opts []string
+		by := ""
+		for i := g.n(4); i > 0; i-- {
+			switch g.n(5) {
+			case 0:
+				by = g.word(g.pick([]string{"BYSCORE", "BYLEX"}))
+				opts = append(opts, by)
+			case 1:
+				opts = append(opts, g.word("REV"))
+			case 2:
+				opts = append(opts, g.word("LIMIT"), g.number(genInts), g.number(genInts))
+			default:
+				opts = append(opts, g.word("WITHSCORES"))
+			}
+		}
+		key := g.key()
+		if strings.EqualFold(by, "BYLEX") {
+			key = lexKey
+		}
+		lo, hi := g.pick(genRanges), g.pick(genRanges)
+		if strings.EqualFold(by, "BYLEX") {
+			lo, hi = g.pick(genLex), g.pick(genLex)
+		}
+		if g.chance(3) {
+			return ex(g, "ZRANGESTORE", append([]string{g.key(), key, lo, hi}, opts...)...)
+		}
+		return ex(g, "ZRANGE", append([]string{key, lo, hi}, opts...)...)
+	}, w: 2},
+	{gen: func(g *genReader) Step {
+		args := []string{g.key(), g.pick(genRanges), g.pick(genRanges)}
+		if g.chance(2) {
+			args = append(args, g.word("WITHSCORES"))
+		}
+		if g.chance(3) {
+			args = append(args, g.word("LIMIT"), g.number(genInts), g.number(genInts))
+		}
+		return ex(g, g.pick([]string{"ZREVRANGE", "ZRANGEBYSCORE", "ZREVRANGEBYSCORE"}), args...)
+	}},
+	{gen: func(g *genReader) Step {
+		args := zsetKeys(g)
+		return ex(g, g.pick([]string{"ZUNION", "ZINTER", "ZDIFF"}), append(args, zsetOpts(g, len(args)-1)...)...)
+	}, w: 2},
+	{gen: func(g *genReader) Step {
+		args := zsetKeys(g)
+		return ex(g, g.pick([]string{"ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"}),
+			append(append([]string{g.key()}, args...), zsetOpts(g, len(args)-1)...)...)
+	}, w: 2},
+	{gen: func(g *genReader) Step {
+		args := zsetKeys(g)
+		if g.chance(2) {
+			args = append(args, g.word("LIMIT"), g.number(genInts))
+		}
+		return ex(g, "ZINTERCARD", args...)
+	}},
+	{gen: func(g *genReader) Step {
+		args := append(zsetKeys(g), g.word(g.pick([]string{"MIN", "MAX", "FOO"})))
+		if g.chance(2) {
+			args = append(args, g.word("COUNT"), g.number(genInts))
+		}
+		return ex(g, "ZMPOP", args...)
+	}},
+	// What ZRANDMEMBER picks is random: its shape is compared.
+	{gen: func(g *genReader) Step {
+		args := []string{g.key()}
+		if g.chance(3) {
+			args = append(args, g.number(genInts))
+			if g.chance(2) {
+				args = append(args, g.word("WITHSCORES"))
+			}
+		}
+		return typeOnly(append([]string{g.word("ZRANDMEMBER")}, args...)...)
+	}},
+	// A skiplist (a member over 64 bytes) scans in another order.
+	{gen: func(g *genReader) Step {
+		st := scan(append([]string{g.word("ZSCAN"), g.key(), "0"}, zscanOptions(g)...)...)
+		st.Cursor = 2
+		return st
+	}},
+}
+
+// zscanOptions are ZSCAN's MATCH and COUNT, now and then wrong.
+func zscanOptions(g *genReader) []string {
+	var out []string
+	for i := g.n(3); i > 0; i-- {
+		switch g.n(3) {
+		case 0:
+			out = append(out, g.word("MATCH"), g.pattern())
+		case 1:
+			out = append(out, g.word("COUNT"), g.pick([]string{"1", "5", "0", "abc"}))
+		default:
+			out = append(out, g.word("TYPE"), "zset")
+		}
+	}
+	return out
+}
+
 // genPick is genCmds with each template there w times.
 var genPick = func() []genCmd {
 	var out []genCmd
-	for _, c := range genCmds {
+	for _, c := range append(genCmds[:len(genCmds):len(genCmds)], zsetGenCmds...) {
 		for i := 0; i < max(c.w, 1); i++ {
 			out = append(out, c)
 		}
@@ -548,7 +751,7 @@ var genCmds = []genCmd{
 	// rdbcompression no").
 	{gen: func(g *genReader) Step {
 		st := ex(g, "DUMP", g.key())
-		st.Alike = dumpAlike
+		st.Alike = func(redis, other *Frame) bool { return dumpAlike(redis, other) || zsetDumpAlike(redis, other) }
 		return st
 	}, w: 2},
 	{gen: func(g *genReader) Step {
@@ -972,6 +1175,12 @@ func genScript(data []byte) (Script, int) {
 				enc.Alike = objectAlike // a string's encoding may differ
 				s.Steps = append(s.Steps, sorted("SMEMBERS", k).On(2), enc.On(2))
 			}
+			if g.zsets {
+				s.Steps = append(s.Steps, cmd("ZRANGE", k, "0", "-1", "WITHSCORES").On(2))
+			}
+		}
+		if g.zsets {
+			s.Steps = append(s.Steps, cmd("ZRANGE", lexKey, "0", "-1", "WITHSCORES").On(2))
 		}
 	}
 	return s, proto

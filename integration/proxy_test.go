@@ -57,7 +57,8 @@ func newProxyPair(tb testing.TB, extra ...string) *DiffPair {
 // answers itself and which therefore differ from one redis-server's, with
 // the reason.
 var proxyScriptSkips = map[string]string{
-	"config-get": "CONFIG GET shows the proxy's directives, not the upstream's",
+	"config-get":              "CONFIG GET shows the proxy's directives, not the upstream's",
+	"encodings-at-thresholds": "CONFIG SET sets the proxy's directives, not the upstream's",
 }
 
 // TestProxyDiffStandalone runs the differential scripts through the proxy
@@ -67,7 +68,7 @@ func TestProxyDiffStandalone(t *testing.T) {
 	p := newProxyPair(t)
 	var scripts []Script
 	for _, family := range [][]Script{stringScripts(), keyScripts(), txScripts(), serverScripts(), protocolScripts(),
-		copyMoveScripts(), swapdbScripts()} {
+		copyMoveScripts(), swapdbScripts(), zsetScripts()} {
 		for _, s := range family {
 			if _, skip := proxyScriptSkips[s.Name]; !skip {
 				scripts = append(scripts, s)
@@ -326,6 +327,28 @@ func TestProxyCluster(t *testing.T) {
 			t.Errorf("SINTERCARD of keys in 6 slots: proxy_moved_redirections went from %s to %s", moved, got)
 		}
 		wantReply(t, c, "-CROSSSLOT Keys in request don't hash to the same slot\r\n", "SINTERCARD", "2", "a", "b")
+	})
+	// The sorted set commands that count their keys (ZUNION's numkeys)
+	// go to the master of those keys, as the upstream's COMMAND GETKEYS
+	// finds them; keys of two slots are CROSSSLOT at the proxy.
+	t.Run("zset-numkeys-commands-go-to-their-keys", func(t *testing.T) {
+		c := DialRaw(t, p1.Addr)
+		owner := DialRaw(t, cl.MasterForKey("{z}"))
+		wantReply(t, c, ":2\r\n", "ZADD", "{z}a", "1", "x", "2", "y")
+		wantReply(t, c, ":1\r\n", "ZADD", "{z}b", "5", "y")
+		for _, args := range [][]string{
+			{"ZUNION", "2", "{z}a", "{z}b", "WITHSCORES"},
+			{"ZINTER", "2", "{z}a", "{z}b", "WITHSCORES"},
+			{"ZDIFF", "2", "{z}a", "{z}b"},
+			{"ZINTERCARD", "2", "{z}a", "{z}b"},
+			{"ZUNIONSTORE", "{z}d", "2", "{z}a", "{z}b"},
+			{"ZRANGE", "{z}d", "0", "-1", "WITHSCORES"},
+			{"ZRANGESTORE", "{z}e", "{z}a", "0", "-1"},
+		} {
+			sameReply(t, owner, c, args...)
+		}
+		wantReply(t, c, "*2\r\n$4\r\n{z}d\r\n*1\r\n*2\r\n$1\r\ny\r\n$1\r\n7\r\n", "ZMPOP", "2", "{z}none", "{z}d", "MAX")
+		wantReply(t, c, "-CROSSSLOT Keys in request don't hash to the same slot\r\n", "ZUNION", "2", "a", "b")
 	})
 
 	// COPY, MOVE, SWAPDB and OBJECT go to the master of their keys (any

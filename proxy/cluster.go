@@ -240,12 +240,9 @@ func (p *Proxy) keySpec(args [][]byte) (first, last, step int, keys [][]byte) {
 			return 0, 0, 0, args[3 : 3+n]
 		}
 	}
-	if cmd := p.table.Lookup(args[0]); cmd != nil && len(cmd.Subcommands) == 0 {
-		if cmd.KeyNum > 0 {
-			// Keys counted by an argument (SINTERCARD); a wrong count
-			// has none, and the upstream words the error.
-			return 0, 0, 0, cmd.NumberedKeys(args)
-		}
+	// A command that counts its keys (ZUNION's numkeys) has them where
+	// the upstream's COMMAND GETKEYS says, as any movable-keys command.
+	if cmd := p.table.Lookup(args[0]); cmd != nil && len(cmd.Subcommands) == 0 && cmd.NumKeys == 0 {
 		return cmd.FirstKey, cmd.LastKey, cmd.Step, nil
 	}
 	e, ok := p.meta.Load().lookup(args)

@@ -36,6 +36,8 @@ const (
 	// KindSet is a set of binary members; Value.Data is the command
 	// layer's encoding of them (commands/setcodec.go).
 	KindSet Kind = 'S'
+	// KindZSet is a sorted set, its Data encoded by internal/zcodec.
+	KindZSet Kind = 'z'
 )
 
 // String returns the name TYPE answers for the kind.
@@ -49,6 +51,8 @@ func (k Kind) String() string {
 		return "hash"
 	case KindSet:
 		return "set"
+	case KindZSet:
+		return "zset"
 	}
 	return "none"
 }

@@ -19,6 +19,7 @@ func (a *App) initObservability(cfg config.Config, log *zap.Logger) {
 	// Not observability, but a setting applied the same way at start.
 	a.Commands.SetHashLimits(cfg.HashMaxListpackEntries, cfg.HashMaxListpackValue)
 	a.Commands.SetMaxIntsetEntries(cfg.SetMaxIntsetEntries)
+	a.Commands.SetZsetLimits(cfg.ZsetMaxListpackEntries, cfg.ZsetMaxListpackValue)
 	if cfg.MetricsAddr != "" {
 		var st metrics.StoreStats // a nil *badgerdb.DB would not be a nil interface
 		if a.Store != nil {

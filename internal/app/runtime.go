@@ -105,6 +105,10 @@ func (a *App) SetConfig(pairs [][2]string) error {
 	if note("hash-max-listpack-value", next.HashMaxListpackValue != old.HashMaxListpackValue) || entries {
 		a.Commands.SetHashLimits(next.HashMaxListpackEntries, next.HashMaxListpackValue)
 	}
+	zentries := note("zset-max-listpack-entries", next.ZsetMaxListpackEntries != old.ZsetMaxListpackEntries)
+	if note("zset-max-listpack-value", next.ZsetMaxListpackValue != old.ZsetMaxListpackValue) || zentries {
+		a.Commands.SetZsetLimits(next.ZsetMaxListpackEntries, next.ZsetMaxListpackValue)
+	}
 	slower := note("slowlog-log-slower-than", next.SlowlogLogSlowerThan != old.SlowlogLogSlowerThan)
 	if note("slowlog-max-len", next.SlowlogMaxLen != old.SlowlogMaxLen) || slower {
 		a.Commands.SetSlowlog(next.SlowlogLogSlowerThan, next.SlowlogMaxLen)

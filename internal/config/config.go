@@ -101,6 +101,12 @@ type Config struct {
 	// SetMaxIntsetEntries is the most members a set of integers keeps
 	// as an intset (Redis's set-max-intset-entries; OBJECT ENCODING).
 	SetMaxIntsetEntries int64
+	// ZsetMaxListpackEntries and ZsetMaxListpackValue are the most
+	// members, and the longest member, of a sorted set that OBJECT
+	// ENCODING calls listpack (Redis 7.0's zset-max-listpack-*, alias
+	// zset-max-ziplist-*); past them it is a skiplist for good.
+	ZsetMaxListpackEntries int64
+	ZsetMaxListpackValue   int64
 	// MetricsAddr, when set (host:port), serves Prometheus metrics at
 	// http://MetricsAddr/metrics; empty (the default) serves none.
 	MetricsAddr string
@@ -117,12 +123,6 @@ type Config struct {
 	// waits for (Redis's WAIT, up to its timeout) before its caller and
 	// the waiters it wakes are answered; 0 does not wait.
 	OnceWaitReplicas int
-}
-
-// aliases maps the old names Redis 7.0 still takes to a directive's name.
-var aliases = map[string]string{
-	"hash-max-ziplist-entries": "hash-max-listpack-entries",
-	"hash-max-ziplist-value":   "hash-max-listpack-value",
 }
 
 // Rename is one rename-command directive.
@@ -158,7 +158,28 @@ func Default() Config {
 		SlowlogLogSlowerThan: 10000,
 		SlowlogMaxLen:        128,
 		SetMaxIntsetEntries:  512,
+
+		ZsetMaxListpackEntries: 128,
+		ZsetMaxListpackValue:   64,
 	}
+}
+
+// aliases are the old names Redis 7.0 still takes for a directive.
+var aliases = map[string]string{
+	"hash-max-ziplist-entries": "hash-max-listpack-entries",
+	"hash-max-ziplist-value":   "hash-max-listpack-value",
+	"zset-max-ziplist-entries": "zset-max-listpack-entries",
+	"zset-max-ziplist-value":   "zset-max-listpack-value",
+}
+
+// Canonical is the directive name (lower case) that name, or its alias,
+// stands for.
+func Canonical(name string) string {
+	name = strings.ToLower(name)
+	if c, ok := aliases[name]; ok {
+		return c
+	}
+	return name
 }
 
 // ErrUnknown is wrapped by errors about directives this server does not
@@ -361,6 +382,7 @@ func unescape(ch byte) byte {
 
 // Set applies one directive.
 func (c *Config) Set(name string, vals []string) error {
+	name = Canonical(name)
 	one := func() (string, error) {
 		if len(vals) != 1 {
 			return "", fmt.Errorf("directive %q takes one argument", name)
@@ -510,6 +532,12 @@ func (c *Config) Set(name string, vals []string) error {
 		var n int
 		n, err = num()
 		c.SetMaxIntsetEntries = int64(n)
+	case "zset-max-listpack-entries":
+		var n int
+		n, err = num()
+		c.ZsetMaxListpackEntries = int64(n)
+	case "zset-max-listpack-value":
+		c.ZsetMaxListpackValue, err = size()
 	case "metrics-addr":
 		c.MetricsAddr, err = one()
 	case "upstream":
@@ -610,6 +638,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("slowlog-max-len must not be negative")
 	case c.SetMaxIntsetEntries < 0:
 		return fmt.Errorf("set-max-intset-entries must not be negative")
+	case c.ZsetMaxListpackEntries < 0:
+		return fmt.Errorf("zset-max-listpack-entries must not be negative")
+	case c.ZsetMaxListpackValue < 0:
+		return fmt.Errorf("zset-max-listpack-value must not be negative")
 	case c.OnceWaitReplicas < 0:
 		return fmt.Errorf("once-wait-replicas must not be negative")
 	}
@@ -721,6 +753,11 @@ func (c Config) Directives() map[string]string {
 		"hash-max-ziplist-entries":  strconv.FormatInt(c.HashMaxListpackEntries, 10),
 		"hash-max-listpack-value":   strconv.FormatInt(c.HashMaxListpackValue, 10),
 		"hash-max-ziplist-value":    strconv.FormatInt(c.HashMaxListpackValue, 10),
+		// Redis 7.0 shows the old ziplist names too.
+		"zset-max-listpack-entries": strconv.FormatInt(c.ZsetMaxListpackEntries, 10),
+		"zset-max-ziplist-entries":  strconv.FormatInt(c.ZsetMaxListpackEntries, 10),
+		"zset-max-listpack-value":   strconv.FormatInt(c.ZsetMaxListpackValue, 10),
+		"zset-max-ziplist-value":    strconv.FormatInt(c.ZsetMaxListpackValue, 10),
 		"upstream":                  MaskPassword(c.Upstream),
 		"once-wait-replicas":        strconv.Itoa(c.OnceWaitReplicas),
 	}

@@ -29,6 +29,7 @@ var directiveNames = func() []string {
 		"rename-command", "once-lease-ms", "table-trim-ms", "table-compression",
 		"slowlog-log-slower-than", "slowlog-max-len", "set-max-intset-entries", "metrics-addr",
 		"upstream", "once-wait-replicas", "hash-max-listpack-entries", "hash-max-listpack-value",
+		"zset-max-listpack-entries", "zset-max-listpack-value",
 	}
 	var more []string
 	for name := range ignored {

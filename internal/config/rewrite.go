@@ -82,10 +82,9 @@ func (c Config) Rewrite(old []byte) []byte {
 				lines = append(lines, "# ??? "+line)
 				continue
 			}
-			name := strings.ToLower(args[0])
-			if canon, ok := aliases[name]; ok {
-				name = canon // rewritten under its name, as Redis 7.0 does
-			}
+			// An old name's line (zset-max-ziplist-entries) is the
+			// directive's, rewritten under its name, as Redis does.
+			name := Canonical(args[0])
 			at[name] = append(at[name], len(lines))
 			lines = append(lines, line)
 		}
@@ -253,6 +252,10 @@ func (c Config) rewriteLines(name string) (vals []string, force, ok bool) {
 		return num(c.HashMaxListpackValue, d.HashMaxListpackValue)
 	case "set-max-intset-entries":
 		return num(c.SetMaxIntsetEntries, d.SetMaxIntsetEntries)
+	case "zset-max-listpack-entries":
+		return num(c.ZsetMaxListpackEntries, d.ZsetMaxListpackEntries)
+	case "zset-max-listpack-value":
+		return mem(c.ZsetMaxListpackValue, d.ZsetMaxListpackValue)
 	case "metrics-addr":
 		return str(c.MetricsAddr)
 	case "upstream":

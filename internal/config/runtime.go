@@ -52,6 +52,8 @@ var runtimeKinds = map[string]runtimeKind{
 	"hash-max-listpack-value":    kindMutable,
 	"hash-max-ziplist-value":     kindMutable,
 	"set-max-intset-entries":     kindMutable,
+	"zset-max-listpack-entries":  kindMutable,
+	"zset-max-listpack-value":    kindMutable,
 
 	// Fixed once the server runs: the listeners, the store's layout and
 	// durability mode (switching appendfsync would have to re-ticket the
@@ -116,7 +118,7 @@ func Settable() []string {
 func (c Config) WithSet(pairs [][2]string) (Config, error) {
 	seen := make(map[string]bool, len(pairs))
 	for _, p := range pairs {
-		name := strings.ToLower(p[0])
+		name := Canonical(p[0])
 		switch runtimeKinds[name] {
 		case kindUnknown:
 			// Quoted as C's %s quotes it: up to a NUL.
@@ -134,7 +136,7 @@ func (c Config) WithSet(pairs [][2]string) (Config, error) {
 	}
 	next := c
 	for _, p := range pairs {
-		name := strings.ToLower(p[0])
+		name := Canonical(p[0])
 		if why := next.setRuntime(name, p[1]); why != "" {
 			return c, setFailed(name, why)
 		}
@@ -217,6 +219,18 @@ func (c *Config) setRuntime(name, v string) string {
 			return why
 		}
 		c.SlowlogLogSlowerThan = n
+	case "zset-max-listpack-entries":
+		n, why := redisInt(v, 0, math.MaxInt64)
+		if why != "" {
+			return why
+		}
+		c.ZsetMaxListpackEntries = n
+	case "zset-max-listpack-value":
+		n, why := redisMemory(v, 0)
+		if why != "" {
+			return why
+		}
+		c.ZsetMaxListpackValue = n
 	case "slowlog-max-len":
 		n, why := redisInt(v, 0, math.MaxInt64)
 		if why != "" {

@@ -112,14 +112,15 @@ func TestWithSet(t *testing.T) {
 func TestSettable(t *testing.T) {
 	want := []string{"client-output-buffer-limit", "client-query-buffer-limit",
 		"hash-max-listpack-entries", "hash-max-listpack-value", "hash-max-ziplist-entries", "hash-max-ziplist-value", "loglevel", "maxclients", "min-free-disk",
-		"procs", "protected-mode", "proto-max-bulk-len", "requirepass", "sched-policy", "set-max-intset-entries", "slowlog-log-slower-than", "slowlog-max-len", "timeout"}
+		"procs", "protected-mode", "proto-max-bulk-len", "requirepass", "sched-policy", "set-max-intset-entries", "slowlog-log-slower-than", "slowlog-max-len", "timeout",
+		"zset-max-listpack-entries", "zset-max-listpack-value"}
 	if got := Settable(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Settable = %v, want %v", got, want)
 	}
 	// Every directive CONFIG GET shows has a CONFIG SET answer other than
 	// "unknown".
 	for name := range Default().Directives() {
-		if runtimeKinds[name] == kindUnknown {
+		if runtimeKinds[Canonical(name)] == kindUnknown {
 			t.Errorf("CONFIG SET %s would answer \"Unknown option\"", name)
 		}
 	}
