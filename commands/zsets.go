@@ -1195,9 +1195,7 @@ func zsetOpCmd(op int, storeIt bool) Handler {
 		keys := x.Args[at+1 : at+1+int(n)]
 		sets := make([]zcodec.View, len(keys))
 		for i, k := range keys {
-			// TODO(sets): a set (the set helper's store.KindSet, 'S') is
-			// an input too, each member of score 1.
-			z, _, _, err := x.zview(x.DB, k, true)
+			z, err := x.zsetOpInput(k)
 			if err != nil {
 				x.Fail(err)
 				return
@@ -1262,6 +1260,39 @@ func zsetOpCmd(op int, storeIt bool) Handler {
 			writeEntries(x, result, withScores)
 		}
 	}
+}
+
+// zsetOpInput reads one input key of ZUNION, ZINTER, ZDIFF, their STORE
+// forms and ZINTERCARD: a sorted set, or a set whose members all score 1,
+// as Redis 7.0 reads them; a missing key is empty.
+func (x *Ctx) zsetOpInput(key []byte) (zcodec.View, error) {
+	v, ok, err := x.Tx.Get(x.DB, key)
+	if err != nil {
+		return zcodec.View{}, err
+	}
+	x.countLookup(ok)
+	switch {
+	case !ok:
+		return zcodec.View{}, nil
+	case v.Kind == store.KindZSet:
+		z, err := zcodec.Decode(v.Data)
+		if err != nil {
+			return z, errZsetCorrupt
+		}
+		return z, nil
+	case v.Kind == store.KindSet:
+		s, err := decodeSet(v.Data)
+		if err != nil {
+			return zcodec.View{}, err
+		}
+		entries := make([]zcodec.Entry, len(s.m))
+		for i, m := range s.m {
+			entries[i] = zcodec.Entry{Member: m, Score: 1}
+		}
+		slices.SortFunc(entries, zcodec.Compare)
+		return zcodec.Decode(zcodec.Encode(zcodec.Skiplist, entries))
+	}
+	return zcodec.View{}, ErrWrongType
 }
 
 // zsetOp computes a union, intersection or difference, unsorted. The

@@ -285,6 +285,18 @@ func zsetScripts() []Script {
 			cmd("ZUNION", "2", "i1", "i2", "WITHSCORES"), cmd("ZINTER", "2", "i1", "i2", "WITHSCORES"),
 			cmd("ZUNION", "1", "i1", "WEIGHTS", "0", "WITHSCORES"),
 		}},
+		{"sets-as-inputs", []Step{
+			zadd("z", "5", "x", "7", "y"), cmd("SADD", "s", "x", "q", "10", "-1"), cmd("SADD", "n", "3", "1", "2"),
+			cmd("ZUNION", "2", "z", "s", "WITHSCORES"), cmd("ZUNION", "2", "s", "n"),
+			cmd("ZINTER", "2", "z", "s", "WEIGHTS", "2", "3", "WITHSCORES"), cmd("ZINTER", "1", "n", "WITHSCORES"),
+			cmd("ZDIFF", "2", "s", "z", "WITHSCORES"), cmd("ZDIFF", "2", "z", "s"),
+			cmd("ZINTERCARD", "2", "s", "z"), cmd("ZINTERCARD", "2", "s", "n"),
+			cmd("ZUNIONSTORE", "d", "2", "s", "n", "AGGREGATE", "MAX"), cmd("ZRANGE", "d", "0", "-1", "WITHSCORES"),
+			cmd("TYPE", "d"), cmd("OBJECT", "ENCODING", "d"),
+			cmd("ZINTERSTORE", "s", "2", "s", "z"), cmd("TYPE", "s"), cmd("ZRANGE", "s", "0", "-1", "WITHSCORES"),
+			cmd("ZDIFFSTORE", "n2", "1", "n"), cmd("TYPE", "n2"), cmd("ZCARD", "n2"),
+			cmd("SET", "str", "v"), cmd("ZUNION", "2", "n", "str"),
+		}},
 		{"zrandmember", []Step{
 			cmd("ZRANDMEMBER", "nokey"), cmd("ZRANDMEMBER", "nokey", "5"), cmd("ZRANDMEMBER", "nokey", "5", "WITHSCORES"),
 			zadd("one", "1.5", "only"),
