@@ -31,6 +31,9 @@ type Kind byte
 const (
 	KindString Kind = 's'
 	KindOnce   Kind = 'o'
+	// KindList is a list: its elements in the encoding of
+	// internal/listenc.
+	KindList Kind = 'l'
 )
 
 // String returns the name TYPE answers for the kind.
@@ -40,6 +43,8 @@ func (k Kind) String() string {
 		return "string"
 	case KindOnce:
 		return "once"
+	case KindList:
+		return "list"
 	}
 	return "none"
 }
