@@ -70,6 +70,20 @@ var (
 	ErrNoSwap = errors.New("ERR SWAPDB is not supported by this store")
 )
 
+// Errors of the list commands, as Redis 7.0 words them.
+var (
+	ErrIndexRange   = errorf("ERR index out of range")
+	ErrMustPositive = errorf("ERR value is out of range, must be positive")
+	ErrRankZero     = errorf("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
+	ErrCountNeg     = errorf("ERR COUNT can't be negative")
+	ErrMaxlenNeg    = errorf("ERR MAXLEN can't be negative")
+	ErrNumkeys      = errorf("ERR numkeys should be greater than 0")
+	ErrCountZero    = errorf("ERR count should be greater than 0")
+	ErrTimeoutFloat = errorf("ERR timeout is not a float or out of range")
+	ErrTimeoutNeg   = errorf("ERR timeout is negative")
+	ErrTimeoutRange = errorf("ERR timeout is out of range")
+)
+
 // errorText maps any error to the text of its RESP error reply. It is the
 // one place where store and engine errors become RESP.
 func errorText(err error) string {

@@ -709,6 +709,9 @@ const sharedRefcount = math.MaxInt32
 // not told apart here. A ONCE record, which Redis
 // has no encoding for, is "raw": the record's bytes.
 func objectEncoding(v store.Value) encoding {
+	if v.Kind == store.KindList {
+		return encoding{"quicklist", 1} // Redis 7.0's only list encoding
+	}
 	if v.Kind != store.KindString {
 		return encoding{"raw", 1}
 	}

@@ -93,6 +93,8 @@ type Server struct {
 	helpHidden map[string]bool
 	// pubsub is who subscribed to what (pubsub.go).
 	pubsub pubsubRegistry
+	// lists are the clients blocked on lists (listblock.go).
+	lists listBlocking
 
 	// KeepDeadline, when set, tells EXPIRE and PERSIST to leave a value's
 	// deadline alone (a running ONCE record's lease).
@@ -138,7 +140,10 @@ func New(cfg Config, st store.Store) *Server {
 	s.SetProtoMaxBulkLen(cfg.ProtoMaxBulkLen)
 	s.watch.keys = make(map[watchKey]map[*resp.Conn]struct{})
 	s.initObservability(fakeClock)
-	s.hooks = []TxHook{&s.watch}
+	// The lists' hook comes before the ONCE engine's (EnableOnce): the
+	// pops it makes for blocked clients at commit are writes that hook
+	// sees too.
+	s.hooks = []TxHook{&s.watch, &s.lists}
 	s.table.Register(stringCommands()...)
 	s.table.Register(keyCommands()...)
 	s.table.Register(connCommands()...)
@@ -146,6 +151,7 @@ func New(cfg Config, st store.Store) *Server {
 	s.table.Register(txCommands()...)
 	s.table.Register(commandCommands()...)
 	s.table.Register(pubsubCommands()...)
+	s.table.Register(listCommands()...)
 	s.table.attachDocs()
 	return s
 }
