@@ -10,7 +10,7 @@ import (
 	"github.com/oncekv/oncekv/store"
 )
 
-// DUMP and RESTORE of strings, in Redis 7.0's serialization: the RDB
+// DUMP and RESTORE of strings (lists: listdump.go), in Redis 7.0's serialization: the RDB
 // encoding of one object, then the RDB version (2 bytes) and a CRC64 of
 // all that (8 bytes), both little endian. Payloads move string keys
 // between oncekv and any Redis server in either direction.
@@ -21,8 +21,8 @@ import (
 // strings longer than 20 bytes where that saves space, so the payloads of
 // such strings differ from Redis's bytes; any Redis RESTOREs both.
 // RESTORE reads every string encoding, LZF included, of the RDB versions
-// up to 10 (Redis 7.0's); another type (a list, a hash…) is refused with
-// the error Redis gives a payload it cannot load.
+// up to 10 (Redis 7.0's); another type than a string or a list (a hash…)
+// is refused with the error Redis gives a payload it cannot load.
 
 // rdbVersion is the RDB version Redis 7.0 writes and the newest it reads.
 const rdbVersion = 10
@@ -317,6 +317,13 @@ func dumpCmd(x *Ctx) {
 		x.Fail(err)
 	case !found:
 		x.W.Null()
+	case v.Kind == store.KindList:
+		p, err := dumpList(v.Data)
+		if err != nil {
+			x.Fail(err)
+			return
+		}
+		x.W.Bulk(p)
 	case v.Kind != store.KindString:
 		x.Fail(ErrDumpOnce)
 	default:
@@ -350,7 +357,7 @@ func restoreCmd(x *Ctx) {
 		x.Fail(errorf("ERR Invalid TTL value, must be >= 0"))
 		return
 	}
-	data, err := restoreString(x.Args[3])
+	val, err := restoreValue(x.Args[3])
 	if err != nil {
 		x.Fail(err)
 		return
@@ -373,7 +380,8 @@ func restoreCmd(x *Ctx) {
 		x.W.OK()
 		return
 	}
-	if err := x.Tx.Set(x.DB, key, store.Value{Kind: store.KindString, Data: data, ExpireAt: at}); err != nil {
+	val.ExpireAt = at
+	if err := x.Tx.Set(x.DB, key, val); err != nil {
 		x.Fail(err)
 		return
 	}

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -162,4 +164,100 @@ func TestDiffLists(t *testing.T) {
 			held("BLPOP", "q", "0").On(1), cmd("SET", "q", "str"), cmd("DEL", "q"), cmd("RPUSH", "q", "after"), readNext().On(1),
 		}},
 	})
+}
+
+// listDumpSteps build lists by RPUSH whose DUMP Redis 7.0 splits into
+// nodes as oncekv does (8 KiB listpacks), of every shape of element, and
+// dump, restore and read them back; then payloads of the older list
+// types (a plain list, type 1; a quicklist of ziplists, type 14) that
+// Redis 7.0 still restores, and malformed ones.
+func listDumpSteps() []Step {
+	var steps []Step
+	shapes := dumpShapes()
+	steps = append(steps, cmd(append([]string{"RPUSH", "shapes"}, shapes[:len(shapes)-2]...)...),
+		cmd("DUMP", "shapes"))
+	var many []string
+	for i := range 3000 {
+		many = append(many, fmt.Sprint(i*37-1000), strings.Repeat("v", i%90))
+	}
+	steps = append(steps, cmd(append([]string{"RPUSH", "many"}, many...)...), cmd("DUMP", "many"),
+		cmd("RPUSH", "big", strings.Repeat("b", 9000), "x", strings.Repeat("c", 8170), "y", "z"), cmd("DUMP", "big"))
+	for _, k := range []string{"shapes", "many", "big"} {
+		// Each side restores its own payload: the same list again.
+		steps = append(steps, cmd("DUMP", k), cmd("DEL", k+":r"))
+	}
+	plain := rdbPayload("\x01\x03\x01a\xc0\x05\x00", 10)
+	zl := "\x14\x00\x00\x00\x0f\x00\x00\x00\x03\x00" + "\x00\x01a" + "\x03\xf6" + "\x02\xc0\xe8\x03" + "\xff"
+	ziplist := rdbPayload("\x0e\x01\x14"+zl, 10)
+	lp := "\x0e\x00\x00\x00\x02\x00" + "\x81a\x02" + "\x05\x01" + "\xff"
+	quick2 := rdbPayload("\x12\x02\x02\x0e"+lp+"\x01\x03abc", 10)
+	empty := rdbPayload("\x12\x00", 10)
+	badLp := rdbPayload("\x12\x01\x02\x07\x09\x00\x00\x00\x00\x00\xff", 10)
+	badContainer := rdbPayload("\x12\x01\x03\x01a", 10)
+	for i, p := range []string{plain, ziplist, quick2, empty, badLp, badContainer} {
+		k := fmt.Sprint("old", i)
+		steps = append(steps, cmd("RESTORE", k, "0", p), cmd("LRANGE", k, "0", "-1"), cmd("TYPE", k))
+	}
+	return steps
+}
+
+// TestDiffListDumpRestore compares DUMP of lists byte for byte with a
+// redis-server 7.0 that does not compress (rdbcompression no), and
+// RESTORE of Redis's list payloads of every type it loads.
+func TestDiffListDumpRestore(t *testing.T) {
+	t.Parallel()
+	p := NewDiffPair(t)
+	for _, addr := range []string{p.Redis, p.Other} {
+		if addr == p.Other && p.O != nil {
+			continue
+		}
+		if r := DialRaw(t, addr).Do("CONFIG", "SET", "rdbcompression", "no"); string(r) != "+OK\r\n" {
+			t.Fatalf("%s: CONFIG SET rdbcompression no: %q", addr, r)
+		}
+	}
+	p.RunScripts(t, []Script{{"list-dump", listDumpSteps()}})
+}
+
+// TestListDumpCrossRestore moves lists both ways with Redis's default,
+// LZF-compressed payloads, lists built so that Redis splits them
+// otherwise than oncekv (LPUSH, LINSERT, pops) included: each restores
+// the other's, element for element.
+func TestListDumpCrossRestore(t *testing.T) {
+	t.Parallel()
+	p := NewDiffPair(t)
+	r, o := DialRaw(t, p.Redis), DialRaw(t, p.Other)
+	var elems []string
+	for i := range 2500 {
+		elems = append(elems, fmt.Sprint(i), strings.Repeat("e", i%50))
+	}
+	builds := [][][]string{
+		{append([]string{"LPUSH", "k"}, elems...)},
+		{append([]string{"RPUSH", "k"}, elems...), {"LINSERT", "k", "BEFORE", "7", "ins"}, {"LPOP", "k", "333"}, {"RPOP", "k", "10"}},
+		{append([]string{"RPUSH", "k"}, dumpShapes()...)},
+	}
+	for i, b := range builds {
+		for _, c := range []*RawConn{r, o} {
+			c.Do("DEL", "k", "k:from")
+			for _, args := range b {
+				c.Do(args...)
+			}
+		}
+		want := string(r.Do("LRANGE", "k", "0", "-1"))
+		if got := string(o.Do("LRANGE", "k", "0", "-1")); got != want {
+			t.Fatalf("build %d: the lists differ before DUMP", i)
+		}
+		fromRedis := r.ReadFrameAfterDo(t, "DUMP", "k").Str
+		fromOncekv := o.ReadFrameAfterDo(t, "DUMP", "k").Str
+		if got := string(o.Do("RESTORE", "k:from", "0", fromRedis)); got != "+OK\r\n" {
+			t.Fatalf("build %d: oncekv RESTORE of redis's DUMP: %q", i, got)
+		}
+		if got := string(r.Do("RESTORE", "k:from", "0", fromOncekv)); got != "+OK\r\n" {
+			t.Fatalf("build %d: redis RESTORE of oncekv's DUMP: %q", i, got)
+		}
+		for _, c := range []*RawConn{r, o} {
+			if got := string(c.Do("LRANGE", "k:from", "0", "-1")); got != want {
+				t.Errorf("build %d: %s: the restored list differs (%d bytes, want %d)", i, c.Addr, len(got), len(want))
+			}
+		}
+	}
 }
