@@ -180,14 +180,14 @@ func commandGetKeysCmd(withFlags bool) Handler {
 		case c == nil:
 			x.W.Error("ERR Invalid command specified")
 			return
-		case c.FirstKey <= 0:
+		case c.FirstKey <= 0 && c.KeyNum == 0:
 			x.W.Error("ERR The command has no key arguments")
 			return
 		case !arityOK(c.Arity, len(args)):
 			x.W.Error("ERR Invalid number of arguments specified for command")
 			return
 		}
-		pos := keyPositions(c, len(args))
+		pos := keyPositionsOf(c, args)
 		if len(pos) == 0 {
 			if c.Flags&NoMandatoryKeys != 0 {
 				x.W.Array(0)
@@ -257,6 +257,28 @@ func commandHelpCmd(x *Ctx) {
 
 // keyPositions lists the indexes of the key arguments in a command line
 // of argc arguments (counting the name).
+// keyPositionsOf is keyPositions for the command line args, whose key
+// count decides where the keys of a KeyNum command end (Redis's keynum
+// key spec): none when the count is not a number of keys args holds.
+func keyPositionsOf(c *Command, args [][]byte) []int {
+	if c.KeyNum == 0 {
+		return keyPositions(c, len(args))
+	}
+	if c.KeyNum >= len(args) {
+		return nil
+	}
+	n, ok := parseInt(args[c.KeyNum])
+	first := c.KeyNum + 1
+	if !ok || n <= 0 || n > int64(len(args)-first) {
+		return nil
+	}
+	pos := make([]int, n)
+	for i := range pos {
+		pos[i] = first + i
+	}
+	return pos
+}
+
 func keyPositions(c *Command, argc int) []int {
 	var pos []int
 	first, last, step := keyRange(c, argc)
@@ -295,6 +317,9 @@ type keySpec struct {
 	index   int
 	lastKey int // 0: the key at index only; negative: from the end
 	keyStep int
+	// keynum: the argument at index counts the keys that follow it
+	// (LMPOP's), rather than the range of lastKey and keyStep.
+	keynum bool
 }
 
 // keySpecs derives the key specifications of c from FirstKey, LastKey and
@@ -302,6 +327,9 @@ type keySpec struct {
 // one spec per key position (as Redis has for RENAME: source, then
 // destination). Arguments documented as keys refer to these by index.
 func keySpecs(c *Command) []keySpec {
+	if c.KeyNum > 0 {
+		return []keySpec{{flags: keySpecFlagsOf(c, 0), index: c.KeyNum, keynum: true}}
+	}
 	if c.FirstKey <= 0 {
 		return nil
 	}
@@ -324,7 +352,7 @@ var keySpecNotes = map[string]string{
 
 // specOf is the index of the key spec that covers argument p.
 func specOf(c *Command, p int) int {
-	if c.LastKey < 0 {
+	if c.LastKey < 0 || c.KeyNum > 0 {
 		return 0
 	}
 	return (p - c.FirstKey) / keyStep(c)
@@ -373,6 +401,27 @@ var keySpecFlags = map[string][][]string{
 	"object|refcount": {{"RO"}},
 	"object|idletime": {{"RO"}},
 	"object|freq":     {{"RO"}},
+
+	// Lists.
+	"lpush":      {{"RW", "insert"}},
+	"rpush":      {{"RW", "insert"}},
+	"lpushx":     {{"RW", "insert"}},
+	"rpushx":     {{"RW", "insert"}},
+	"lpop":       {{"RW", "access", "delete"}},
+	"rpop":       {{"RW", "access", "delete"}},
+	"llen":       {{"RO"}},
+	"lset":       {{"RW", "update"}},
+	"linsert":    {{"RW", "insert"}},
+	"lrem":       {{"RW", "delete"}},
+	"ltrim":      {{"RW", "delete"}},
+	"lmove":      {{"RW", "access", "delete"}, {"RW", "insert"}},
+	"rpoplpush":  {{"RW", "access", "delete"}, {"RW", "insert"}},
+	"lmpop":      {{"RW", "access", "delete"}},
+	"blpop":      {{"RW", "access", "delete"}},
+	"brpop":      {{"RW", "access", "delete"}},
+	"blmove":     {{"RW", "access", "delete"}, {"RW", "insert"}},
+	"brpoplpush": {{"RW", "access", "delete"}, {"RW", "insert"}},
+	"blmpop":     {{"RW", "access", "delete"}},
 }
 
 func keySpecFlagsOf(c *Command, i int) []string {
@@ -437,7 +486,11 @@ func writeCommandInfo(w *resp.Writer, c *Command) {
 	w.Array(10)
 	w.BulkString(c.Name)
 	w.Int(int64(c.Arity))
-	writeSimpleSet(w, c.Flags.Names())
+	flags := c.Flags.Names()
+	if c.KeyNum > 0 {
+		flags = append(flags, "movablekeys")
+	}
+	writeSimpleSet(w, flags)
 	if c.FirstKey > 0 {
 		w.Int(int64(c.FirstKey))
 		w.Int(int64(c.LastKey))
@@ -512,6 +565,18 @@ func writeKeySpec(w *resp.Writer, s keySpec) {
 	w.BulkString("find_keys")
 	w.Map(2)
 	w.BulkString("type")
+	if s.keynum {
+		w.BulkString("keynum")
+		w.BulkString("spec")
+		w.Map(3)
+		w.BulkString("keynumidx")
+		w.Int(0)
+		w.BulkString("firstkey")
+		w.Int(1)
+		w.BulkString("keystep")
+		w.Int(1)
+		return
+	}
 	w.BulkString("range")
 	w.BulkString("spec")
 	w.Map(3)

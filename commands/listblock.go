@@ -281,12 +281,13 @@ func (x *Ctx) firstList(keys [][]byte, left bool, count int64) ([]byte, [][]byte
 }
 
 func blmpopCmd(x *Ctx) {
-	timeout, err := parseTimeout(x.Args[1], x.Now())
+	// The timeout after the rest, as Redis 7.0's lmpopGenericCommand.
+	o, err := parseMpop(x.Args[2:])
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	o, err := parseMpop(x.Args[2:])
+	timeout, err := parseTimeout(x.Args[1], x.Now())
 	if err != nil {
 		x.Fail(err)
 		return

@@ -42,14 +42,13 @@ func listCommands() []*Command {
 		one("lpos", -3, ReadOnly|Borrows, rcat("slow"), lposCmd),
 		{Name: "lmove", Arity: 5, Flags: w, FirstKey: 1, LastKey: 2, Categories: wcat("slow"), Run: lmoveCmd},
 		{Name: "rpoplpush", Arity: 3, Flags: w, FirstKey: 1, LastKey: 2, Categories: wcat("slow"), Run: rpoplpushCmd},
-		// LMPOP's keys follow their count (a keynum spec in Redis):
-		// the table's fixed positions cannot say where they end.
-		{Name: "lmpop", Arity: -4, Flags: Write | Borrows, Categories: wcat("slow"), Run: lmpopCmd},
+		// LMPOP's and BLMPOP's keys follow their count.
+		{Name: "lmpop", Arity: -4, Flags: Write | Borrows, KeyNum: 1, Categories: wcat("slow"), Run: lmpopCmd},
 		{Name: "blpop", Arity: -3, Flags: Write | NoScript | Blocking, FirstKey: 1, LastKey: -2, Categories: wcat("slow", "blocking"), Run: bpopCmd(true)},
 		{Name: "brpop", Arity: -3, Flags: Write | NoScript | Blocking, FirstKey: 1, LastKey: -2, Categories: wcat("slow", "blocking"), Run: bpopCmd(false)},
 		{Name: "blmove", Arity: 6, Flags: Write | DenyOOM | NoScript | Blocking, FirstKey: 1, LastKey: 2, Categories: wcat("slow", "blocking"), Run: blmoveCmd},
 		{Name: "brpoplpush", Arity: 4, Flags: Write | DenyOOM | NoScript | Blocking, FirstKey: 1, LastKey: 2, Categories: wcat("slow", "blocking"), Run: brpoplpushCmd},
-		{Name: "blmpop", Arity: -5, Flags: Write | Blocking, Categories: wcat("slow", "blocking"), Run: blmpopCmd},
+		{Name: "blmpop", Arity: -5, Flags: Write | Blocking, KeyNum: 2, Categories: wcat("slow", "blocking"), Run: blmpopCmd},
 	}
 }
 

@@ -89,6 +89,10 @@ type Command struct {
 	// FirstKey, LastKey and Step locate the keys among the arguments
 	// (LastKey -1 means the last argument).
 	FirstKey, LastKey, Step int
+	// KeyNum, when > 0, is the index of the argument that counts the
+	// keys following it (LMPOP's numkeys: Redis's keynum key spec, with
+	// the movablekeys flag); FirstKey and LastKey are then 0.
+	KeyNum int
 	// Categories are the ACL categories, without '@'.
 	Categories []string
 	Run        Handler

@@ -132,6 +132,15 @@ func TestDiffLists(t *testing.T) {
 			cmd("MULTI"), cmd("BLPOP", "a", "0"), cmd("BRPOP", "a", "0"), cmd("BLMOVE", "a", "c", "LEFT", "LEFT", "0"),
 			cmd("BRPOPLPUSH", "a", "c", "0"), cmd("BLMPOP", "0", "1", "a", "LEFT"), cmd("EXEC"),
 		}},
+		{"command-info", []Step{
+			cmd("COMMAND", "INFO", "lpush", "rpush", "lpushx", "rpushx", "lpop", "rpop", "llen", "lrange", "lindex", "lset", "linsert"),
+			cmd("COMMAND", "INFO", "lrem", "ltrim", "lpos", "lmove", "rpoplpush", "lmpop", "blpop", "brpop", "blmove", "brpoplpush", "blmpop"),
+			cmd("COMMAND", "GETKEYS", "LMPOP", "2", "a", "b", "LEFT"), cmd("COMMAND", "GETKEYS", "LMPOP", "3", "a", "b", "LEFT"),
+			cmd("COMMAND", "GETKEYS", "LMPOP", "0", "a", "LEFT"), cmd("COMMAND", "GETKEYS", "LMPOP", "x", "a", "LEFT"),
+			cmd("COMMAND", "GETKEYS", "LMPOP", "5", "a", "LEFT"), cmd("COMMAND", "GETKEYSANDFLAGS", "BLMPOP", "0", "2", "a", "b", "LEFT"),
+			cmd("COMMAND", "GETKEYS", "BLMPOP", "0", "-1", "a", "LEFT"), cmd("COMMAND", "GETKEYSANDFLAGS", "BLPOP", "a", "b", "0"),
+			cmd("COMMAND", "GETKEYSANDFLAGS", "BLMOVE", "a", "b", "LEFT", "LEFT", "0"), cmd("COMMAND", "GETKEYSANDFLAGS", "LTRIM", "a", "0", "1"),
+		}},
 		{"blocking-served", []Step{
 			held("BLPOP", "q", "0").On(1),
 			cmd("LPUSH", "q", "job1"), readNext().On(1), cmd("EXISTS", "q"),

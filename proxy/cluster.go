@@ -240,7 +240,7 @@ func (p *Proxy) keySpec(args [][]byte) (first, last, step int, keys [][]byte) {
 			return 0, 0, 0, args[3 : 3+n]
 		}
 	}
-	if cmd := p.table.Lookup(args[0]); cmd != nil && len(cmd.Subcommands) == 0 {
+	if cmd := p.table.Lookup(args[0]); cmd != nil && len(cmd.Subcommands) == 0 && cmd.KeyNum == 0 {
 		return cmd.FirstKey, cmd.LastKey, cmd.Step, nil
 	}
 	e, ok := p.meta.Load().lookup(args)
