@@ -270,3 +270,22 @@ func TestListDumpCrossRestore(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffListConfig compares the list directives with redis-server
+// 7.0's: list-max-listpack-size (and its alias list-max-ziplist-size) and
+// list-compress-depth, set, read back and refused as Redis does.
+func TestDiffListConfig(t *testing.T) {
+	t.Parallel()
+	RunDiffScripts(t, []Script{{"list-config", []Step{
+		cmd("CONFIG", "GET", "list-max-listpack-size"), cmd("CONFIG", "GET", "list-max-ziplist-size"),
+		cmd("CONFIG", "GET", "list-compress-depth"),
+		cmd("CONFIG", "SET", "list-max-listpack-size", "128"), cmd("CONFIG", "GET", "list-max-ziplist-size"),
+		cmd("CONFIG", "SET", "list-max-ziplist-size", "-3"), cmd("CONFIG", "GET", "list-max-listpack-size"),
+		cmd("CONFIG", "SET", "list-compress-depth", "2"), cmd("CONFIG", "GET", "list-compress-depth"),
+		cmd("CONFIG", "SET", "list-compress-depth", "-1"), cmd("CONFIG", "SET", "list-compress-depth", "x"),
+		cmd("CONFIG", "SET", "list-max-listpack-size", "2147483648"), cmd("CONFIG", "SET", "list-max-listpack-size", "-2147483648"),
+		cmd("CONFIG", "GET", "list-max-listpack-size"),
+		cmd("CONFIG", "SET", "list-max-listpack-size", "-2", "list-compress-depth", "0"),
+		cmd("RPUSH", "l", "a"), cmd("OBJECT", "ENCODING", "l"),
+	}}})
+}

@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -92,6 +93,12 @@ type Config struct {
 	// SlowlogMaxLen bounds its length (Redis's slowlog-* directives).
 	SlowlogLogSlowerThan int64
 	SlowlogMaxLen        int64
+	// ListMaxListpackSize and ListCompressDepth are Redis's
+	// list-max-listpack-size (alias list-max-ziplist-size) and
+	// list-compress-depth: accepted, shown and rewritten as Redis does,
+	// with no effect on how lists are stored here (README, "Lists").
+	ListMaxListpackSize int64
+	ListCompressDepth   int64
 	// MetricsAddr, when set (host:port), serves Prometheus metrics at
 	// http://MetricsAddr/metrics; empty (the default) serves none.
 	MetricsAddr string
@@ -140,6 +147,7 @@ func Default() Config {
 
 		SlowlogLogSlowerThan: 10000,
 		SlowlogMaxLen:        128,
+		ListMaxListpackSize:  -2,
 	}
 }
 
@@ -477,6 +485,14 @@ func (c *Config) Set(name string, vals []string) error {
 		} else {
 			c.SlowlogLogSlowerThan = int64(n)
 		}
+	case "list-max-listpack-size", "list-max-ziplist-size", "list-compress-depth":
+		var n int
+		n, err = num()
+		if name == "list-compress-depth" {
+			c.ListCompressDepth = int64(n)
+		} else {
+			c.ListMaxListpackSize = int64(n)
+		}
 	case "metrics-addr":
 		c.MetricsAddr, err = one()
 	case "upstream":
@@ -575,6 +591,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("slowlog-log-slower-than must be -1 (off) or more, not %d", c.SlowlogLogSlowerThan)
 	case c.SlowlogMaxLen < 0:
 		return fmt.Errorf("slowlog-max-len must not be negative")
+	case c.ListMaxListpackSize < math.MinInt32 || c.ListMaxListpackSize > math.MaxInt32:
+		return fmt.Errorf("list-max-listpack-size must be between -2147483648 and 2147483647")
+	case c.ListCompressDepth < 0 || c.ListCompressDepth > math.MaxInt32:
+		return fmt.Errorf("list-compress-depth must be between 0 and 2147483647")
 	case c.OnceWaitReplicas < 0:
 		return fmt.Errorf("once-wait-replicas must not be negative")
 	}
@@ -679,6 +699,9 @@ func (c Config) Directives() map[string]string {
 
 		"slowlog-log-slower-than": strconv.FormatInt(c.SlowlogLogSlowerThan, 10),
 		"slowlog-max-len":         strconv.FormatInt(c.SlowlogMaxLen, 10),
+		"list-max-listpack-size":  strconv.FormatInt(c.ListMaxListpackSize, 10),
+		"list-max-ziplist-size":   strconv.FormatInt(c.ListMaxListpackSize, 10),
+		"list-compress-depth":     strconv.FormatInt(c.ListCompressDepth, 10),
 		"metrics-addr":            c.MetricsAddr,
 		"upstream":                MaskPassword(c.Upstream),
 		"once-wait-replicas":      strconv.Itoa(c.OnceWaitReplicas),

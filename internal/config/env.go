@@ -28,6 +28,7 @@ var directiveNames = func() []string {
 		"tls-cert-file", "tls-key-file", "tls-ca-cert-file", "tls-auth-clients",
 		"rename-command", "once-lease-ms", "table-trim-ms", "table-compression",
 		"slowlog-log-slower-than", "slowlog-max-len", "metrics-addr",
+		"list-max-listpack-size", "list-max-ziplist-size", "list-compress-depth",
 		"upstream", "once-wait-replicas",
 	}
 	var more []string

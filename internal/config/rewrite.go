@@ -244,6 +244,10 @@ func (c Config) rewriteLines(name string) (vals []string, force, ok bool) {
 		return num(c.SlowlogLogSlowerThan, d.SlowlogLogSlowerThan)
 	case "slowlog-max-len":
 		return num(c.SlowlogMaxLen, d.SlowlogMaxLen)
+	case "list-max-listpack-size":
+		return num(c.ListMaxListpackSize, d.ListMaxListpackSize)
+	case "list-compress-depth":
+		return num(c.ListCompressDepth, d.ListCompressDepth)
 	case "metrics-addr":
 		return str(c.MetricsAddr)
 	case "upstream":
