@@ -159,3 +159,19 @@ func TestListQueue(t *testing.T) {
 		t.Errorf("EXISTS of the emptied lists: %q", r)
 	}
 }
+
+// TestProxyListScripts runs the list scripts through the proxy, which
+// forwards the list commands to its upstream redis-server: blocked ones
+// (BRPOP, BLMOVE…) each on an upstream connection of their own, while the
+// pooled ones serve the other clients; compared with a redis-server.
+func TestProxyListScripts(t *testing.T) {
+	t.Parallel()
+	p := newProxyPair(t)
+	p.RunScripts(t, []Script{{"proxy-brpop", []Step{
+		held("BRPOP", "q", "0").On(1), held("BLMOVE", "src", "dst", "LEFT", "RIGHT", "0").On(2),
+		cmd("SET", "k", "v"), cmd("GET", "k"), cmd("LPUSH", "other", "a"), cmd("LRANGE", "other", "0", "-1"),
+		cmd("RPUSH", "q", "job1", "job2"), readNext().On(1), cmd("LRANGE", "q", "0", "-1"),
+		cmd("RPUSH", "src", "m"), readNext().On(2), cmd("LRANGE", "dst", "0", "-1"),
+		cmd("BRPOP", "q", "q2", "0.05").On(1), cmd("LMPOP", "2", "nosuch", "q", "RIGHT", "COUNT", "5"),
+	}}})
+}
