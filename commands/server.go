@@ -9,6 +9,11 @@
 // exclusive store transaction, read-only ones in a shared one; a MULTI block
 // runs in one exclusive transaction, so no other client's command
 // interleaves.
+//
+// Lists (lists.go) are values of kind store.KindList rewritten whole by
+// each write; the blocking list commands (listblock.go) wait without the
+// store's lock and are served, FIFO per key, by the write that gives
+// their key elements, in that write's own transaction.
 package commands
 
 import (
