@@ -171,6 +171,9 @@ func TestDiffLists(t *testing.T) {
 			cmd("SELECT", "0"), held("BLPOP", "q", "0").On(1), cmd("SELECT", "1"), cmd("RPUSH", "q", "s"),
 			cmd("SWAPDB", "0", "1"), readNext().On(1), cmd("SELECT", "0"), cmd("DBSIZE"),
 			held("BLPOP", "q", "0").On(1), cmd("SET", "q", "str"), cmd("DEL", "q"), cmd("RPUSH", "q", "after"), readNext().On(1),
+			held("BLPOP", "q", "0").On(1), cmd("RPUSH", "s", "v"), cmd("LMOVE", "s", "q", "LEFT", "LEFT"), readNext().On(1),
+			held("BRPOP", "q", "0").On(1), cmd("RPUSH", "s", "w"), cmd("RPOPLPUSH", "s", "q"), readNext().On(1),
+			held("BLPOP", "q", "0").On(1), cmd("RESTORE", "q", "0", rdbPayload("\x01\x01\x01r", 10)), readNext().On(1),
 		}},
 	})
 }
