@@ -492,6 +492,27 @@ var keySpecFlags = map[string][][]string{
 	"zunionstore":      {{"OW", "update"}, {"RO", "access"}},
 	"zinterstore":      {{"OW", "update"}, {"RO", "access"}},
 	"zdiffstore":       {{"OW", "update"}, {"RO", "access"}},
+
+	// Lists.
+	"lpush":      {{"RW", "insert"}},
+	"rpush":      {{"RW", "insert"}},
+	"lpushx":     {{"RW", "insert"}},
+	"rpushx":     {{"RW", "insert"}},
+	"lpop":       {{"RW", "access", "delete"}},
+	"rpop":       {{"RW", "access", "delete"}},
+	"llen":       {{"RO"}},
+	"lset":       {{"RW", "update"}},
+	"linsert":    {{"RW", "insert"}},
+	"lrem":       {{"RW", "delete"}},
+	"ltrim":      {{"RW", "delete"}},
+	"lmove":      {{"RW", "access", "delete"}, {"RW", "insert"}},
+	"rpoplpush":  {{"RW", "access", "delete"}, {"RW", "insert"}},
+	"lmpop":      {{"RW", "access", "delete"}},
+	"blpop":      {{"RW", "access", "delete"}},
+	"brpop":      {{"RW", "access", "delete"}},
+	"blmove":     {{"RW", "access", "delete"}, {"RW", "insert"}},
+	"brpoplpush": {{"RW", "access", "delete"}, {"RW", "insert"}},
+	"blmpop":     {{"RW", "access", "delete"}},
 }
 
 func keySpecFlagsOf(c *Command, i int) []string {

@@ -46,6 +46,84 @@ var redisDocs = map[string]Doc{
 			{Name: "schedule", Type: ArgPureToken, Token: "SCHEDULE", Since: "3.2.2", Optional: true},
 		},
 	},
+	"blmove": {
+		Summary:    "Pop an element from a list, push it to another list and return it; or block until one is available",
+		Since:      "6.2.0",
+		Group:      "list",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "source", Type: ArgKey, KeySpec: 0},
+			{Name: "destination", Type: ArgKey, KeySpec: 1},
+			{Name: "wherefrom", Type: ArgOneOf, Args: []Arg{
+				{Name: "left", Type: ArgPureToken, Token: "LEFT"},
+				{Name: "right", Type: ArgPureToken, Token: "RIGHT"},
+			}},
+			{Name: "whereto", Type: ArgOneOf, Args: []Arg{
+				{Name: "left", Type: ArgPureToken, Token: "LEFT"},
+				{Name: "right", Type: ArgPureToken, Token: "RIGHT"},
+			}},
+			{Name: "timeout", Type: ArgDouble},
+		},
+	},
+	"blmpop": {
+		Summary:    "Pop elements from a list, or block until one is available",
+		Since:      "7.0.0",
+		Group:      "list",
+		Complexity: "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
+		Args: []Arg{
+			{Name: "timeout", Type: ArgDouble},
+			{Name: "numkeys", Type: ArgInteger},
+			{Name: "key", Type: ArgKey, KeySpec: 0, Multiple: true},
+			{Name: "where", Type: ArgOneOf, Args: []Arg{
+				{Name: "left", Type: ArgPureToken, Token: "LEFT"},
+				{Name: "right", Type: ArgPureToken, Token: "RIGHT"},
+			}},
+			{Name: "count", Type: ArgInteger, Token: "COUNT", Optional: true},
+		},
+	},
+	"blpop": {
+		Summary:    "Remove and get the first element in a list, or block until one is available",
+		Since:      "2.0.0",
+		Group:      "list",
+		Complexity: "O(N) where N is the number of provided keys.",
+		History: []DocHistory{
+			{"6.0.0", "`timeout` is interpreted as a double instead of an integer."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0, Multiple: true},
+			{Name: "timeout", Type: ArgDouble},
+		},
+	},
+	"brpop": {
+		Summary:    "Remove and get the last element in a list, or block until one is available",
+		Since:      "2.0.0",
+		Group:      "list",
+		Complexity: "O(N) where N is the number of provided keys.",
+		History: []DocHistory{
+			{"6.0.0", "`timeout` is interpreted as a double instead of an integer."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0, Multiple: true},
+			{Name: "timeout", Type: ArgDouble},
+		},
+	},
+	"brpoplpush": {
+		Summary:         "Pop an element from a list, push it to another list and return it; or block until one is available",
+		Since:           "2.2.0",
+		Group:           "list",
+		Complexity:      "O(1)",
+		DocFlags:        []string{"deprecated"},
+		DeprecatedSince: "6.2.0",
+		ReplacedBy:      "`BLMOVE` with the `RIGHT` and `LEFT` arguments",
+		History: []DocHistory{
+			{"6.0.0", "`timeout` is interpreted as a double instead of an integer."},
+		},
+		Args: []Arg{
+			{Name: "source", Type: ArgKey, KeySpec: 0},
+			{Name: "destination", Type: ArgKey, KeySpec: 1},
+			{Name: "timeout", Type: ArgDouble},
+		},
+	},
 	"bzmpop": {
 		Summary:    "Remove and return members with scores in a sorted set or block until one is available",
 		Since:      "7.0.0",
@@ -914,12 +992,175 @@ var redisDocs = map[string]Doc{
 			{Name: "withmatchlen", Type: ArgPureToken, Token: "WITHMATCHLEN", Optional: true},
 		},
 	},
+	"lindex": {
+		Summary:    "Get an element from a list by its index",
+		Since:      "1.0.0",
+		Group:      "list",
+		Complexity: "O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1).",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "index", Type: ArgInteger},
+		},
+	},
+	"linsert": {
+		Summary:    "Insert an element before or after another element in a list",
+		Since:      "2.2.0",
+		Group:      "list",
+		Complexity: "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N).",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "where", Type: ArgOneOf, Args: []Arg{
+				{Name: "before", Type: ArgPureToken, Token: "BEFORE"},
+				{Name: "after", Type: ArgPureToken, Token: "AFTER"},
+			}},
+			{Name: "pivot", Type: ArgString},
+			{Name: "element", Type: ArgString},
+		},
+	},
+	"llen": {
+		Summary:    "Get the length of a list",
+		Since:      "1.0.0",
+		Group:      "list",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+		},
+	},
+	"lmove": {
+		Summary:    "Pop an element from a list, push it to another list and return it",
+		Since:      "6.2.0",
+		Group:      "list",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "source", Type: ArgKey, KeySpec: 0},
+			{Name: "destination", Type: ArgKey, KeySpec: 1},
+			{Name: "wherefrom", Type: ArgOneOf, Args: []Arg{
+				{Name: "left", Type: ArgPureToken, Token: "LEFT"},
+				{Name: "right", Type: ArgPureToken, Token: "RIGHT"},
+			}},
+			{Name: "whereto", Type: ArgOneOf, Args: []Arg{
+				{Name: "left", Type: ArgPureToken, Token: "LEFT"},
+				{Name: "right", Type: ArgPureToken, Token: "RIGHT"},
+			}},
+		},
+	},
+	"lmpop": {
+		Summary:    "Pop elements from a list",
+		Since:      "7.0.0",
+		Group:      "list",
+		Complexity: "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
+		Args: []Arg{
+			{Name: "numkeys", Type: ArgInteger},
+			{Name: "key", Type: ArgKey, KeySpec: 0, Multiple: true},
+			{Name: "where", Type: ArgOneOf, Args: []Arg{
+				{Name: "left", Type: ArgPureToken, Token: "LEFT"},
+				{Name: "right", Type: ArgPureToken, Token: "RIGHT"},
+			}},
+			{Name: "count", Type: ArgInteger, Token: "COUNT", Optional: true},
+		},
+	},
 	"lolwut": {
 		Summary: "Display some computer art and the Redis version",
 		Since:   "5.0.0",
 		Group:   "server",
 		Args: []Arg{
 			{Name: "version", Type: ArgInteger, Token: "VERSION", Optional: true},
+		},
+	},
+	"lpop": {
+		Summary:    "Remove and get the first elements in a list",
+		Since:      "1.0.0",
+		Group:      "list",
+		Complexity: "O(N) where N is the number of elements returned",
+		History: []DocHistory{
+			{"6.2.0", "Added the `count` argument."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "count", Type: ArgInteger, Since: "6.2.0", Optional: true},
+		},
+	},
+	"lpos": {
+		Summary:    "Return the index of matching elements on a list",
+		Since:      "6.0.6",
+		Group:      "list",
+		Complexity: "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time.",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "element", Type: ArgString},
+			{Name: "rank", Type: ArgInteger, Token: "RANK", Optional: true},
+			{Name: "num-matches", Type: ArgInteger, Token: "COUNT", Optional: true},
+			{Name: "len", Type: ArgInteger, Token: "MAXLEN", Optional: true},
+		},
+	},
+	"lpush": {
+		Summary:    "Prepend one or multiple elements to a list",
+		Since:      "1.0.0",
+		Group:      "list",
+		Complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
+		History: []DocHistory{
+			{"2.4.0", "Accepts multiple `element` arguments."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "element", Type: ArgString, Multiple: true},
+		},
+	},
+	"lpushx": {
+		Summary:    "Prepend an element to a list, only if the list exists",
+		Since:      "2.2.0",
+		Group:      "list",
+		Complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
+		History: []DocHistory{
+			{"4.0.0", "Accepts multiple `element` arguments."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "element", Type: ArgString, Multiple: true},
+		},
+	},
+	"lrange": {
+		Summary:    "Get a range of elements from a list",
+		Since:      "1.0.0",
+		Group:      "list",
+		Complexity: "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "start", Type: ArgInteger},
+			{Name: "stop", Type: ArgInteger},
+		},
+	},
+	"lrem": {
+		Summary:    "Remove elements from a list",
+		Since:      "1.0.0",
+		Group:      "list",
+		Complexity: "O(N+M) where N is the length of the list and M is the number of elements removed.",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "count", Type: ArgInteger},
+			{Name: "element", Type: ArgString},
+		},
+	},
+	"lset": {
+		Summary:    "Set the value of an element in a list by its index",
+		Since:      "1.0.0",
+		Group:      "list",
+		Complexity: "O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1).",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "index", Type: ArgInteger},
+			{Name: "element", Type: ArgString},
+		},
+	},
+	"ltrim": {
+		Summary:    "Trim a list to the specified range",
+		Since:      "1.0.0",
+		Group:      "list",
+		Complexity: "O(N) where N is the number of elements to be removed by the operation.",
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "start", Type: ArgInteger},
+			{Name: "stop", Type: ArgInteger},
 		},
 	},
 	"memory": {
@@ -1308,6 +1549,58 @@ var redisDocs = map[string]Doc{
 		Since:      "2.8.12",
 		Group:      "server",
 		Complexity: "O(1)",
+	},
+	"rpop": {
+		Summary:    "Remove and get the last elements in a list",
+		Since:      "1.0.0",
+		Group:      "list",
+		Complexity: "O(N) where N is the number of elements returned",
+		History: []DocHistory{
+			{"6.2.0", "Added the `count` argument."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "count", Type: ArgInteger, Since: "6.2.0", Optional: true},
+		},
+	},
+	"rpoplpush": {
+		Summary:         "Remove the last element in a list, prepend it to another list and return it",
+		Since:           "1.2.0",
+		Group:           "list",
+		Complexity:      "O(1)",
+		DocFlags:        []string{"deprecated"},
+		DeprecatedSince: "6.2.0",
+		ReplacedBy:      "`LMOVE` with the `RIGHT` and `LEFT` arguments",
+		Args: []Arg{
+			{Name: "source", Type: ArgKey, KeySpec: 0},
+			{Name: "destination", Type: ArgKey, KeySpec: 1},
+		},
+	},
+	"rpush": {
+		Summary:    "Append one or multiple elements to a list",
+		Since:      "1.0.0",
+		Group:      "list",
+		Complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
+		History: []DocHistory{
+			{"2.4.0", "Accepts multiple `element` arguments."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "element", Type: ArgString, Multiple: true},
+		},
+	},
+	"rpushx": {
+		Summary:    "Append an element to a list, only if the list exists",
+		Since:      "2.2.0",
+		Group:      "list",
+		Complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
+		History: []DocHistory{
+			{"4.0.0", "Accepts multiple `element` arguments."},
+		},
+		Args: []Arg{
+			{Name: "key", Type: ArgKey, KeySpec: 0},
+			{Name: "element", Type: ArgString, Multiple: true},
+		},
 	},
 	"sadd": {
 		Summary:    "Add one or more members to a set",

@@ -382,22 +382,28 @@ func restoreHash(typ byte, b []byte, maxEntries, maxValue int64) (hashcodec.Hash
 	return h, nil
 }
 
-// restoreValue reads a DUMP payload of a string, a hash or a set into the value
-// RESTORE stores (its deadline left to the caller).
+// restoreValue reads a DUMP payload of a string, a hash, a set or a list
+// into the value RESTORE stores (its deadline left to the caller), as
+// Redis 7.0's RESTORE does: ErrDumpPayload when the version is newer than
+// Redis 7.0's or the checksum is wrong, ErrBadData when the object is of
+// another type or malformed. The value may share p's memory.
 func (x *Ctx) restoreValue(p []byte) (store.Value, error) {
-	if len(p) > 0 && (p[0] == rdbTypeSet || p[0] == rdbTypeIntset) {
-		return restoreSetOrString(p, x.maxIntset())
+	if err := checkPayload(p); err != nil {
+		return store.Value{}, err
 	}
-	if len(p) >= 10 && p[0] != rdbTypeString {
-		if _, err := restoreString(p); err == ErrDumpPayload {
-			return store.Value{}, err
-		}
-		h, err := restoreHash(p[0], p[1:], x.S.hashMaxEntries.Load(), x.S.hashMaxValue.Load())
+	switch p[0] {
+	case rdbTypeString, rdbTypeSet, rdbTypeIntset:
+		return restoreSetOrString(p, x.maxIntset())
+	case rdbTypeList, rdbTypeQuicklist, rdbTypeQuicklist2:
+		data, err := restoreList(p[0], p[1:])
 		if err != nil {
 			return store.Value{}, err
 		}
-		return store.Value{Kind: store.KindHash, Data: hashcodec.Encode(nil, h)}, nil
+		return store.Value{Kind: store.KindList, Data: data}, nil
 	}
-	data, err := restoreString(p)
-	return store.Value{Kind: store.KindString, Data: data}, err
+	h, err := restoreHash(p[0], p[1:], x.S.hashMaxEntries.Load(), x.S.hashMaxValue.Load())
+	if err != nil {
+		return store.Value{}, err
+	}
+	return store.Value{Kind: store.KindHash, Data: hashcodec.Encode(nil, h)}, nil
 }

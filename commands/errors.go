@@ -114,6 +114,15 @@ var (
 	errZsetCorrupt = errors.New("ERR sorted set value is corrupt")
 )
 
+// Errors of the list commands, as Redis 7.0 words them.
+var (
+	ErrIndexRange   = errorf("ERR index out of range")
+	ErrRankZero     = errorf("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
+	ErrCountNeg     = errorf("ERR COUNT can't be negative")
+	ErrMaxlenNeg    = errorf("ERR MAXLEN can't be negative")
+	ErrTimeoutRange = errorf("ERR timeout is out of range")
+)
+
 // errorText maps any error to the text of its RESP error reply. It is the
 // one place where store and engine errors become RESP.
 func errorText(err error) string {

@@ -710,11 +710,13 @@ const sharedRefcount = math.MaxInt32
 // grew in place, and "embstr" for an integer INCRBYFLOAT wrote, which are
 // not told apart here. A hash is "listpack" or "hashtable" as its
 // value says (hash.go); a set is Redis's intset or hashtable, as its
-// value records (setcodec.go). A ONCE record, which Redis
+// value records (setcodec.go); a list is "quicklist". A ONCE record, which Redis
 // has no encoding for, is "raw": the record's bytes.
 func objectEncoding(v store.Value) encoding {
 	switch v.Kind {
 	case store.KindString:
+	case store.KindList:
+		return encoding{"quicklist", 1} // Redis 7.0's only list encoding
 	case store.KindHash:
 		if h, err := hashcodec.Decode(v.Data); err == nil && h.Table {
 			return encoding{"hashtable", 1}

@@ -10,12 +10,14 @@
 // runs in one exclusive transaction, so no other client's command
 // interleaves.
 //
-// Values are strings (store.KindString), ONCE records (the once engine's)
-// and sets (store.KindSet, sets.go): a set is one stored value, encoded by
-// setcodec.go, that a write decodes and rewrites whole, so a write costs
-// O(n) in the set's size. Its members are kept sorted, numerically while
-// it is Redis's intset (so it lists them as Redis does), in byte order
-// once it is a hashtable (Redis lists those in its hash table's order).
+// Values are strings (store.KindString), ONCE records (the once engine's),
+// hashes (hash.go), sets (sets.go), sorted sets (zsets.go) and lists
+// (lists.go). A collection is one stored value that a write decodes and
+// rewrites whole, so a write costs O(n) in its size. Blocking commands
+// wait without the store's lock: the list ones (listblock.go) are served,
+// FIFO per key, by the write that gives their key elements, in that
+// write's own transaction; the sorted set ones (zblock.go) are woken by a
+// write to their keys and try again.
 package commands
 
 import (
@@ -104,6 +106,8 @@ type Server struct {
 	pubsub pubsubRegistry
 	// monitors are the connections in MONITOR mode (monitor.go).
 	monitors monitors
+	// lists are the clients blocked on lists (listblock.go).
+	lists listBlocking
 
 	// KeepDeadline, when set, tells EXPIRE and PERSIST to leave a value's
 	// deadline alone (a running ONCE record's lease).
@@ -159,7 +163,10 @@ func New(cfg Config, st store.Store) *Server {
 	s.SetZsetLimits(-1, -1)
 	s.watch.keys = make(map[watchKey]map[*resp.Conn]struct{})
 	s.initObservability(fakeClock)
-	s.hooks = []TxHook{&s.watch, &s.zwait}
+	// The lists' hook comes before the ONCE engine's (EnableOnce): the
+	// pops it makes for blocked clients at commit are writes that hook
+	// sees too.
+	s.hooks = []TxHook{&s.watch, &s.lists, &s.zwait}
 	s.table.Register(stringCommands()...)
 	s.table.Register(setCommands()...)
 	s.table.Register(zsetCommands()...)
@@ -172,6 +179,7 @@ func New(cfg Config, st store.Store) *Server {
 	s.table.Register(pubsubCommands()...)
 	s.table.Register(standaloneCommands()...)
 	s.table.Register(introspectCommands()...)
+	s.table.Register(listCommands()...)
 	s.table.attachDocs()
 	return s
 }

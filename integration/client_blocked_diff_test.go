@@ -32,8 +32,8 @@ func awaitBlocked(t *testing.T, c *RawConn, n int) {
 
 // TestDiffClientListBlocked: a blocked client's CLIENT LIST line, against
 // a real redis-server 7.0's: flags=b for a client blocked in a blocking
-// command (BLPOP there, ONCE.WAIT and ONCE.CLAIM … WAIT here: oncekv has
-// no lists) or held by CLIENT PAUSE, flags=N again once it is answered;
+// command (BLPOP on both; ONCE.WAIT and ONCE.CLAIM … WAIT here) or held
+// by CLIENT PAUSE, flags=N again once it is answered;
 // the fields Redis 7.0 has come in its order, and those whose values do
 // not depend on the process (name, flags, db, sub, psub, ssub, multi,
 // events, user, redir, resp) are equal, cmd too where both ran the same
@@ -56,6 +56,10 @@ func TestDiffClientListBlocked(t *testing.T) {
 		wantOther string // the blocked client's cmd on oncekv
 	}{
 		{name: "blocking command", proto: 2,
+			block:   sideArgs{[]string{"BLPOP", "l", "0"}, []string{"BLPOP", "l", "0"}},
+			end:     sideArgs{[]string{"RPUSH", "l", "x"}, []string{"RPUSH", "l", "x"}},
+			sameCmd: true, wantOther: "blpop"},
+		{name: "ONCE.WAIT", proto: 2,
 			setup:     sideArgs{nil, []string{"ONCE.CLAIM", "k", "LEASE", "60000"}},
 			block:     sideArgs{[]string{"BLPOP", "l", "0"}, []string{"ONCE.WAIT", "k"}},
 			end:       sideArgs{[]string{"RPUSH", "l", "x"}, []string{"DEL", "k"}},

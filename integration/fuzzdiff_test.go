@@ -761,6 +761,69 @@ var genCmds = []genCmd{
 		}
 		return ex(g, "RESTORE", append([]string{g.key(), ttl, g.pick(genPayloads)}, opts...)...)
 	}, w: 3},
+	// Lists: pushes weigh more, so that the other commands find lists.
+	{gen: func(g *genReader) Step {
+		return ex(g, g.pick([]string{"LPUSH", "RPUSH", "LPUSHX", "RPUSHX"}), append([]string{g.key()}, keyList(g, 1)...)...)
+	}, w: 4},
+	{gen: func(g *genReader) Step {
+		args := []string{g.key()}
+		if g.chance(2) {
+			args = append(args, g.number(genListInts))
+		}
+		return ex(g, g.pick([]string{"LPOP", "RPOP"}), args...)
+	}, w: 2},
+	{gen: func(g *genReader) Step { return ex(g, "LLEN", g.key()) }},
+	{gen: func(g *genReader) Step {
+		return ex(g, "LRANGE", g.key(), g.number(genListInts), g.number(genListInts))
+	}, w: 2},
+	{gen: func(g *genReader) Step { return ex(g, "LINDEX", g.key(), g.number(genListInts)) }},
+	{gen: func(g *genReader) Step { return ex(g, "LSET", g.key(), g.number(genListInts), g.number(genVals)) }},
+	{gen: func(g *genReader) Step {
+		return ex(g, "LINSERT", g.key(), g.word(g.pick([]string{"BEFORE", "AFTER", "x"})), g.number(genVals), g.number(genVals))
+	}},
+	{gen: func(g *genReader) Step { return ex(g, "LREM", g.key(), g.number(genListInts), g.number(genVals)) }},
+	{gen: func(g *genReader) Step {
+		return ex(g, "LTRIM", g.key(), g.number(genListInts), g.number(genListInts))
+	}},
+	{gen: func(g *genReader) Step {
+		args := []string{g.key(), g.number(genVals)}
+		for range g.n(3) {
+			args = append(args, g.word(g.pick([]string{"RANK", "COUNT", "MAXLEN", "FOO"})), g.number(genListInts))
+		}
+		return ex(g, "LPOS", args...)
+	}},
+	{gen: func(g *genReader) Step {
+		if g.chance(3) {
+			return ex(g, "RPOPLPUSH", g.key(), g.key())
+		}
+		return ex(g, "LMOVE", g.key(), g.key(), g.word(g.pick(genWheres)), g.word(g.pick(genWheres)))
+	}, w: 2},
+	{gen: func(g *genReader) Step {
+		keys := keyList(g, 1)
+		args := append([]string{g.pick([]string{fmt.Sprint(len(keys)), "0", "x", "9"})}, keys...)
+		args = append(args, g.word(g.pick(genWheres)))
+		if g.chance(2) {
+			args = append(args, g.word("COUNT"), g.number(genListInts))
+		}
+		return ex(g, "LMPOP", args...)
+	}},
+	// Blocking, with timeouts short enough to end the step (or none: a
+	// command that finds an element, or queued in MULTI, answers at
+	// once; one that would block for good is not generated).
+	{gen: func(g *genReader) Step {
+		t := g.pick([]string{"0.01", "0.02", "-1", "x"})
+		switch g.n(4) {
+		case 0:
+			return ex(g, g.pick([]string{"BLPOP", "BRPOP"}), append(keyList(g, 1), t)...)
+		case 1:
+			return ex(g, "BLMOVE", g.key(), g.key(), g.word(g.pick(genWheres)), g.word(g.pick(genWheres)), t)
+		case 2:
+			return ex(g, "BRPOPLPUSH", g.key(), g.key(), t)
+		}
+		keys := keyList(g, 1)
+		args := append([]string{t, fmt.Sprint(len(keys))}, keys...)
+		return ex(g, "BLMPOP", append(args, g.word(g.pick(genWheres)), g.word("COUNT"), g.number(genListInts))...)
+	}, w: 2},
 	{gen: func(g *genReader) Step { return ex(g, "PUBLISH", g.pick(genChannels), g.number(genVals)) }, w: 2},
 	{gen: setStep, w: 12},
 	{gen: func(g *genReader) Step {
@@ -782,7 +845,9 @@ var genCmds = []genCmd{
 // DUMP/RESTORE. The state genScript compares at the end covers databases
 // 0, 1 and 15.
 var (
-	genDBs = []string{"0", "1", "15", "0", "1", "15", "16", "-1", "abc", "", "01"}
+	genWheres   = []string{"LEFT", "RIGHT", "LEFT", "RIGHT", "UP"}
+	genListInts = []string{"0", "1", "2", "-1", "-2", "3", "-100", "100", "x", "9223372036854775807", "-9223372036854775808"}
+	genDBs      = []string{"0", "1", "15", "0", "1", "15", "16", "-1", "abc", "", "01"}
 	// genChannels are what the subscriber of genScript subscribes to,
 	// and others; subChannels and subPatterns are its subscriptions. No
 	// channel matches more than one of them: oncekv sends a channel's

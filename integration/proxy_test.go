@@ -298,7 +298,7 @@ func TestProxyCluster(t *testing.T) {
 
 	// The set commands go to the master of their keys, SINTERCARD's
 	// counted after its numkeys (a key spec oncekv's table has as
-	// KeyNum, not as FirstKey).
+	// NumKeys, not as FirstKey).
 	t.Run("sets-as-redis-cluster", func(t *testing.T) {
 		c := DialRaw(t, p1.Addr)
 		owner := DialRaw(t, cl.MasterForKey("{s}"))

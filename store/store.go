@@ -38,6 +38,9 @@ const (
 	KindSet Kind = 'S'
 	// KindZSet is a sorted set, its Data encoded by internal/zcodec.
 	KindZSet Kind = 'z'
+	// KindList is a list: its elements in the encoding of
+	// internal/listenc.
+	KindList Kind = 'l'
 )
 
 // String returns the name TYPE answers for the kind.
@@ -53,6 +56,8 @@ func (k Kind) String() string {
 		return "set"
 	case KindZSet:
 		return "zset"
+	case KindList:
+		return "list"
 	}
 	return "none"
 }

@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -107,6 +108,12 @@ type Config struct {
 	// zset-max-ziplist-*); past them it is a skiplist for good.
 	ZsetMaxListpackEntries int64
 	ZsetMaxListpackValue   int64
+	// ListMaxListpackSize and ListCompressDepth are Redis's
+	// list-max-listpack-size (alias list-max-ziplist-size) and
+	// list-compress-depth: accepted, shown and rewritten as Redis does,
+	// with no effect on how lists are stored here (README, "Lists").
+	ListMaxListpackSize int64
+	ListCompressDepth   int64
 	// MetricsAddr, when set (host:port), serves Prometheus metrics at
 	// http://MetricsAddr/metrics; empty (the default) serves none.
 	MetricsAddr string
@@ -161,6 +168,7 @@ func Default() Config {
 
 		ZsetMaxListpackEntries: 128,
 		ZsetMaxListpackValue:   64,
+		ListMaxListpackSize:    -2,
 	}
 }
 
@@ -170,6 +178,7 @@ var aliases = map[string]string{
 	"hash-max-ziplist-value":   "hash-max-listpack-value",
 	"zset-max-ziplist-entries": "zset-max-listpack-entries",
 	"zset-max-ziplist-value":   "zset-max-listpack-value",
+	"list-max-ziplist-size":    "list-max-listpack-size",
 }
 
 // Canonical is the directive name (lower case) that name, or its alias,
@@ -538,6 +547,14 @@ func (c *Config) Set(name string, vals []string) error {
 		c.ZsetMaxListpackEntries = int64(n)
 	case "zset-max-listpack-value":
 		c.ZsetMaxListpackValue, err = size()
+	case "list-max-listpack-size", "list-max-ziplist-size", "list-compress-depth":
+		var n int
+		n, err = num()
+		if name == "list-compress-depth" {
+			c.ListCompressDepth = int64(n)
+		} else {
+			c.ListMaxListpackSize = int64(n)
+		}
 	case "metrics-addr":
 		c.MetricsAddr, err = one()
 	case "upstream":
@@ -642,6 +659,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("zset-max-listpack-entries must not be negative")
 	case c.ZsetMaxListpackValue < 0:
 		return fmt.Errorf("zset-max-listpack-value must not be negative")
+	case c.ListMaxListpackSize < math.MinInt32 || c.ListMaxListpackSize > math.MaxInt32:
+		return fmt.Errorf("list-max-listpack-size must be between -2147483648 and 2147483647")
+	case c.ListCompressDepth < 0 || c.ListCompressDepth > math.MaxInt32:
+		return fmt.Errorf("list-compress-depth must be between 0 and 2147483647")
 	case c.OnceWaitReplicas < 0:
 		return fmt.Errorf("once-wait-replicas must not be negative")
 	}
@@ -747,6 +768,9 @@ func (c Config) Directives() map[string]string {
 		"slowlog-log-slower-than": strconv.FormatInt(c.SlowlogLogSlowerThan, 10),
 		"slowlog-max-len":         strconv.FormatInt(c.SlowlogMaxLen, 10),
 		"set-max-intset-entries":  strconv.FormatInt(c.SetMaxIntsetEntries, 10),
+		"list-max-listpack-size":  strconv.FormatInt(c.ListMaxListpackSize, 10),
+		"list-max-ziplist-size":   strconv.FormatInt(c.ListMaxListpackSize, 10),
+		"list-compress-depth":     strconv.FormatInt(c.ListCompressDepth, 10),
 		"metrics-addr":            c.MetricsAddr,
 		// Redis 7.0 lists a directive and its alias both.
 		"hash-max-listpack-entries": strconv.FormatInt(c.HashMaxListpackEntries, 10),

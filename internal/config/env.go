@@ -30,6 +30,7 @@ var directiveNames = func() []string {
 		"slowlog-log-slower-than", "slowlog-max-len", "set-max-intset-entries", "metrics-addr",
 		"upstream", "once-wait-replicas", "hash-max-listpack-entries", "hash-max-listpack-value",
 		"zset-max-listpack-entries", "zset-max-listpack-value",
+		"list-max-listpack-size", "list-max-ziplist-size", "list-compress-depth",
 	}
 	var more []string
 	for name := range ignored {

@@ -256,6 +256,10 @@ func (c Config) rewriteLines(name string) (vals []string, force, ok bool) {
 		return num(c.ZsetMaxListpackEntries, d.ZsetMaxListpackEntries)
 	case "zset-max-listpack-value":
 		return mem(c.ZsetMaxListpackValue, d.ZsetMaxListpackValue)
+	case "list-max-listpack-size":
+		return num(c.ListMaxListpackSize, d.ListMaxListpackSize)
+	case "list-compress-depth":
+		return num(c.ListCompressDepth, d.ListCompressDepth)
 	case "metrics-addr":
 		return str(c.MetricsAddr)
 	case "upstream":

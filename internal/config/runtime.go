@@ -54,6 +54,9 @@ var runtimeKinds = map[string]runtimeKind{
 	"set-max-intset-entries":     kindMutable,
 	"zset-max-listpack-entries":  kindMutable,
 	"zset-max-listpack-value":    kindMutable,
+	"list-max-listpack-size":     kindMutable,
+	"list-max-ziplist-size":      kindMutable, // list-max-listpack-size's alias
+	"list-compress-depth":        kindMutable,
 
 	// Fixed once the server runs: the listeners, the store's layout and
 	// durability mode (switching appendfsync would have to re-ticket the
@@ -256,6 +259,18 @@ func (c *Config) setRuntime(name, v string) string {
 			return why
 		}
 		c.SetMaxIntsetEntries = n
+	case "list-max-listpack-size", "list-max-ziplist-size":
+		n, why := redisInt(v, math.MinInt32, math.MaxInt32)
+		if why != "" {
+			return why
+		}
+		c.ListMaxListpackSize = n
+	case "list-compress-depth":
+		n, why := redisInt(v, 0, math.MaxInt32)
+		if why != "" {
+			return why
+		}
+		c.ListCompressDepth = n
 	case "appendonly":
 		_, why := redisBool(v)
 		return why
