@@ -180,6 +180,9 @@ func commandGetKeysCmd(withFlags bool) Handler {
 		case c == nil:
 			x.W.Error("ERR Invalid command specified")
 			return
+		case c.Flags&MovableKeys != 0 && arityOK(c.Arity, len(args)):
+			writeMovableKeys(x, c, args, withFlags)
+			return
 		case c.FirstKey <= 0:
 			x.W.Error("ERR The command has no key arguments")
 			return
@@ -207,6 +210,26 @@ func commandGetKeysCmd(withFlags bool) Handler {
 			x.W.Bulk(args[p])
 			writeSimpleSet(x.W, resolvedKeyFlags(c, args, specs[specOf(c, p)].flags))
 		}
+	}
+}
+
+// writeMovableKeys answers GETKEYS for EVAL and its kin: the numkeys
+// arguments after numkeys, none when numkeys is not valid (as Redis 7.0).
+func writeMovableKeys(x *Ctx, c *Command, args [][]byte, withFlags bool) {
+	n, ok := resp.ParseInt(args[2])
+	if !ok || n < 0 || n > int64(len(args)-3) {
+		n = 0 // no keys: EVAL has no mandatory ones
+	}
+	flags := keySpecFlagsOf(c, 0)
+	x.W.Array(int(n))
+	for _, k := range args[3 : 3+n] {
+		if !withFlags {
+			x.W.Bulk(k)
+			continue
+		}
+		x.W.Array(2)
+		x.W.Bulk(k)
+		writeSimpleSet(x.W, flags)
 	}
 }
 
@@ -295,6 +318,9 @@ type keySpec struct {
 	index   int
 	lastKey int // 0: the key at index only; negative: from the end
 	keyStep int
+	// keynum: the number of keys is the argument at index (EVAL's
+	// numkeys), the keys follow it.
+	keynum bool
 }
 
 // keySpecs derives the key specifications of c from FirstKey, LastKey and
@@ -302,6 +328,11 @@ type keySpec struct {
 // one spec per key position (as Redis has for RENAME: source, then
 // destination). Arguments documented as keys refer to these by index.
 func keySpecs(c *Command) []keySpec {
+	if c.Flags&MovableKeys != 0 {
+		// EVAL and its kin: numkeys, then the keys.
+		spec := keySpec{notes: keySpecNotes[c.Name], flags: keySpecFlagsOf(c, 0), index: 2, keyStep: 1, keynum: true}
+		return []keySpec{spec}
+	}
 	if c.FirstKey <= 0 {
 		return nil
 	}
@@ -318,8 +349,10 @@ func keySpecs(c *Command) []keySpec {
 
 // keySpecNotes are the notes Redis 7.0 gives a command's first key spec.
 var keySpecNotes = map[string]string{
-	"set":   "RW and ACCESS due to the optional `GET` argument",
-	"getex": "RW and UPDATE because it changes the TTL",
+	"set":     "RW and ACCESS due to the optional `GET` argument",
+	"getex":   "RW and UPDATE because it changes the TTL",
+	"eval":    "We cannot tell how the keys will be used so we assume the worst, RW and UPDATE",
+	"eval_ro": "We cannot tell how the keys will be used so we assume the worst, RO and ACCESS",
 }
 
 // specOf is the index of the key spec that covers argument p.
@@ -365,6 +398,8 @@ var keySpecFlags = map[string][][]string{
 	"once.complete": {{"RW", "update"}},
 	"once.abort":    {{"RW", "delete"}},
 	"once.extend":   {{"RW", "update"}},
+	"eval":          {{"RW", "access", "update"}},
+	"evalsha":       {{"RW", "access", "update"}},
 
 	// The keyspace commands COPY, MOVE and OBJECT.
 	"copy":            {{"RO", "access"}, {"OW", "update"}},
@@ -512,6 +547,18 @@ func writeKeySpec(w *resp.Writer, s keySpec) {
 	w.BulkString("find_keys")
 	w.Map(2)
 	w.BulkString("type")
+	if s.keynum {
+		w.BulkString("keynum")
+		w.BulkString("spec")
+		w.Map(3)
+		w.BulkString("keynumidx")
+		w.Int(0)
+		w.BulkString("firstkey")
+		w.Int(1)
+		w.BulkString("keystep")
+		w.Int(1)
+		return
+	}
 	w.BulkString("range")
 	w.BulkString("spec")
 	w.Map(3)

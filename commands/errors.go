@@ -70,6 +70,25 @@ var (
 	ErrNoSwap = errors.New("ERR SWAPDB is not supported by this store")
 )
 
+// Errors of scripting (EVAL, SCRIPT), in Redis 7.0's words.
+var (
+	ErrNoScript       = errors.New("NOSCRIPT No matching script. Please use EVAL.")
+	ErrNumKeysNeg     = errors.New("ERR Number of keys can't be negative")
+	ErrNumKeysBig     = errors.New("ERR Number of keys can't be greater than number of args")
+	ErrBusy           = errors.New("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
+	ErrNotBusy        = errors.New("NOTBUSY No scripts in execution right now.")
+	ErrUnkillable     = errors.New("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
+	ErrFlushMode      = errors.New("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+	ErrDebugMode      = errors.New("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+	ErrDebugNotHere   = errors.New("ERR SCRIPT DEBUG YES|SYNC (the Lua debugger) is not supported by this server")
+	ErrWriteFromRO    = errors.New("ERR Write commands are not allowed from read-only scripts.")
+	ErrWriteFlagRO    = errors.New("ERR Can not execute a script with write flag using *_ro command.")
+	ErrScriptKilled   = errors.New("ERR Script killed by user with SCRIPT KILL...")
+	ErrScriptShutdown = errors.New("ERR Script killed by SHUTDOWN")
+	ErrShebang        = errors.New("ERR Invalid script shebang")
+	ErrShebangEngine  = errors.New("ERR Invalid engine in script shebang")
+)
+
 // errorText maps any error to the text of its RESP error reply. It is the
 // one place where store and engine errors become RESP.
 func errorText(err error) string {
@@ -103,6 +122,9 @@ var sentinels = []error{
 	ErrWatchInMulti, ErrNotInMulti, ErrExecAbort, ErrClientName, ErrMisconf, ErrShutdown, ErrNoConfigFile, ErrCursor,
 	ErrTimeout, ErrBusyKey, ErrDumpPayload, ErrBadData, ErrDumpOnce, ErrKeyTooLong, ErrValueTooLong,
 	ErrIntRange, ErrSameObject, ErrFirstDB, ErrSecondDB, ErrNoLFU, ErrCopyRunning, ErrNoSwap,
+	ErrNoScript, ErrNumKeysNeg, ErrNumKeysBig, ErrBusy, ErrNotBusy, ErrUnkillable, ErrFlushMode,
+	ErrDebugMode, ErrDebugNotHere, ErrWriteFromRO, ErrWriteFlagRO, ErrScriptKilled, ErrScriptShutdown,
+	ErrShebang, ErrShebangEngine,
 }
 
 // misconf words a refused write as Redis's MISCONF, naming the cause.

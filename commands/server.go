@@ -93,6 +93,8 @@ type Server struct {
 	helpHidden map[string]bool
 	// pubsub is who subscribed to what (pubsub.go).
 	pubsub pubsubRegistry
+	// scripts is the script cache and the running scripts (scripting.go).
+	scripts scripting
 
 	// KeepDeadline, when set, tells EXPIRE and PERSIST to leave a value's
 	// deadline alone (a running ONCE record's lease).
@@ -146,6 +148,8 @@ func New(cfg Config, st store.Store) *Server {
 	s.table.Register(txCommands()...)
 	s.table.Register(commandCommands()...)
 	s.table.Register(pubsubCommands()...)
+	s.table.Register(scriptingCommands()...)
+	s.SetBusyReplyThreshold(DefaultBusyReplyThreshold)
 	s.table.attachDocs()
 	return s
 }
@@ -245,6 +249,11 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 	if c.W.Proto == 2 && c.Subscribed() && !allowedSubscribed(cmd) {
 		// A RESP2 client in the Pub/Sub context, as in Redis 7.0.
 		s.reject(c, args, errSubscribed(cmd))
+		return
+	}
+	if s.scripts.n.Load() > 0 && cmd.Flags&AllowBusy == 0 && s.scripts.busy() {
+		// A script runs past busy-reply-threshold (scripting.go).
+		s.reject(c, args, ErrBusy.Error())
 		return
 	}
 	if !marked {

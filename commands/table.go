@@ -28,6 +28,9 @@ const (
 	NoMandatoryKeys
 	NoAsyncLoading // refused while loading asynchronously (SAVE, BGSAVE)
 	Pubsub
+	// MovableKeys: the keys are found by an argument (EVAL's numkeys),
+	// not at fixed places.
+	MovableKeys
 	// Borrows is not one of Redis's flags (COMMAND does not list it): the
 	// handler keeps none of its arguments once it returns, unless it
 	// blocked. Serve then gives their memory back to the connection's
@@ -61,7 +64,7 @@ var flagNames = []struct {
 	{Loading, "loading"}, {Stale, "stale"}, {SkipMonitor, "skip_monitor"},
 	{SkipSlowlog, "skip_slowlog"}, {Fast, "fast"}, {NoAuth, "no_auth"},
 	{NoMandatoryKeys, "no_mandatory_keys"}, {NoAsyncLoading, "no_async_loading"},
-	{NoMulti, "no_multi"}, {AllowBusy, "allow_busy"},
+	{NoMulti, "no_multi"}, {MovableKeys, "movablekeys"}, {AllowBusy, "allow_busy"},
 }
 
 // Names lists the flags' names in Redis's order.

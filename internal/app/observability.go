@@ -1,6 +1,8 @@
 package app
 
 import (
+	"time"
+
 	"errors"
 	"net"
 	"strconv"
@@ -16,6 +18,7 @@ import (
 // metrics-addr, builds the metrics endpoint (started by Start).
 func (a *App) initObservability(cfg config.Config, log *zap.Logger) {
 	a.Commands.SetSlowlog(cfg.SlowlogLogSlowerThan, cfg.SlowlogMaxLen)
+	a.Commands.SetBusyReplyThreshold(time.Duration(cfg.BusyReplyThreshold) * time.Millisecond)
 	if cfg.MetricsAddr != "" {
 		var st metrics.StoreStats // a nil *badgerdb.DB would not be a nil interface
 		if a.Store != nil {

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"time"
+
 	"strings"
 
 	"go.uber.org/zap"
@@ -102,6 +104,10 @@ func (a *App) SetConfig(pairs [][2]string) error {
 	slower := note("slowlog-log-slower-than", next.SlowlogLogSlowerThan != old.SlowlogLogSlowerThan)
 	if note("slowlog-max-len", next.SlowlogMaxLen != old.SlowlogMaxLen) || slower {
 		a.Commands.SetSlowlog(next.SlowlogLogSlowerThan, next.SlowlogMaxLen)
+	}
+	busy := note("busy-reply-threshold", next.BusyReplyThreshold != old.BusyReplyThreshold)
+	if busy {
+		a.Commands.SetBusyReplyThreshold(time.Duration(next.BusyReplyThreshold) * time.Millisecond)
 	}
 	if note("loglevel", next.LogLevel != old.LogLevel) && a.level != nil {
 		a.level.SetLevel(zapLevel(next.LogLevel))

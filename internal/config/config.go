@@ -92,6 +92,10 @@ type Config struct {
 	// SlowlogMaxLen bounds its length (Redis's slowlog-* directives).
 	SlowlogLogSlowerThan int64
 	SlowlogMaxLen        int64
+	// BusyReplyThreshold is how many milliseconds a script runs before
+	// other clients are answered -BUSY (Redis's busy-reply-threshold,
+	// alias lua-time-limit).
+	BusyReplyThreshold int64
 	// MetricsAddr, when set (host:port), serves Prometheus metrics at
 	// http://MetricsAddr/metrics; empty (the default) serves none.
 	MetricsAddr string
@@ -140,6 +144,7 @@ func Default() Config {
 
 		SlowlogLogSlowerThan: 10000,
 		SlowlogMaxLen:        128,
+		BusyReplyThreshold:   5000,
 	}
 }
 
@@ -477,6 +482,10 @@ func (c *Config) Set(name string, vals []string) error {
 		} else {
 			c.SlowlogLogSlowerThan = int64(n)
 		}
+	case "busy-reply-threshold", "lua-time-limit":
+		var n int
+		n, err = num()
+		c.BusyReplyThreshold = int64(n)
 	case "metrics-addr":
 		c.MetricsAddr, err = one()
 	case "upstream":
@@ -575,6 +584,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("slowlog-log-slower-than must be -1 (off) or more, not %d", c.SlowlogLogSlowerThan)
 	case c.SlowlogMaxLen < 0:
 		return fmt.Errorf("slowlog-max-len must not be negative")
+	case c.BusyReplyThreshold < 0:
+		return fmt.Errorf("busy-reply-threshold must not be negative")
 	case c.OnceWaitReplicas < 0:
 		return fmt.Errorf("once-wait-replicas must not be negative")
 	}
@@ -679,6 +690,8 @@ func (c Config) Directives() map[string]string {
 
 		"slowlog-log-slower-than": strconv.FormatInt(c.SlowlogLogSlowerThan, 10),
 		"slowlog-max-len":         strconv.FormatInt(c.SlowlogMaxLen, 10),
+		"busy-reply-threshold":    strconv.FormatInt(c.BusyReplyThreshold, 10),
+		"lua-time-limit":          strconv.FormatInt(c.BusyReplyThreshold, 10),
 		"metrics-addr":            c.MetricsAddr,
 		"upstream":                MaskPassword(c.Upstream),
 		"once-wait-replicas":      strconv.Itoa(c.OnceWaitReplicas),

@@ -27,7 +27,7 @@ var directiveNames = func() []string {
 		"client-query-buffer-limit", "client-output-buffer-limit", "protected-mode", "tls-port",
 		"tls-cert-file", "tls-key-file", "tls-ca-cert-file", "tls-auth-clients",
 		"rename-command", "once-lease-ms", "table-trim-ms", "table-compression",
-		"slowlog-log-slower-than", "slowlog-max-len", "metrics-addr",
+		"slowlog-log-slower-than", "slowlog-max-len", "busy-reply-threshold", "lua-time-limit", "metrics-addr",
 		"upstream", "once-wait-replicas",
 	}
 	var more []string

@@ -244,6 +244,8 @@ func (c Config) rewriteLines(name string) (vals []string, force, ok bool) {
 		return num(c.SlowlogLogSlowerThan, d.SlowlogLogSlowerThan)
 	case "slowlog-max-len":
 		return num(c.SlowlogMaxLen, d.SlowlogMaxLen)
+	case "busy-reply-threshold", "lua-time-limit":
+		return num(c.BusyReplyThreshold, d.BusyReplyThreshold)
 	case "metrics-addr":
 		return str(c.MetricsAddr)
 	case "upstream":

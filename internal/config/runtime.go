@@ -47,6 +47,8 @@ var runtimeKinds = map[string]runtimeKind{
 	"min-free-disk":              kindMutable,
 	"slowlog-log-slower-than":    kindMutable,
 	"slowlog-max-len":            kindMutable,
+	"busy-reply-threshold":       kindMutable,
+	"lua-time-limit":             kindMutable,
 
 	// Fixed once the server runs: the listeners, the store's layout and
 	// durability mode (switching appendfsync would have to re-ticket the
@@ -218,6 +220,12 @@ func (c *Config) setRuntime(name, v string) string {
 			return why
 		}
 		c.SlowlogMaxLen = n
+	case "busy-reply-threshold", "lua-time-limit":
+		n, why := redisInt(v, 0, math.MaxInt64)
+		if why != "" {
+			return why
+		}
+		c.BusyReplyThreshold = n
 	case "appendonly":
 		_, why := redisBool(v)
 		return why

@@ -110,7 +110,7 @@ func TestWithSet(t *testing.T) {
 }
 
 func TestSettable(t *testing.T) {
-	want := []string{"client-output-buffer-limit", "client-query-buffer-limit", "loglevel", "maxclients", "min-free-disk",
+	want := []string{"busy-reply-threshold", "client-output-buffer-limit", "client-query-buffer-limit", "loglevel", "lua-time-limit", "maxclients", "min-free-disk",
 		"procs", "protected-mode", "proto-max-bulk-len", "requirepass", "sched-policy", "slowlog-log-slower-than", "slowlog-max-len", "timeout"}
 	if got := Settable(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Settable = %v, want %v", got, want)
