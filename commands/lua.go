@@ -99,6 +99,24 @@ func (r *luaRun) newState() *lua.LState {
 	g.RawSetString("redis", r.redisLib(L))
 	g.RawSetString("bit", openBit(L))
 	g.RawSetString("cjson", openCJSON(L))
+	// The libraries are read-only too, as Redis 7.0 protects every table
+	// the globals reach.
+	readOnly := L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("Attempt to modify a readonly table")
+		return 0
+	})
+	for _, name := range []string{"redis", "bit", "cjson", "string", "table", "math", "coroutine"} {
+		lib, ok := g.RawGetString(name).(*lua.LTable)
+		if !ok {
+			continue
+		}
+		p, mt := L.NewTable(), L.NewTable()
+		mt.RawSetString("__index", lib)
+		mt.RawSetString("__newindex", readOnly)
+		mt.RawSetString("__metatable", lua.LFalse)
+		L.SetMetatable(p, mt)
+		g.RawSetString(name, p)
+	}
 	// Read-only globals, as Redis 7.0's: the scripts see a proxy whose
 	// reads of a missing name and writes both fail.
 	proxy := L.NewTable()
@@ -341,6 +359,11 @@ func (r *luaRun) replyTable(w *resp.Writer, t *lua.LTable, depth int) {
 		return
 	}
 	if d, ok := t.RawGetString("double").(lua.LNumber); ok {
+		if w.Proto == 2 {
+			// Redis's addReplyDouble in RESP2: a bulk of %.17g.
+			w.BulkString(strconv.FormatFloat(float64(d), 'g', 17, 64))
+			return
+		}
 		w.Double(float64(d))
 		return
 	}
@@ -395,7 +418,9 @@ func (r *luaRun) redisLib(L *lua.LState) *lua.LTable {
 		"error_reply": func(L *lua.LState) int {
 			s, ok := L.Get(1).(lua.LString)
 			if L.GetTop() != 1 || !ok {
-				return raise(L, "wrong number or type of arguments")
+				// Returned, not raised, as Redis 7.0 does.
+				L.Push(errTable(L, "wrong number or type of arguments"))
+				return 1
 			}
 			text := string(s)
 			if !strings.HasPrefix(text, "-") {
@@ -407,7 +432,8 @@ func (r *luaRun) redisLib(L *lua.LState) *lua.LTable {
 		"status_reply": func(L *lua.LState) int {
 			s, ok := L.Get(1).(lua.LString)
 			if L.GetTop() != 1 || !ok {
-				return raise(L, "wrong number or type of arguments")
+				L.Push(errTable(L, "wrong number or type of arguments"))
+				return 1
 			}
 			st := L.NewTable()
 			st.RawSetString("ok", s)
@@ -463,7 +489,7 @@ func (r *luaRun) redisLib(L *lua.LState) *lua.LTable {
 		},
 		"set_repl": func(L *lua.LState) int {
 			if L.GetTop() != 1 {
-				return raise(L, "redis.set_repl() requires one argument.")
+				return raise(L, "redis.set_repl() requires two arguments.")
 			}
 			n := L.CheckNumber(1)
 			if n < 0 || n > 3 || float64(n) != math.Trunc(float64(n)) {
@@ -553,9 +579,9 @@ func (r *luaRun) call(L *lua.LState, raiseErr bool) int {
 	case cmd.Flags&NoScript != 0:
 		return fail("This Redis command is not allowed from script")
 	case cmd.Flags&Write != 0 && r.readOnly:
-		return fail(ErrWriteFromRO.Error())
+		return fail("-" + ErrWriteFromRO.Error())
 	case cmd.Flags&Write != 0 && longKey(cmd, args):
-		return fail(ErrKeyTooLong.Error())
+		return fail("-" + ErrKeyTooLong.Error())
 	}
 	if cmd.Flags&Write != 0 {
 		r.run.wrote.Store(true)
@@ -571,7 +597,7 @@ func (r *luaRun) call(L *lua.LState, raiseErr bool) int {
 		sub.Tx = r.tx
 	}
 	if !r.runCommand(sub) {
-		return fail("ERR internal error while running '" + cmd.Name + "' (the server logged it)")
+		return fail("-ERR internal error while running '" + cmd.Name + "' (the server logged it)")
 	}
 	v, isErr := replyToLua(L, w.Bytes())
 	if isErr && raiseErr {
