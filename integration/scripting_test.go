@@ -258,3 +258,33 @@ func TestScriptWritesSurviveKill(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptOnceCommands: ONCE commands run from a script as inside
+// EXEC: a CLAIM … WAIT or ONCE.WAIT on a running key answers at once
+// (["running", ms]) rather than blocking the script; a claim and its
+// COMPLETE in one script keep the answer (KV-8).
+func TestScriptOnceCommands(t *testing.T) {
+	t.Parallel()
+	srv := StartOncekv(t)
+	c := DialRaw(t, srv.Addr)
+	for _, tc := range []struct {
+		body string
+		want string // the reply's start
+	}{
+		{"return redis.call('ONCE.CLAIM', KEYS[1])", "*2\r\n$7\r\nclaimed\r\n:"},
+		{"return redis.call('ONCE.CLAIM', KEYS[1], 'WAIT', '5000')", "*2\r\n$7\r\nrunning\r\n:"},
+		{"return redis.call('ONCE.WAIT', KEYS[1])", "*2\r\n$7\r\nrunning\r\n:"},
+		{"return redis.call('GET', KEYS[1])", "-WRONGTYPE Operation against a key holding the wrong kind of value script: "},
+		{"local r = redis.call('ONCE.CLAIM', KEYS[2]) redis.call('ONCE.COMPLETE', KEYS[2], r[2], 'answer') return redis.call('ONCE.CLAIM', KEYS[2])", "*2\r\n$4\r\ndone\r\n$6\r\nanswer\r\n"},
+		{"return redis.call('ONCE.STATUS', KEYS[2])[2]", "$4\r\ndone\r\n"},
+	} {
+		start := time.Now()
+		got := string(c.Do("EVAL", tc.body, "2", "o1", "o2"))
+		if !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: got %q, want it to start %q", tc.body, got, tc.want)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%s: answered after %v: it waited", tc.body, d)
+		}
+	}
+}
