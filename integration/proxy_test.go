@@ -67,7 +67,7 @@ func TestProxyDiffStandalone(t *testing.T) {
 	p := newProxyPair(t)
 	var scripts []Script
 	for _, family := range [][]Script{stringScripts(), keyScripts(), txScripts(), serverScripts(), protocolScripts(),
-		copyMoveScripts(), swapdbScripts()} {
+		copyMoveScripts(), swapdbScripts(), scriptingScripts()} {
 		for _, s := range family {
 			if _, skip := proxyScriptSkips[s.Name]; !skip {
 				scripts = append(scripts, s)
