@@ -309,6 +309,24 @@ func (sc *scripting) kill(why error) error {
 	return nil
 }
 
+// scriptMayWrite reports whether cmd, with its arguments args, runs a
+// script that may write: EVAL or EVALSHA of a script without the
+// no-writes flag (a script EVALSHA does not find counts as one), as Redis
+// 7.0 holds them in CLIENT PAUSE WRITE; EVAL_RO and EVALSHA_RO never.
+func (s *Server) scriptMayWrite(cmd *Command, args [][]byte) bool {
+	switch {
+	case len(args) < 2:
+		return false
+	case cmd.Name == "eval":
+		flags, _, err := parseShebang(string(args[1]))
+		return err != nil || flags&flagNoWrites == 0
+	case cmd.Name == "evalsha":
+		sp := s.scripts.lookup(string(args[1]))
+		return sp == nil || sp.flags&flagNoWrites == 0
+	}
+	return false
+}
+
 // parseNumKeys checks EVAL's numkeys against the arguments after it.
 func parseNumKeys(b []byte, rest int) (int, error) {
 	n, ok := resp.ParseInt(b)

@@ -312,6 +312,28 @@ func scriptingScripts() []Script {
 			cmd("SCRIPT", "LOAD", "#!lua flags=bogus\nreturn 1"),
 			cmd("SCRIPT", "LOAD", "#!lua flags=no-writes\nreturn 1"),
 		}},
+		// CLIENT PAUSE WRITE holds EVAL and EVALSHA of a script that may
+		// write (no shebang, or one without no-writes, or a SHA not
+		// cached), and not EVAL_RO or a no-writes script.
+		{"eval-client-pause-write", []Step{
+			cmd("SET", "p", "v0"),
+			cmd("SCRIPT", "LOAD", "#!lua flags=no-writes\nreturn redis.call('GET', KEYS[1])"),
+			cmd("CLIENT", "PAUSE", "100000", "WRITE"),
+			cmd("EVAL_RO", "return redis.call('GET', KEYS[1])", "1", "p").On(1),
+			cmd("EVAL", "#!lua flags=no-writes\nreturn redis.call('GET', KEYS[1])", "1", "p").On(1),
+			cmd("EVALSHA", "d623bfea8e37744c1ffa709b62269c5db88a6bc0", "1", "p").On(1),
+			held("EVAL", "return redis.call('SET', KEYS[1], 'v1')", "1", "p").On(2),
+			held("EVAL", "return 1", "0").On(3),
+			held("EVAL", "#!lua\nreturn 2", "0").On(4),
+			held("EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0").On(5),
+			cmd("GET", "p").On(1),
+			cmd("CLIENT", "UNPAUSE"),
+			readNext().On(2),
+			readNext().On(3),
+			readNext().On(4),
+			readNext().On(5),
+			cmd("GET", "p").On(1),
+		}},
 		{"eval-in-multi", []Step{
 			cmd("MULTI"),
 			eval("return redis.call('INCR', KEYS[1])", "1", "m"),
