@@ -62,6 +62,8 @@ type luaRun struct {
 	x        *Ctx
 	tx       store.Tx
 	readOnly bool
+	// writeErr is why the store refuses writes (nil when it takes them).
+	writeErr error
 	run      *scriptRun
 	sha      string
 	// resp is the protocol of redis.setresp: how replies of redis.call
@@ -578,6 +580,8 @@ func (r *luaRun) call(L *lua.LState, raiseErr bool) int {
 		return fail("Wrong number of args calling Redis command from script")
 	case cmd.Flags&NoScript != 0:
 		return fail("This Redis command is not allowed from script")
+	case cmd.Flags&Write != 0 && r.writeErr != nil:
+		return fail("-" + errorText(r.writeErr))
 	case cmd.Flags&Write != 0 && r.readOnly:
 		return fail("-" + ErrWriteFromRO.Error())
 	case cmd.Flags&Write != 0 && longKey(cmd, args):

@@ -233,3 +233,32 @@ func TestScriptCache(t *testing.T) {
 		t.Fatalf("kill with nothing running: %v", err)
 	}
 }
+
+// TestEvalWhileTheStoreRefusesWrites: while the store refuses writes (a
+// full disk), a script still runs, as in Redis 7.0: its reads work and
+// its writes fail with the store's MISCONF error.
+func TestEvalWhileTheStoreRefusesWrites(t *testing.T) {
+	rs := &refusingStore{DB: openTestStore(t)}
+	srv := onceServerOver(t, rs)
+	c := &resp.Conn{W: resp.NewWriter(2), Authed: true}
+	if r := send(srv, c, "SET", "k", "v"); r != "+OK\r\n" {
+		t.Fatalf("set: %q", r)
+	}
+	rs.refuse.Store(true)
+	misconf := "-" + errorText(errRefused)
+	read := "return redis.call('GET', KEYS[1])"
+	write := "return redis.call('SET', KEYS[1], 'w')"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"EVAL", read, "1", "k"}, "$1\r\nv\r\n"},
+		{[]string{"EVAL_RO", read, "1", "k"}, "$1\r\nv\r\n"},
+		{[]string{"EVAL", write, "1", "k"}, misconf + " script: " + scriptSHA(write) + ", on @user_script:1.\r\n"},
+		{[]string{"EVAL", "local e = redis.pcall('SET', KEYS[1], 'w') return redis.call('GET', KEYS[1])", "1", "k"}, "$1\r\nv\r\n"},
+	} {
+		if got := send(srv, c, tc.args...); got != tc.want {
+			t.Errorf("%q: got %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}

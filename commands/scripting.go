@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -368,14 +369,14 @@ func evalCmd(bySHA, ro bool) Handler {
 		switch {
 		case x.Tx != nil:
 			// EVAL_RO: run already holds a shared transaction.
-			x.S.runScript(x, sp, keys, argv, x.Tx, true)
+			x.S.runScript(x, sp, keys, argv, x.Tx, true, nil)
 		case x.InExec:
 			// Queued in MULTI: EXEC's transaction is the script's.
 			tx := x.execTx
 			if !x.execShared {
 				tx = x.S.wrap(tx)
 			}
-			x.S.runScript(x, sp, keys, argv, tx, readOnly || x.execShared)
+			x.S.runScript(x, sp, keys, argv, tx, readOnly || x.execShared, nil)
 		default:
 			evalInUpdate(x, sp, keys, argv, readOnly)
 		}
@@ -388,16 +389,27 @@ func evalInUpdate(x *Ctx, sp *script, keys, argv [][]byte, readOnly bool) {
 	s := x.S
 	var after []func(store.Ticket)
 	var panicked *commandPanic
+	ran := false
 	t, err := s.store.Update(func(tx store.Tx) error {
+		ran = true
 		defer func() {
 			if p := recover(); p != nil {
 				panicked = &commandPanic{value: p, stack: debug.Stack()}
 			}
 			after = s.commit()
 		}()
-		s.runScript(x, sp, keys, argv, s.wrap(tx), readOnly)
+		s.runScript(x, sp, keys, argv, s.wrap(tx), readOnly, nil)
 		return nil
 	})
+	if !ran && errors.Is(err, store.ErrWrite) {
+		// The store refuses writes (a full disk): as in Redis 7.0 the
+		// script runs, its reads work and its writes are refused with
+		// the store's error.
+		t, err = s.store.View(func(tx store.Tx) error {
+			s.runScript(x, sp, keys, argv, tx, true, err)
+			return nil
+		})
+	}
 	runAfter(after, t)
 	if panicked != nil {
 		panic(panicked)
@@ -410,7 +422,9 @@ func evalInUpdate(x *Ctx, sp *script, keys, argv [][]byte, readOnly bool) {
 }
 
 // runScript runs sp in tx and writes its reply to x.W.
-func (s *Server) runScript(x *Ctx, sp *script, keys, argv [][]byte, tx store.Tx, readOnly bool) {
+// writeErr, if not nil, is why the store refuses writes: the script's
+// write commands fail with it.
+func (s *Server) runScript(x *Ctx, sp *script, keys, argv [][]byte, tx store.Tx, readOnly bool, writeErr error) {
 	r, ctx := s.scripts.begin()
 	defer s.scripts.end(r)
 	s.scripts.calls.Add(1)
@@ -422,7 +436,7 @@ func (s *Server) runScript(x *Ctx, sp *script, keys, argv [][]byte, tx store.Tx,
 			x.Conn.Select(db)
 		}
 	}()
-	run := &luaRun{s: s, x: x, tx: tx, readOnly: readOnly, run: r, sha: sp.sha, resp: 2}
+	run := &luaRun{s: s, x: x, tx: tx, readOnly: readOnly, writeErr: writeErr, run: r, sha: sp.sha, resp: 2}
 	run.exec(ctx, sp, keys, argv)
 }
 
