@@ -64,6 +64,7 @@ func scriptingScripts() []Script {
 			eval("return print", "0"),
 			eval("return loadstring", "0"),
 			eval("return {function() end, 1}", "0"),
+			eval("local t = {} local c = t for i = 1, 40 do c[1] = {i} c = c[1] end return t", "0"),
 		}},
 		{"eval-conversions-resp3", []Step{
 			eval("redis.setresp(3) return true", "0"),
