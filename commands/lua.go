@@ -96,6 +96,24 @@ func (r *luaRun) newState() *lua.LState {
 	for _, name := range []string{"dofile", "loadfile", "print", "_printregs", "getfenv", "setfenv", "newproxy", "module", "require"} {
 		g.RawSetString(name, lua.LNil)
 	}
+	// string.rep of a huge count would ask the Go runtime for that much
+	// memory at once, which it cannot refuse without ending the process:
+	// past proto-max-bulk-len it is an error.
+	if str, ok := g.RawGetString("string").(*lua.LTable); ok {
+		limit := r.s.maxBulkLen.Load()
+		str.RawSetString("rep", L.NewFunction(func(L *lua.LState) int {
+			s, n := L.CheckString(1), L.CheckInt64(2)
+			if n <= 0 || s == "" {
+				L.Push(lua.LString(""))
+				return 1
+			}
+			if int64(len(s))*n > limit || int64(len(s))*n < 0 {
+				L.RaiseError("not enough memory")
+			}
+			L.Push(lua.LString(strings.Repeat(s, int(n))))
+			return 1
+		}))
+	}
 	g.RawSetString("error", L.NewFunction(luaErrorFn))
 	g.RawSetString("pcall", L.NewFunction(luaPCall))
 	g.RawSetString("redis", r.redisLib(L))

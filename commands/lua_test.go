@@ -280,3 +280,21 @@ func TestEvalWhileTheStoreRefusesWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestStringRepIsBounded: string.rep of a count that would need more than
+// proto-max-bulk-len is a script error, not an allocation the Go runtime
+// ends the process over; a small one works as Lua's.
+func TestStringRepIsBounded(t *testing.T) {
+	srv := onceServerOver(t, openTestStore(t))
+	c := &resp.Conn{W: resp.NewWriter(2), Authed: true}
+	for _, tc := range []struct{ body, want string }{
+		{"return string.rep('ab', 3)", "$6\r\nababab\r\n"},
+		{"return ('x'):rep(2)", "$2\r\nxx\r\n"},
+		{"return string.rep('x', 0)", "$0\r\n\r\n"},
+		{"return string.rep('x', 1e12)", "-ERR user_script:1: not enough memory script: " + scriptSHA("return string.rep('x', 1e12)") + ", on @user_script:1.\r\n"},
+	} {
+		if got := send(srv, c, "EVAL", tc.body, "0"); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.body, got, tc.want)
+		}
+	}
+}

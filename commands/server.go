@@ -251,10 +251,15 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 		s.reject(c, args, errSubscribed(cmd))
 		return
 	}
-	if s.scripts.n.Load() > 0 && cmd.Flags&AllowBusy == 0 && s.scripts.busy() {
-		// A script runs past busy-reply-threshold (scripting.go).
-		s.reject(c, args, ErrBusy.Error())
-		return
+	if s.scripts.n.Load() > 0 && cmd.Flags&AllowBusy == 0 {
+		// A script runs: wait for it up to busy-reply-threshold, not
+		// holding the store's lock across the pipeline meanwhile, and
+		// answer -BUSY past it (scripting.go).
+		s.release(c)
+		if s.scripts.busy() {
+			s.reject(c, args, ErrBusy.Error())
+			return
+		}
 	}
 	if !marked {
 		start = s.mono()
