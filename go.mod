@@ -10,6 +10,7 @@ require (
 	github.com/prometheus/common v0.72.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/tidwall/btree v1.8.2
+	github.com/yuin/gopher-lua v1.1.2
 	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.28.0
 	golang.org/x/sys v0.48.0

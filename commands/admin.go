@@ -107,6 +107,9 @@ func shutdownCmd(x *Ctx) {
 		return
 	}
 	x.S.log.Info("SHUTDOWN requested by a client")
+	// A running script (even one that wrote) stops, so that the store
+	// it holds can close.
+	_ = x.S.scripts.kill(ErrScriptShutdown)
 	x.S.cfg.Shutdown()
 	// Redis closes the connection without a reply when it shuts down.
 	x.CloseAfterReply()

@@ -357,7 +357,9 @@ func keySpecs(c *Command) []keySpec {
 		if c.FirstKey > 0 {
 			specs = append(specs, keySpec{flags: keySpecFlagsOf(c, 0), index: c.FirstKey, keyStep: 1})
 		}
-		return append(specs, keySpec{keynum: true, flags: keySpecFlagsOf(c, len(specs)), index: c.NumKeys, keyStep: 1})
+		specs = append(specs, keySpec{keynum: true, flags: keySpecFlagsOf(c, len(specs)), index: c.NumKeys, keyStep: 1})
+		specs[0].notes = keySpecNotes[c.Name]
+		return specs
 	}
 	if c.FirstKey <= 0 {
 		return nil
@@ -390,8 +392,10 @@ var oneRangeSpec = map[string]bool{"lcs": true}
 
 // keySpecNotes are the notes Redis 7.0 gives a command's first key spec.
 var keySpecNotes = map[string]string{
-	"set":   "RW and ACCESS due to the optional `GET` argument",
-	"getex": "RW and UPDATE because it changes the TTL",
+	"set":     "RW and ACCESS due to the optional `GET` argument",
+	"getex":   "RW and UPDATE because it changes the TTL",
+	"eval":    "We cannot tell how the keys will be used so we assume the worst, RW and UPDATE",
+	"eval_ro": "We cannot tell how the keys will be used so we assume the worst, RO and ACCESS",
 }
 
 // specOf is the index of the key spec that covers argument p.
@@ -456,6 +460,8 @@ var keySpecFlags = map[string][][]string{
 	"once.complete": {{"RW", "update"}},
 	"once.abort":    {{"RW", "delete"}},
 	"once.extend":   {{"RW", "update"}},
+	"eval":          {{"RW", "access", "update"}},
+	"evalsha":       {{"RW", "access", "update"}},
 
 	// The keyspace commands COPY, MOVE and OBJECT.
 	"copy": {{"RO", "access"}, {"OW", "update"}},

@@ -509,6 +509,54 @@ var redisDocs = map[string]Doc{
 			{Name: "message", Type: ArgString},
 		},
 	},
+	"eval": {
+		Summary:    "Execute a Lua script server side",
+		Since:      "2.6.0",
+		Group:      "scripting",
+		Complexity: "Depends on the script that is executed.",
+		Args: []Arg{
+			{Name: "script", Type: ArgString},
+			{Name: "numkeys", Type: ArgInteger},
+			{Name: "key", Type: ArgKey, KeySpec: 0, Optional: true, Multiple: true},
+			{Name: "arg", Type: ArgString, Optional: true, Multiple: true},
+		},
+	},
+	"eval_ro": {
+		Summary:    "Execute a read-only Lua script server side",
+		Since:      "7.0.0",
+		Group:      "scripting",
+		Complexity: "Depends on the script that is executed.",
+		Args: []Arg{
+			{Name: "script", Type: ArgString},
+			{Name: "numkeys", Type: ArgInteger},
+			{Name: "key", Type: ArgKey, KeySpec: 0, Optional: true, Multiple: true},
+			{Name: "arg", Type: ArgString, Optional: true, Multiple: true},
+		},
+	},
+	"evalsha": {
+		Summary:    "Execute a Lua script server side",
+		Since:      "2.6.0",
+		Group:      "scripting",
+		Complexity: "Depends on the script that is executed.",
+		Args: []Arg{
+			{Name: "sha1", Type: ArgString},
+			{Name: "numkeys", Type: ArgInteger},
+			{Name: "key", Type: ArgKey, KeySpec: 0, Optional: true, Multiple: true},
+			{Name: "arg", Type: ArgString, Optional: true, Multiple: true},
+		},
+	},
+	"evalsha_ro": {
+		Summary:    "Execute a read-only Lua script server side",
+		Since:      "7.0.0",
+		Group:      "scripting",
+		Complexity: "Depends on the script that is executed.",
+		Args: []Arg{
+			{Name: "sha1", Type: ArgString},
+			{Name: "numkeys", Type: ArgInteger},
+			{Name: "key", Type: ArgKey, KeySpec: 0, Optional: true, Multiple: true},
+			{Name: "arg", Type: ArgString, Optional: true, Multiple: true},
+		},
+	},
 	"exec": {
 		Summary:    "Execute all commands issued after MULTI",
 		Since:      "1.2.0",
@@ -1643,6 +1691,70 @@ var redisDocs = map[string]Doc{
 		Complexity: "O(1)",
 		Args: []Arg{
 			{Name: "key", Type: ArgKey, KeySpec: 0},
+		},
+	},
+	"script": {
+		Summary:    "A container for Lua scripts management commands",
+		Since:      "2.6.0",
+		Group:      "scripting",
+		Complexity: "Depends on subcommand.",
+	},
+	"script|debug": {
+		Summary:    "Set the debug mode for executed scripts.",
+		Since:      "3.2.0",
+		Group:      "scripting",
+		Complexity: "O(1)",
+		Args: []Arg{
+			{Name: "mode", Type: ArgOneOf, Args: []Arg{
+				{Name: "yes", Type: ArgPureToken, Token: "YES"},
+				{Name: "sync", Type: ArgPureToken, Token: "SYNC"},
+				{Name: "no", Type: ArgPureToken, Token: "NO"},
+			}},
+		},
+	},
+	"script|exists": {
+		Summary:    "Check existence of scripts in the script cache.",
+		Since:      "2.6.0",
+		Group:      "scripting",
+		Complexity: "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).",
+		Args: []Arg{
+			{Name: "sha1", Type: ArgString, Multiple: true},
+		},
+	},
+	"script|flush": {
+		Summary:    "Remove all the scripts from the script cache.",
+		Since:      "2.6.0",
+		Group:      "scripting",
+		Complexity: "O(N) with N being the number of scripts in cache",
+		History: []DocHistory{
+			{"6.2.0", "Added the `ASYNC` and `SYNC` flushing mode modifiers."},
+		},
+		Args: []Arg{
+			{Name: "async", Type: ArgOneOf, Since: "6.2.0", Optional: true, Args: []Arg{
+				{Name: "async", Type: ArgPureToken, Token: "ASYNC"},
+				{Name: "sync", Type: ArgPureToken, Token: "SYNC"},
+			}},
+		},
+	},
+	"script|help": {
+		Summary:    "Show helpful text about the different subcommands",
+		Since:      "5.0.0",
+		Group:      "scripting",
+		Complexity: "O(1)",
+	},
+	"script|kill": {
+		Summary:    "Kill the script currently in execution.",
+		Since:      "2.6.0",
+		Group:      "scripting",
+		Complexity: "O(1)",
+	},
+	"script|load": {
+		Summary:    "Load the specified Lua script into the script cache.",
+		Since:      "2.6.0",
+		Group:      "scripting",
+		Complexity: "O(N) with N being the length in bytes of the script body.",
+		Args: []Arg{
+			{Name: "script", Type: ArgString},
 		},
 	},
 	"sdiff": {

@@ -116,11 +116,30 @@ var (
 
 // Errors of the list commands, as Redis 7.0 words them.
 var (
-	ErrIndexRange   = errorf("ERR index out of range")
-	ErrRankZero     = errorf("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
-	ErrCountNeg     = errorf("ERR COUNT can't be negative")
-	ErrMaxlenNeg    = errorf("ERR MAXLEN can't be negative")
-	ErrTimeoutRange = errorf("ERR timeout is out of range")
+	ErrIndexRange   = errors.New("ERR index out of range")
+	ErrRankZero     = errors.New("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
+	ErrCountNeg     = errors.New("ERR COUNT can't be negative")
+	ErrMaxlenNeg    = errors.New("ERR MAXLEN can't be negative")
+	ErrTimeoutRange = errors.New("ERR timeout is out of range")
+)
+
+// Errors of scripting (EVAL, SCRIPT), in Redis 7.0's words.
+var (
+	ErrNoScript       = errors.New("NOSCRIPT No matching script. Please use EVAL.")
+	ErrNumKeysNeg     = errors.New("ERR Number of keys can't be negative")
+	ErrNumKeysBig     = errors.New("ERR Number of keys can't be greater than number of args")
+	ErrBusy           = errors.New("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
+	ErrNotBusy        = errors.New("NOTBUSY No scripts in execution right now.")
+	ErrUnkillable     = errors.New("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
+	ErrFlushMode      = errors.New("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+	ErrDebugMode      = errors.New("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+	ErrDebugNotHere   = errors.New("ERR SCRIPT DEBUG YES|SYNC (the Lua debugger) is not supported by this server")
+	ErrWriteFromRO    = errors.New("ERR Write commands are not allowed from read-only scripts.")
+	ErrWriteFlagRO    = errors.New("ERR Can not execute a script with write flag using *_ro command.")
+	ErrScriptKilled   = errors.New("ERR Script killed by user with SCRIPT KILL...")
+	ErrScriptShutdown = errors.New("ERR Script killed by SHUTDOWN")
+	ErrShebang        = errors.New("ERR Invalid script shebang")
+	ErrShebangEngine  = errors.New("ERR Invalid engine in script shebang")
 )
 
 // errorText maps any error to the text of its RESP error reply. It is the
@@ -160,6 +179,10 @@ var sentinels = []error{
 	ErrZaddXXNX, ErrZaddGTLTNX, ErrZaddIncr, ErrZsetNaN, ErrMinMaxFloat, ErrMinMaxLex, ErrZLimitRank,
 	ErrZScoresLex, ErrWeightFloat, ErrNumkeys, ErrCountPos, ErrLimitNeg, ErrRangePos, ErrRange,
 	ErrRandCount, ErrDumpZSet, errZsetCorrupt, ErrRandTooMany, ErrTimeoutFloat,
+	ErrIndexRange, ErrRankZero, ErrCountNeg, ErrMaxlenNeg, ErrTimeoutRange,
+	ErrNoScript, ErrNumKeysNeg, ErrNumKeysBig, ErrBusy, ErrNotBusy, ErrUnkillable, ErrFlushMode,
+	ErrDebugMode, ErrDebugNotHere, ErrWriteFromRO, ErrWriteFlagRO, ErrScriptKilled, ErrScriptShutdown,
+	ErrShebang, ErrShebangEngine,
 }
 
 // misconf words a refused write as Redis's MISCONF, naming the cause.

@@ -296,8 +296,15 @@ func infoMemory(s *Server, b *infoBuilder) {
 	b.int("allocator_resident", resident)
 	b.int("total_system_memory", total)
 	b.str("total_system_memory_human", human(total))
-	b.int("used_memory_scripts_eval", 0)
-	b.int("number_of_cached_scripts", 0)
+	// Scripts: each run has a Lua state of its own, closed at its end;
+	// between runs Lua holds the compiled scripts (estimated).
+	scripts, bodies := s.scripts.counts()
+	luaMem := luaBaseMemory + luaBytesPerBodyByte*bodies
+	b.int("used_memory_lua", luaMem)
+	b.int("used_memory_vm_eval", luaMem)
+	b.str("used_memory_lua_human", human(luaMem))
+	b.int("used_memory_scripts_eval", bodies)
+	b.int("number_of_cached_scripts", int64(scripts))
 	b.int("number_of_functions", 0)
 	b.int("number_of_libraries", 0)
 	b.int("maxmemory", 0)

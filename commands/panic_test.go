@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -157,6 +158,15 @@ func TestPanicIsAnsweredLoggedAndSurvived(t *testing.T) {
 		t.Error("the blocking part of a panicked command never ran")
 	}
 
+	// A panic in a command a script calls is the script's error (raised
+	// by redis.call, returned by redis.pcall); the script's transaction
+	// ends and the server goes on.
+	body := "return redis.call('debug-panic-write', KEYS[1])"
+	expect(evalRequest(body, "1", "k5")+"PING\r\n",
+		"-ERR internal error while running 'debug-panic-write' (the server logged it) script: "+scriptSHA(body)+", on @user_script:1.\r\n", "+PONG\r\n")
+	expect(evalRequest("local e = redis.pcall('debug-panic') return {e.err}", "0")+"SET k6 v\r\n",
+		"*1\r\n", "$69\r\n", "ERR internal error while running 'debug-panic' (the server logged it)\r\n", "+OK\r\n")
+
 	// Another client is served.
 	other, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
@@ -181,9 +191,20 @@ func TestPanicIsAnsweredLoggedAndSurvived(t *testing.T) {
 			}
 		}
 	}
-	if len(panics) != 7 {
-		t.Fatalf("logged panics: %q, want 7", panics)
+	if len(panics) != 9 {
+		t.Fatalf("logged panics: %q, want 9", panics)
 	}
+}
+
+// evalRequest is EVAL body numkeys args… as a RESP request.
+func evalRequest(body string, rest ...string) string {
+	args := append([]string{"EVAL", body}, rest...)
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	return b.String()
 }
 
 // blockGone reports whether debug-block-then-panic's blocking part saw

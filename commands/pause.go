@@ -200,7 +200,7 @@ func (s *Server) held(c *resp.Conn, cmd *Command, args [][]byte) bool {
 	if s.writesRefused(cmd) != nil || c.InMulti && cmd.Flags&AtOnce == 0 && RefusedInMulti(cmd) {
 		return false // refused at once, as in Redis
 	}
-	h := s.pause.hold(func() bool { return s.mayWrite(c, cmd) })
+	h := s.pause.hold(func() bool { return s.mayWrite(c, cmd, args) })
 	if h == nil {
 		return false
 	}
@@ -223,16 +223,17 @@ func (s *Server) held(c *resp.Conn, cmd *Command, args [][]byte) bool {
 }
 
 // mayWrite reports whether a pause of writes holds cmd: a Write command,
-// or an EXEC whose queue has one (Redis's is_may_replicate_command).
-func (s *Server) mayWrite(c *resp.Conn, cmd *Command) bool {
-	if pausedAsWrite(cmd) {
+// a script that may write, or an EXEC whose queue has one (Redis's
+// is_may_replicate_command).
+func (s *Server) mayWrite(c *resp.Conn, cmd *Command, args [][]byte) bool {
+	if pausedAsWrite(cmd) || s.scriptMayWrite(cmd, args) {
 		return true
 	}
 	if cmd.Name != "exec" || !c.InMulti {
 		return false
 	}
 	for _, q := range c.Queue {
-		if qc, _ := s.resolve(nil, q); qc != nil && pausedAsWrite(qc) {
+		if qc, _ := s.resolve(nil, q); qc != nil && (pausedAsWrite(qc) || s.scriptMayWrite(qc, q)) {
 			return true
 		}
 	}

@@ -108,6 +108,8 @@ type Server struct {
 	monitors monitors
 	// lists are the clients blocked on lists (listblock.go).
 	lists listBlocking
+	// scripts is the script cache and the running scripts (scripting.go).
+	scripts scripting
 
 	// KeepDeadline, when set, tells EXPIRE and PERSIST to leave a value's
 	// deadline alone (a running ONCE record's lease).
@@ -180,6 +182,8 @@ func New(cfg Config, st store.Store) *Server {
 	s.table.Register(standaloneCommands()...)
 	s.table.Register(introspectCommands()...)
 	s.table.Register(listCommands()...)
+	s.table.Register(scriptingCommands()...)
+	s.SetBusyReplyThreshold(DefaultBusyReplyThreshold)
 	s.table.attachDocs()
 	return s
 }
@@ -286,6 +290,16 @@ func (s *Server) Serve(c *resp.Conn, args [][]byte) {
 	if monitoring && monitorRefuses(c, cmd) {
 		s.reject(c, args, ErrMonitorKeyspace.Error())
 		return
+	}
+	if s.scripts.n.Load() > 0 && cmd.Flags&AllowBusy == 0 {
+		// A script runs: wait for it up to busy-reply-threshold, not
+		// holding the store's lock across the pipeline meanwhile, and
+		// answer -BUSY past it (scripting.go).
+		s.release(c)
+		if s.scripts.busy() {
+			s.reject(c, args, ErrBusy.Error())
+			return
+		}
 	}
 	if !marked {
 		start = s.mono()

@@ -26,6 +26,17 @@ func TestDiffConfigSet(t *testing.T) {
 func configSetScripts() []Script {
 	half := strings.Repeat("h", 600<<10)
 	return []Script{
+		// busy-reply-threshold and its alias lua-time-limit (scripting).
+		{"config-busy-reply-threshold", []Step{
+			cmd("CONFIG", "GET", "lua-time-limit"),
+			cmd("CONFIG", "GET", "busy-reply-threshold"),
+			cmd("CONFIG", "SET", "lua-time-limit", "-1"),
+			cmd("CONFIG", "SET", "busy-reply-threshold", "abc"),
+			cmd("CONFIG", "SET", "lua-time-limit", "250"),
+			cmd("CONFIG", "GET", "busy-reply-threshold"),
+			cmd("CONFIG", "SET", "busy-reply-threshold", "5000"),
+			cmd("CONFIG", "GET", "lua-time-limit"),
+		}},
 		{"config-set-refusals", []Step{
 			cmd("CONFIG", "SET"),
 			cmd("CONFIG", "SET", "timeout"),

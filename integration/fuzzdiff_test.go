@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -47,7 +49,7 @@ func FuzzDiff(f *testing.F) {
 	// and sets.
 	paths := map[string]bool{}
 	for _, name := range []string{"COPY", "MOVE", "SWAPDB", "OBJECT", "DUMP", "RESTORE", "PUBLISH", "PUBSUB", "LCS",
-		"SMOVE", "SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE", "SSCAN", "SINTERCARD"} {
+		"SMOVE", "SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE", "SSCAN", "SINTERCARD", "EVAL"} {
 		paths[name] = false
 	}
 	paths["push"], paths["watch-swapdb"] = false, false
@@ -826,6 +828,7 @@ var genCmds = []genCmd{
 	}, w: 2},
 	{gen: func(g *genReader) Step { return ex(g, "PUBLISH", g.pick(genChannels), g.number(genVals)) }, w: 2},
 	{gen: setStep, w: 12},
+	{gen: evalStep, w: 4},
 	{gen: func(g *genReader) Step {
 		switch g.n(4) {
 		case 0:
@@ -839,6 +842,42 @@ var genCmds = []genCmd{
 		}
 		return sorted(g.word("PUBSUB"), g.word("CHANNELS"))
 	}},
+}
+
+// genScriptBodies are the scripts EVAL runs over the generated keys
+// (KEYS[1], KEYS[2]) and values (ARGV[1]): the lock-release and
+// rate-limit patterns, conversions, and errors raised or caught.
+var genScriptBodies = []string{
+	"return redis.call('GET', KEYS[1])",
+	"return redis.call('SET', KEYS[1], ARGV[1])",
+	"return redis.pcall('INCRBY', KEYS[1], ARGV[1])",
+	"return redis.call('INCRBY', KEYS[1], ARGV[1])",
+	"if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
+	"local n = redis.pcall('INCR', KEYS[1]) if type(n) == 'table' then return n end if n == 1 then redis.call('PEXPIRE', KEYS[1], 100000) end return n",
+	"return {redis.call('EXISTS', KEYS[1]), redis.call('TYPE', KEYS[1]), redis.call('STRLEN', KEYS[1])}",
+	"redis.call('APPEND', KEYS[1], ARGV[1]) return redis.call('STRLEN', KEYS[1])",
+	"return redis.call('MGET', KEYS[1], KEYS[2])",
+	"return redis.pcall('COPY', KEYS[1], KEYS[2])",
+	"redis.setresp(3) return redis.call('GET', KEYS[1])",
+	"return {tonumber(ARGV[1]), ARGV[1], #KEYS}",
+}
+
+// evalStep is EVAL (or EVAL_RO, or EVALSHA of a body EVAL cached) of one
+// of genScriptBodies over two keys and a value.
+func evalStep(g *genReader) Step {
+	body := g.pick(genScriptBodies)
+	args := []string{body, "2", g.key(), g.key(), g.number(genVals)}
+	switch g.n(6) {
+	case 0:
+		return ex(g, "EVAL_RO", args...)
+	case 1:
+		sum := sha1.Sum([]byte(body))
+		args[0] = hex.EncodeToString(sum[:])
+		return ex(g, "EVALSHA", args...)
+	case 2:
+		args[1] = g.pick([]string{"-1", "3", "x", "0"})
+	}
+	return ex(g, "EVAL", args...)
 }
 
 // Vocabularies of the commands of the keyspace's databases, Pub/Sub and

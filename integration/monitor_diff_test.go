@@ -10,8 +10,9 @@ import (
 )
 
 // monitorHead is the part of a monitor line that differs between two
-// servers by design: the time and the client's port.
-var monitorHead = regexp.MustCompile(`^\+[0-9]+\.[0-9]{6} \[([0-9]+) 127\.0\.0\.1:[0-9]+\] `)
+// servers by design: the time and the client's port (a script's
+// commands are shown from "lua").
+var monitorHead = regexp.MustCompile(`^\+[0-9]+\.[0-9]{6} \[([0-9]+) (127\.0\.0\.1:[0-9]+|lua)\] `)
 
 // maskMonitorLine replaces a monitor line's time and port; ok is false
 // for what is not a monitor line.
@@ -19,7 +20,12 @@ func maskMonitorLine(raw []byte) (string, bool) {
 	if !monitorHead.Match(raw) {
 		return "", false
 	}
-	return monitorHead.ReplaceAllString(string(raw), "+T [$1 127.0.0.1:P] "), true
+	m := monitorHead.FindSubmatch(raw)
+	from := "127.0.0.1:P"
+	if string(m[2]) == "lua" {
+		from = "lua"
+	}
+	return "+T [" + string(m[1]) + " " + from + "] " + string(raw[len(m[0]):]), true
 }
 
 // sameMonitorLine accepts two monitor lines that differ only in the time
@@ -92,6 +98,27 @@ func TestMonitorDiff(t *testing.T) {
 		}},
 		{Name: "command info", Steps: []Step{
 			cmd("COMMAND", "INFO", "monitor"),
+		}},
+		{Name: "scripts", Steps: []Step{
+			cmd("PING"),
+			cmd("MONITOR").On(1),
+			// EVAL first, then each command the script ran, from "lua",
+			// as the script wrote it; EVAL even when it fails.
+			cmd("EVAL", "redis.call('set','a','1') return redis.call('get', KEYS[1])", "1", "a"),
+			monLine(1), monLine(1), monLine(1),
+			cmd("EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0"), monLine(1),
+			cmd("EVAL", "return 1", "-1"), monLine(1),
+			cmd("EVAL", "return redis.call('nosuch')", "0"), monLine(1),
+			cmd("EVAL", "return redis.pcall('incr','a','b')", "0"), monLine(1),
+			cmd("EVAL", "return redis.pcall('hset','a','f','v')", "0"), monLine(1), monLine(1),
+			cmd("EVAL", "return redis.call('get', 1.5)", "0"), monLine(1), monLine(1),
+			cmd("EVAL", "return redis.call('config','get','port')", "0"), monLine(1),
+			cmd("MULTI"), monLine(1),
+			cmd("EVAL", "return redis.call('incr','n')", "0"),
+			cmd("EXEC"), monLine(1), monLine(1), monLine(1),
+			cmd("SELECT", "3"), monLine(1),
+			cmd("EVAL", "return redis.call('zadd','z','1','m')", "0"), monLine(1), monLine(1),
+			cmd("QUIT").On(1),
 		}},
 		{Name: "in multi", Steps: []Step{
 			cmd("MULTI"),

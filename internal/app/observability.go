@@ -1,6 +1,8 @@
 package app
 
 import (
+	"time"
+
 	"errors"
 	"net"
 	"strconv"
@@ -20,6 +22,7 @@ func (a *App) initObservability(cfg config.Config, log *zap.Logger) {
 	a.Commands.SetHashLimits(cfg.HashMaxListpackEntries, cfg.HashMaxListpackValue)
 	a.Commands.SetMaxIntsetEntries(cfg.SetMaxIntsetEntries)
 	a.Commands.SetZsetLimits(cfg.ZsetMaxListpackEntries, cfg.ZsetMaxListpackValue)
+	a.Commands.SetBusyReplyThreshold(time.Duration(cfg.BusyReplyThreshold) * time.Millisecond)
 	if cfg.MetricsAddr != "" {
 		var st metrics.StoreStats // a nil *badgerdb.DB would not be a nil interface
 		if a.Store != nil {

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"time"
+
 	"strings"
 
 	"go.uber.org/zap"
@@ -115,6 +117,10 @@ func (a *App) SetConfig(pairs [][2]string) error {
 	}
 	if note("set-max-intset-entries", next.SetMaxIntsetEntries != old.SetMaxIntsetEntries) {
 		a.Commands.SetMaxIntsetEntries(next.SetMaxIntsetEntries)
+	}
+	busy := note("busy-reply-threshold", next.BusyReplyThreshold != old.BusyReplyThreshold)
+	if busy {
+		a.Commands.SetBusyReplyThreshold(time.Duration(next.BusyReplyThreshold) * time.Millisecond)
 	}
 	if note("loglevel", next.LogLevel != old.LogLevel) && a.level != nil {
 		a.level.SetLevel(zapLevel(next.LogLevel))

@@ -114,6 +114,10 @@ type Config struct {
 	// with no effect on how lists are stored here (README, "Lists").
 	ListMaxListpackSize int64
 	ListCompressDepth   int64
+	// BusyReplyThreshold is how many milliseconds a script runs before
+	// other clients are answered -BUSY (Redis's busy-reply-threshold,
+	// alias lua-time-limit).
+	BusyReplyThreshold int64
 	// MetricsAddr, when set (host:port), serves Prometheus metrics at
 	// http://MetricsAddr/metrics; empty (the default) serves none.
 	MetricsAddr string
@@ -169,6 +173,7 @@ func Default() Config {
 		ZsetMaxListpackEntries: 128,
 		ZsetMaxListpackValue:   64,
 		ListMaxListpackSize:    -2,
+		BusyReplyThreshold:     5000,
 	}
 }
 
@@ -555,6 +560,10 @@ func (c *Config) Set(name string, vals []string) error {
 		} else {
 			c.ListMaxListpackSize = int64(n)
 		}
+	case "busy-reply-threshold", "lua-time-limit":
+		var n int
+		n, err = num()
+		c.BusyReplyThreshold = int64(n)
 	case "metrics-addr":
 		c.MetricsAddr, err = one()
 	case "upstream":
@@ -663,6 +672,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("list-max-listpack-size must be between -2147483648 and 2147483647")
 	case c.ListCompressDepth < 0 || c.ListCompressDepth > math.MaxInt32:
 		return fmt.Errorf("list-compress-depth must be between 0 and 2147483647")
+	case c.BusyReplyThreshold < 0:
+		return fmt.Errorf("busy-reply-threshold must not be negative")
 	case c.OnceWaitReplicas < 0:
 		return fmt.Errorf("once-wait-replicas must not be negative")
 	}
@@ -771,6 +782,8 @@ func (c Config) Directives() map[string]string {
 		"list-max-listpack-size":  strconv.FormatInt(c.ListMaxListpackSize, 10),
 		"list-max-ziplist-size":   strconv.FormatInt(c.ListMaxListpackSize, 10),
 		"list-compress-depth":     strconv.FormatInt(c.ListCompressDepth, 10),
+		"busy-reply-threshold":    strconv.FormatInt(c.BusyReplyThreshold, 10),
+		"lua-time-limit":          strconv.FormatInt(c.BusyReplyThreshold, 10),
 		"metrics-addr":            c.MetricsAddr,
 		// Redis 7.0 lists a directive and its alias both.
 		"hash-max-listpack-entries": strconv.FormatInt(c.HashMaxListpackEntries, 10),

@@ -31,6 +31,7 @@ var directiveNames = func() []string {
 		"upstream", "once-wait-replicas", "hash-max-listpack-entries", "hash-max-listpack-value",
 		"zset-max-listpack-entries", "zset-max-listpack-value",
 		"list-max-listpack-size", "list-max-ziplist-size", "list-compress-depth",
+		"busy-reply-threshold", "lua-time-limit",
 	}
 	var more []string
 	for name := range ignored {

@@ -260,6 +260,8 @@ func (c Config) rewriteLines(name string) (vals []string, force, ok bool) {
 		return num(c.ListMaxListpackSize, d.ListMaxListpackSize)
 	case "list-compress-depth":
 		return num(c.ListCompressDepth, d.ListCompressDepth)
+	case "busy-reply-threshold", "lua-time-limit":
+		return num(c.BusyReplyThreshold, d.BusyReplyThreshold)
 	case "metrics-addr":
 		return str(c.MetricsAddr)
 	case "upstream":

@@ -57,6 +57,8 @@ var runtimeKinds = map[string]runtimeKind{
 	"list-max-listpack-size":     kindMutable,
 	"list-max-ziplist-size":      kindMutable, // list-max-listpack-size's alias
 	"list-compress-depth":        kindMutable,
+	"busy-reply-threshold":       kindMutable,
+	"lua-time-limit":             kindMutable,
 
 	// Fixed once the server runs: the listeners, the store's layout and
 	// durability mode (switching appendfsync would have to re-ticket the
@@ -271,6 +273,12 @@ func (c *Config) setRuntime(name, v string) string {
 			return why
 		}
 		c.ListCompressDepth = n
+	case "busy-reply-threshold", "lua-time-limit":
+		n, why := redisInt(v, 0, math.MaxInt64)
+		if why != "" {
+			return why
+		}
+		c.BusyReplyThreshold = n
 	case "appendonly":
 		_, why := redisBool(v)
 		return why

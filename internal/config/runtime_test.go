@@ -110,9 +110,9 @@ func TestWithSet(t *testing.T) {
 }
 
 func TestSettable(t *testing.T) {
-	want := []string{"client-output-buffer-limit", "client-query-buffer-limit",
+	want := []string{"busy-reply-threshold", "client-output-buffer-limit", "client-query-buffer-limit",
 		"hash-max-listpack-entries", "hash-max-listpack-value", "hash-max-ziplist-entries", "hash-max-ziplist-value",
-		"list-compress-depth", "list-max-listpack-size", "list-max-ziplist-size", "loglevel", "maxclients", "min-free-disk",
+		"list-compress-depth", "list-max-listpack-size", "list-max-ziplist-size", "loglevel", "lua-time-limit", "maxclients", "min-free-disk",
 		"procs", "protected-mode", "proto-max-bulk-len", "requirepass", "sched-policy", "set-max-intset-entries", "slowlog-log-slower-than", "slowlog-max-len", "timeout",
 		"zset-max-listpack-entries", "zset-max-listpack-value"}
 	if got := Settable(); !reflect.DeepEqual(got, want) {
