@@ -153,7 +153,11 @@ func (x *Ctx) newEncoding(entries []zcodec.Entry) byte {
 }
 
 // zmut is a set being changed: the members as they were (base) and those
-// added, updated or removed since.
+// added, updated or removed since. Its encoding changes as Redis 7.0's
+// zsetAdd changes it, member by member: a listpack becomes a skiplist when
+// a member is added that makes it too long or is too long itself, so
+// members stored before (in the listpack) keep no -0 score and members
+// added after keep theirs.
 type zmut struct {
 	enc     byte
 	base    []zcodec.Entry
@@ -161,18 +165,22 @@ type zmut struct {
 	lookups int
 	changed map[string]float64
 	removed map[string]bool
-	// added counts members added; longest is the longest of them.
-	added, longest int
+	// n is the number of members now; maxEntries and maxValue are the
+	// listpack's limits (zset-max-listpack-*).
+	n                    int
+	maxEntries, maxValue int64
 }
 
 func newZmut(z zcodec.View, found bool, x *Ctx) *zmut {
 	m := &zmut{enc: zcodec.Listpack}
-	if maxEntries, _ := x.S.zsetLimits(); maxEntries == 0 {
+	m.maxEntries, m.maxValue = x.S.zsetLimits()
+	if m.maxEntries == 0 {
 		m.enc = zcodec.Skiplist // created as one
 	}
 	if found {
 		m.enc = z.Encoding()
 		m.base = z.Entries()
+		m.n = len(m.base)
 	}
 	return m
 }
@@ -216,8 +224,13 @@ func (m *zmut) score(member []byte) (float64, bool) {
 func (m *zmut) set(member []byte, score float64) {
 	_, had := m.score(member)
 	if !had {
-		m.added++
-		m.longest = max(m.longest, len(member))
+		if m.enc == zcodec.Listpack && (int64(m.n+1) > m.maxEntries || int64(len(member)) > m.maxValue) {
+			m.enc = zcodec.Skiplist
+		}
+		m.n++
+	}
+	if m.enc == zcodec.Listpack && score == 0 {
+		score = 0 // -0 as the listpack's integer 0
 	}
 	if m.changed == nil {
 		m.changed = make(map[string]float64)
@@ -231,6 +244,7 @@ func (m *zmut) remove(member []byte) bool {
 		return false
 	}
 	delete(m.changed, string(member))
+	m.n--
 	if m.removed == nil {
 		m.removed = make(map[string]bool)
 	}
@@ -239,7 +253,7 @@ func (m *zmut) remove(member []byte) bool {
 }
 
 // result is the set's entries now, sorted, and its encoding.
-func (m *zmut) result(x *Ctx) (byte, []zcodec.Entry) {
+func (m *zmut) result() (byte, []zcodec.Entry) {
 	out := m.base
 	if len(m.changed) > 0 || len(m.removed) > 0 {
 		out = make([]zcodec.Entry, 0, len(m.base)+len(m.changed))
@@ -257,21 +271,6 @@ func (m *zmut) result(x *Ctx) (byte, []zcodec.Entry) {
 		out = mergeEntries(out, news)
 	}
 	enc := m.enc
-	if enc == zcodec.Listpack {
-		// Members taken in while the set was a listpack keep no -0, even
-		// when it becomes a skiplist now.
-		for i := range out {
-			if out[i].Score == 0 {
-				out[i].Score = 0
-			}
-		}
-	}
-	if enc == zcodec.Listpack && m.added > 0 {
-		maxEntries, maxValue := x.S.zsetLimits()
-		if int64(len(out)) > maxEntries || int64(m.longest) > maxValue {
-			enc = zcodec.Skiplist
-		}
-	}
 	return enc, out
 }
 
@@ -395,7 +394,7 @@ func zaddCmd(x *Ctx) {
 		incrScore, incrDone = score, true
 	}
 	if added+updated > 0 {
-		enc, entries := m.result(x)
+		enc, entries := m.result()
 		if err := x.zput(x.DB, key, enc, entries, v.ExpireAt); err != nil {
 			x.Fail(err)
 			return
@@ -435,7 +434,7 @@ func zincrbyCmd(x *Ctx) {
 		}
 	}
 	m.set(member, score)
-	enc, entries := m.result(x)
+	enc, entries := m.result()
 	if err := x.zput(x.DB, key, enc, entries, v.ExpireAt); err != nil {
 		x.Fail(err)
 		return
@@ -458,7 +457,7 @@ func zremCmd(x *Ctx) {
 		}
 	}
 	if n > 0 {
-		enc, entries := m.result(x)
+		enc, entries := m.result()
 		if err := x.zput(x.DB, key, enc, entries, v.ExpireAt); err != nil {
 			x.Fail(err)
 			return

@@ -222,6 +222,20 @@ func zsetScripts() []Script {
 			cmd("GETDEL", "z"), cmd("GETEX", "z"), cmd("GETSET", "z", "x"), cmd("MGET", "z", "s"),
 			cmd("TYPE", "z"), cmd("SET", "z", "x"), cmd("TYPE", "z"),
 		}},
+		{"negative-zero-across-conversion", []Step{
+			// Redis 7.0 converts a listpack member by member: the
+			// members before the one that converts it keep no -0.
+			zadd("b", "-0", "b", "-0", strings.Repeat("m", 65), "+inf", ""),
+			cmd("ZRANGE", "b", "0", "-1", "WITHSCORES"), cmd("OBJECT", "ENCODING", "b"),
+			zadd("c", "-0", strings.Repeat("n", 65), "-0", "c"),
+			cmd("ZRANGE", "c", "0", "-1", "WITHSCORES"), cmd("OBJECT", "ENCODING", "c"),
+			zadd("d", "-0", "a"), zadd("d", "-0", "b", "-0", strings.Repeat("o", 70), "-0", "a"),
+			cmd("ZRANGE", "d", "0", "-1", "WITHSCORES"),
+			cmd("CONFIG", "SET", "zset-max-listpack-entries", "2"),
+			zadd("e", "-0", "a", "-0", "b", "-0", "c", "-0", "d"), cmd("ZRANGE", "e", "0", "-1", "WITHSCORES"),
+			cmd("ZINCRBY", "f", "-0", "x"), cmd("ZADD", "f", "INCR", "-0", "y"), cmd("ZRANGE", "f", "0", "-1", "WITHSCORES"),
+			cmd("CONFIG", "SET", "zset-max-listpack-entries", "128"),
+		}},
 		{"keyspace-with-zsets", []Step{
 			zadd("z", "1", "a", "2", "b"), cmd("SET", "s", "v"),
 			cmd("EXPIRE", "z", "100"), cmd("TTL", "z"), cmd("PERSIST", "z"), cmd("TTL", "z"),
