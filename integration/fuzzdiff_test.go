@@ -860,6 +860,20 @@ var genScriptBodies = []string{
 	"return redis.pcall('COPY', KEYS[1], KEYS[2])",
 	"redis.setresp(3) return redis.call('GET', KEYS[1])",
 	"return {tonumber(ARGV[1]), ARGV[1], #KEYS}",
+	// The other types, through a script.
+	"return redis.pcall('HSET', KEYS[1], 'f', ARGV[1])",
+	"return redis.pcall('HGETALL', KEYS[1])",
+	"return redis.pcall('SADD', KEYS[1], ARGV[1], 'm')",
+	"return redis.pcall('SCARD', KEYS[1])",
+	"return redis.pcall('ZADD', KEYS[1], ARGV[1], 'm')",
+	"return redis.pcall('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')",
+	"redis.setresp(3) return redis.pcall('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')",
+	"return redis.pcall('ZUNIONSTORE', KEYS[2], 2, KEYS[1], KEYS[2])",
+	"return redis.pcall('RPUSH', KEYS[1], ARGV[1])",
+	"return redis.pcall('LRANGE', KEYS[1], 0, -1)",
+	"return redis.pcall('BLPOP', KEYS[1], KEYS[2], 0)",
+	"return redis.pcall('BZPOPMIN', KEYS[1], 0)",
+	"return redis.pcall('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')",
 }
 
 // evalStep is EVAL (or EVAL_RO, or EVALSHA of a body EVAL cached) of one

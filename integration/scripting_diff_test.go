@@ -29,6 +29,40 @@ const (
 
 func scriptingScripts() []Script {
 	return []Script{
+		{"eval-over-every-type", []Step{
+			eval("return redis.call('HSET', KEYS[1], 'f', ARGV[1], 'g', 2)", "1", "h", "v"),
+			eval("return redis.call('HGETALL', KEYS[1])", "1", "h"),
+			eval("redis.setresp(3) return redis.call('HGET', KEYS[1], 'f')", "1", "h"),
+			eval("return redis.call('HINCRBYFLOAT', KEYS[1], 'g', '0.5')", "1", "h"),
+			// An intset lists its members as Redis does; a hashtable's
+			// order and a Lua table's (a RESP3 map or set converted) are
+			// not Redis's (README).
+			eval("return redis.call('SADD', KEYS[1], 3, 1, 2)", "1", "s"),
+			eval("return redis.call('SMEMBERS', KEYS[1])", "1", "s"),
+			eval("return redis.call('SISMEMBER', KEYS[1], 2)", "1", "s"),
+			eval("return redis.call('ZADD', KEYS[1], 1.5, 'a', 2, 'b')", "1", "z"),
+			eval("return redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')", "1", "z"),
+			eval("redis.setresp(3) return redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')", "1", "z"),
+			eval("redis.setresp(3) return redis.call('ZSCORE', KEYS[1], 'a')", "1", "z"),
+			eval("return redis.call('ZSCORE', KEYS[1], 'a')", "1", "z"),
+			eval("return redis.call('ZUNIONSTORE', KEYS[2], 2, KEYS[1], KEYS[3])", "3", "z", "u", "s"),
+			eval("return redis.call('RPUSH', KEYS[1], 'a', 'b', 'c')", "1", "l"),
+			eval("return redis.call('LRANGE', KEYS[1], 0, -1)", "1", "l"),
+			eval("return redis.call('LPOS', KEYS[1], 'b')", "1", "l"),
+			// Blocking commands answer at once from a script.
+			eval("return redis.call('BLPOP', KEYS[1], 0)", "1", "l"),
+			eval("return redis.call('BLPOP', KEYS[1], 0)", "1", "nolist"),
+			eval("return redis.call('BRPOPLPUSH', KEYS[1], KEYS[2], 0)", "2", "nolist", "l"),
+			eval("return redis.call('BZPOPMIN', KEYS[1], 0)", "1", "z"),
+			eval("return redis.call('BZPOPMAX', KEYS[1], 0)", "1", "nozset"),
+			eval("return redis.call('BZMPOP', 0, 1, KEYS[1], 'MIN')", "1", "z"),
+			eval("return redis.call('BLMPOP', 0, 1, KEYS[1], 'LEFT')", "1", "nolist"),
+			// Wrong types raise Redis's error.
+			eval("return redis.call('LPUSH', KEYS[1], 'x')", "1", "h"),
+			eval("return redis.pcall('HGET', KEYS[1], 'x')", "1", "l"),
+			eval("return {redis.call('TYPE', KEYS[1]), redis.call('TYPE', KEYS[2]), redis.call('TYPE', KEYS[3])}", "3", "h", "s", "l"),
+			cmd("OBJECT", "ENCODING", "u"), cmd("ZRANGE", "u", "0", "-1", "WITHSCORES"),
+		}},
 		{"eval-conversions-to-redis", []Step{
 			eval("return 1", "0"),
 			eval("return -7", "0"),
