@@ -463,35 +463,12 @@ func hscanCmd(x *Ctx) {
 		}
 		return
 	}
-	count := int64(10)
-	var pattern []byte
-	for rest := x.Args[3:]; len(rest) > 0; rest = rest[2:] {
-		if len(rest) < 2 {
-			x.Fail(ErrSyntax)
-			return
-		}
-		switch {
-		case eq(rest[0], "count"):
-			n, ok := parseInt(rest[1])
-			if !ok {
-				x.Fail(ErrNotInteger)
-				return
-			}
-			if n < 1 {
-				x.Fail(ErrSyntax)
-				return
-			}
-			count = n
-		case eq(rest[0], "match"):
-			pattern = rest[1]
-		default:
-			x.Fail(ErrSyntax)
-			return
-		}
+	o, err := parseScanOpts(x.Args[3:], false)
+	if err != nil {
+		x.Fail(err)
+		return
 	}
-	if len(pattern) == 1 && pattern[0] == '*' {
-		pattern = nil
-	}
+	count, pattern := o.count, o.pattern
 	page, next := h.Pairs, uint64(0)
 	if h.Table {
 		page, next = scanSlots(h.Pairs, cursor, count)

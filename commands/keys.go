@@ -341,46 +341,57 @@ func parseCursor(b []byte) (uint64, bool) {
 	return n, true
 }
 
+// scanOpts are the options of SCAN, HSCAN, SSCAN and ZSCAN, as Redis
+// 7.0's scanGenericCommand reads them: COUNT (10 unless given, at least
+// 1), MATCH (nil for "*", which matches everything), and SCAN's TYPE.
+type scanOpts struct {
+	count        int64
+	pattern, typ []byte
+}
+
+// parseScanOpts reads the options after the cursor (withType: SCAN's,
+// which takes TYPE).
+func parseScanOpts(rest [][]byte, withType bool) (scanOpts, error) {
+	o := scanOpts{count: 10}
+	for ; len(rest) > 0; rest = rest[2:] {
+		switch {
+		case len(rest) < 2:
+			return o, ErrSyntax
+		case eq(rest[0], "count"):
+			n, ok := parseInt(rest[1])
+			if !ok {
+				return o, ErrNotInteger
+			}
+			if n < 1 {
+				return o, ErrSyntax
+			}
+			o.count = n
+		case eq(rest[0], "match"):
+			o.pattern = rest[1]
+		case withType && eq(rest[0], "type"):
+			o.typ = rest[1]
+		default:
+			return o, ErrSyntax
+		}
+	}
+	if len(o.pattern) == 1 && o.pattern[0] == '*' {
+		o.pattern = nil
+	}
+	return o, nil
+}
+
 func scanCmd(x *Ctx) {
 	cursor, ok := parseCursor(x.Args[1])
 	if !ok {
 		x.Fail(ErrCursor)
 		return
 	}
-	var err error
-	count := int64(10)
-	var pattern, typ []byte
-	rest := x.Args[2:]
-	for len(rest) > 0 {
-		if len(rest) < 2 {
-			x.Fail(ErrSyntax)
-			return
-		}
-		switch {
-		case eq(rest[0], "count"):
-			n, ok := parseInt(rest[1])
-			if !ok {
-				x.Fail(ErrNotInteger)
-				return
-			}
-			if n < 1 {
-				x.Fail(ErrSyntax)
-				return
-			}
-			count = n
-		case eq(rest[0], "match"):
-			pattern = rest[1]
-		case eq(rest[0], "type"):
-			typ = rest[1]
-		default:
-			x.Fail(ErrSyntax)
-			return
-		}
-		rest = rest[2:]
+	o, err := parseScanOpts(x.Args[2:], true)
+	if err != nil {
+		x.Fail(err)
+		return
 	}
-	if len(pattern) == 1 && pattern[0] == '*' {
-		pattern = nil
-	}
+	count, pattern, typ := o.count, o.pattern, o.typ
 	var from []byte
 	if cursor != 0 {
 		k, ok := x.S.cursors.get(cursor)

@@ -1408,37 +1408,12 @@ func zscanCmd(x *Ctx) {
 		x.W.Array(0)
 		return
 	}
-	count := int64(10)
-	var pattern []byte
-	rest := x.Args[3:]
-	for len(rest) > 0 {
-		if len(rest) < 2 {
-			x.Fail(ErrSyntax)
-			return
-		}
-		switch {
-		case eq(rest[0], "count"):
-			n, ok := parseInt(rest[1])
-			if !ok {
-				x.Fail(ErrNotInteger)
-				return
-			}
-			if n < 1 {
-				x.Fail(ErrSyntax)
-				return
-			}
-			count = n
-		case eq(rest[0], "match"):
-			pattern = rest[1]
-		default:
-			x.Fail(ErrSyntax)
-			return
-		}
-		rest = rest[2:]
+	o, err := parseScanOpts(x.Args[3:], false)
+	if err != nil {
+		x.Fail(err)
+		return
 	}
-	if len(pattern) == 1 && pattern[0] == '*' {
-		pattern = nil
-	}
+	count, pattern := o.count, o.pattern
 	enc := z.Encoding()
 	var batch []zcodec.Entry
 	var next uint64
