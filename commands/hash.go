@@ -453,19 +453,8 @@ func hscanCmd(x *Ctx) {
 	// Redis looks the key up before it reads the options: a missing
 	// key answers an empty scan, a string WRONGTYPE, whatever follows.
 	h, _, found, err := x.hashOf(x.Args[1], true)
-	if err != nil || !found {
-		if err != nil {
-			x.Fail(err)
-		} else {
-			x.W.Array(2)
-			x.W.BulkString("0")
-			x.W.Array(0)
-		}
-		return
-	}
-	o, err := parseScanOpts(x.Args[3:], false)
-	if err != nil {
-		x.Fail(err)
+	o, ok := x.scanStart(found, err)
+	if !ok {
 		return
 	}
 	count, pattern := o.count, o.pattern

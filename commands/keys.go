@@ -380,6 +380,28 @@ func parseScanOpts(rest [][]byte, withType bool) (scanOpts, error) {
 	return o, nil
 }
 
+// scanStart answers for HSCAN, SSCAN and ZSCAN once their key is looked
+// up, as Redis 7.0 does: the lookup's error, or an empty scan for a
+// missing key (whose options are not read), else the options; ok is false
+// when it answered.
+func (x *Ctx) scanStart(found bool, err error) (o scanOpts, ok bool) {
+	switch {
+	case err != nil:
+		x.Fail(err)
+	case !found:
+		x.W.Array(2)
+		x.W.BulkString("0")
+		x.W.Array(0)
+	default:
+		if o, err = parseScanOpts(x.Args[3:], false); err != nil {
+			x.Fail(err)
+			return o, false
+		}
+		return o, true
+	}
+	return o, false
+}
+
 func scanCmd(x *Ctx) {
 	cursor, ok := parseCursor(x.Args[1])
 	if !ok {

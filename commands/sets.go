@@ -585,19 +585,8 @@ func sscanCmd(x *Ctx) {
 		return
 	}
 	s, _, found, err := x.getSet(x.DB, x.Args[1], true)
-	if err != nil {
-		x.Fail(err)
-		return
-	}
-	if !found {
-		x.W.Array(2)
-		x.W.BulkString("0")
-		x.W.Array(0)
-		return
-	}
-	o, err := parseScanOpts(x.Args[3:], false)
-	if err != nil {
-		x.Fail(err)
+	o, ok := x.scanStart(found, err)
+	if !ok {
 		return
 	}
 	count, pattern := o.count, o.pattern
