@@ -643,23 +643,31 @@ func parseMpop(args [][]byte) (mpopArgs, error) {
 	if o.left, err = whereArg(args[1+n]); err != nil {
 		return o, err
 	}
-	o.count = -1
-	for j := 2 + int(n); j < len(args); j++ {
-		if o.count == -1 && eq(args[j], "count") && j+1 < len(args) {
+	o.count, err = mpopCount(args[2+n:])
+	return o, err
+}
+
+// mpopCount reads the options after LEFT|RIGHT or MIN|MAX of LMPOP,
+// BLMPOP, ZMPOP and BZMPOP as Redis 7.0 does, one at a time: COUNT, once,
+// at least 1 (1 when absent); anything else is a syntax error.
+func mpopCount(rest [][]byte) (int64, error) {
+	count := int64(-1)
+	for j := 0; j < len(rest); j++ {
+		if count == -1 && eq(rest[j], "count") && j+1 < len(rest) {
 			j++
-			c, ok := parseInt(args[j])
+			c, ok := parseInt(rest[j])
 			if !ok || c < 1 {
-				return o, ErrCountPos
+				return 0, ErrCountPos
 			}
-			o.count = c
+			count = c
 			continue
 		}
-		return o, ErrSyntax
+		return 0, ErrSyntax
 	}
-	if o.count == -1 {
-		o.count = 1
+	if count == -1 {
+		count = 1
 	}
-	return o, nil
+	return count, nil
 }
 
 // mpop pops up to count elements of the first of keys that holds a list,

@@ -1016,7 +1016,6 @@ func (x *Ctx) parseNumkeys(i int, zeroErr error) ([][]byte, bool) {
 // parseMpopTail parses ZMPOP's and BZMPOP's MIN|MAX [COUNT count],
 // answering the error if they are wrong.
 func (x *Ctx) parseMpopTail(rest [][]byte) (maxFirst bool, count int64, ok bool) {
-	count = 1
 	if len(rest) == 0 {
 		x.Fail(ErrSyntax)
 		return false, 0, false
@@ -1029,18 +1028,10 @@ func (x *Ctx) parseMpopTail(rest [][]byte) (maxFirst bool, count int64, ok bool)
 		x.Fail(ErrSyntax)
 		return false, 0, false
 	}
-	rest = rest[1:]
-	if len(rest) > 0 {
-		if len(rest) != 2 || !eq(rest[0], "count") {
-			x.Fail(ErrSyntax)
-			return false, 0, false
-		}
-		n, ok := parseInt(rest[1])
-		if !ok || n < 1 {
-			x.Fail(ErrCountPos)
-			return false, 0, false
-		}
-		count = n
+	count, err := mpopCount(rest[1:])
+	if err != nil {
+		x.Fail(err)
+		return false, 0, false
 	}
 	return maxFirst, count, true
 }

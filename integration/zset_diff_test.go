@@ -204,6 +204,10 @@ func zsetScripts() []Script {
 			cmd("ZMPOP", "1", "z", "MIN", "COUNT", "1", "COUNT", "2"), cmd("ZMPOP", "1", "z", "MIN", "FOO", "1"),
 			cmd("ZMPOP", "1", "z", "MIN", "COUNT", "-1"), cmd("ZMPOP", "1", "z", "MIN", "COUNT", "x"),
 			cmd("ZMPOP", "1", "z"), cmd("ZMPOP", "1"),
+			// COUNT is read where it stands, before what follows it.
+			cmd("ZMPOP", "1", "z", "MIN", "COUNT", "-9223372036854775808", ""),
+			cmd("ZMPOP", "1", "z", "MIN", "COUNT", "1", "COUNT", "1"), cmd("ZMPOP", "1", "z", "MAX", "COUNT"),
+			cmd("BZMPOP", "0", "1", "z", "MIN", "COUNT", "0", "x"),
 			cmd("SET", "s", "v"), cmd("ZMPOP", "2", "nokey", "s", "MIN"),
 		}},
 		{"wrongtype-both-ways", []Step{
