@@ -8,11 +8,12 @@ import (
 	"strconv"
 
 	"github.com/oncekv/oncekv/internal/hashcodec"
+	"github.com/oncekv/oncekv/internal/zcodec"
 	"github.com/oncekv/oncekv/store"
 )
 
 // DUMP and RESTORE of strings (hashes: dump_hash.go; sets: below; lists:
-// listdump.go), in Redis 7.0's serialization: the RDB encoding of one
+// listdump.go; sorted sets: zsetdump.go), in Redis 7.0's serialization: the RDB encoding of one
 // object, then the RDB version (2 bytes) and a CRC64 of all that (8
 // bytes), both little endian. Payloads move keys between oncekv and any
 // Redis server in either direction.
@@ -23,9 +24,9 @@ import (
 // strings longer than 20 bytes where that saves space, so the payloads of
 // such strings differ from Redis's bytes; any Redis RESTOREs both.
 // RESTORE reads every string encoding, LZF included, of the RDB versions
-// up to 10 (Redis 7.0's). A sorted set is not dumped yet; a payload of
-// another type than those is refused with the error Redis gives a payload
-// it cannot load.
+// up to 10 (Redis 7.0's). A payload of another type than those (a
+// stream, a module's) is refused with the error Redis gives a payload it
+// cannot load.
 
 // rdbVersion is the RDB version Redis 7.0 writes and the newest it reads.
 const rdbVersion = 10
@@ -348,7 +349,12 @@ func dumpCmd(x *Ctx) {
 		}
 		x.W.Bulk(dumpSet(&s))
 	case v.Kind == store.KindZSet:
-		x.Fail(ErrDumpZSet)
+		z, err := zcodec.Decode(v.Data)
+		if err != nil {
+			x.Fail(errZsetCorrupt)
+			return
+		}
+		x.W.Bulk(dumpZset(z))
 	case v.Kind != store.KindString:
 		x.Fail(ErrDumpOnce)
 	default:

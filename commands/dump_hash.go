@@ -382,8 +382,8 @@ func restoreHash(typ byte, b []byte, maxEntries, maxValue int64) (hashcodec.Hash
 	return h, nil
 }
 
-// restoreValue reads a DUMP payload of a string, a hash, a set or a list
-// into the value RESTORE stores (its deadline left to the caller), as
+// restoreValue reads a DUMP payload of a string, a hash, a set, a list or
+// a sorted set into the value RESTORE stores (its deadline left to the caller), as
 // Redis 7.0's RESTORE does: ErrDumpPayload when the version is newer than
 // Redis 7.0's or the checksum is wrong, ErrBadData when the object is of
 // another type or malformed. The value may share p's memory.
@@ -400,6 +400,13 @@ func (x *Ctx) restoreValue(p []byte) (store.Value, error) {
 			return store.Value{}, err
 		}
 		return store.Value{Kind: store.KindList, Data: data}, nil
+	case rdbTypeZset, rdbTypeZset2, rdbTypeZsetZiplist, rdbTypeZsetListpack:
+		maxEntries, maxValue := x.S.zsetLimits()
+		data, err := restoreZset(p[0], p[1:], maxEntries, maxValue)
+		if err != nil {
+			return store.Value{}, err
+		}
+		return store.Value{Kind: store.KindZSet, Data: data}, nil
 	}
 	h, err := restoreHash(p[0], p[1:], x.S.hashMaxEntries.Load(), x.S.hashMaxValue.Load())
 	if err != nil {

@@ -246,6 +246,10 @@ func FuzzRestore(f *testing.F) {
 		"\x00\xc3\t\x1e\x01xx\xe0\x11\x00\x01xx", "\x00\xc0\x01", "\x00\xc2\x01\x02\x03\x04",
 		"\x00\x40\x03abc", "\x00\x81\x00\x00\x00\x00\x00\x00\x00\x01a", "\x00\xc3\x05\x05\x01ab\x20\x01",
 		"\x12\x01\x02\n\n\x00\x00\x00\x01\x00\x81a\x02\xff",
+		// Sorted sets: a listpack, a skiplist (type 5), type 3.
+		"\x11\x0f\x0f\x00\x00\x00\x02\x00\x81m\x02\x831.5\x04\xff",
+		"\x05\x02\x01x\x00\x00\x00\x00\x00\x00\xf0\x7f\x01a\x00\x00\x00\x00\x00\x00\x00\x80",
+		"\x03\x02\x01a\x031.5\x01b\xfe",
 	} {
 		f.Add([]byte(seed), uint16(rdbVersion), true)
 		f.Add([]byte(seed), uint16(rdbVersion), false)
@@ -262,7 +266,7 @@ func FuzzRestore(f *testing.F) {
 		case "+OK\r\n":
 			want, err := restoreString([]byte(payload))
 			if err != nil {
-				// Another type (a hash, a set, a list): what DUMP
+				// Another type (a hash, a set, a list, a sorted set): what DUMP
 				// gives back restores to the same value.
 				d := send(srv, c, "DUMP", "k")
 				_, body, ok := strings.Cut(d, "\r\n")

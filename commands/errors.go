@@ -106,7 +106,6 @@ var (
 	ErrRange        = errors.New("ERR value is out of range")
 	ErrRandCount    = errors.New("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
 	ErrTimeoutFloat = errors.New("ERR timeout is not a float or out of range")
-	ErrDumpZSet     = errors.New("ERR DUMP of a sorted set is not supported yet")
 	// ErrRandTooMany has no Redis counterpart: Redis 7.0 answers a
 	// negative count of any size, building the reply until it runs out
 	// of memory.
@@ -178,7 +177,7 @@ var sentinels = []error{
 	ErrMonitorInMulti, ErrMonitorKeyspace, ErrTimeoutNegative, ErrLCSNotString, ErrLCSLenAndIdx, ErrLCSTooBig,
 	ErrZaddXXNX, ErrZaddGTLTNX, ErrZaddIncr, ErrZsetNaN, ErrMinMaxFloat, ErrMinMaxLex, ErrZLimitRank,
 	ErrZScoresLex, ErrWeightFloat, ErrNumkeys, ErrCountPos, ErrLimitNeg, ErrRangePos, ErrRange,
-	ErrRandCount, ErrDumpZSet, errZsetCorrupt, ErrRandTooMany, ErrTimeoutFloat,
+	ErrRandCount, errZsetCorrupt, ErrRandTooMany, ErrTimeoutFloat,
 	ErrIndexRange, ErrRankZero, ErrCountNeg, ErrMaxlenNeg, ErrTimeoutRange,
 	ErrNoScript, ErrNumKeysNeg, ErrNumKeysBig, ErrBusy, ErrNotBusy, ErrUnkillable, ErrFlushMode,
 	ErrDebugMode, ErrDebugNotHere, ErrWriteFromRO, ErrWriteFlagRO, ErrScriptKilled, ErrScriptShutdown,

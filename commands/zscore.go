@@ -155,3 +155,81 @@ func scanScore(f float64) string {
 	}
 	return strconv.FormatFloat(f, 'g', 17, 64)
 }
+
+// scanDouble reads a number from the start of b as C's strtod (and
+// sscanf's %lg) does: leading space skipped, then the longest prefix that
+// is a number, the rest ignored; ok is false when there is none (strtod
+// then answers 0).
+func scanDouble(b []byte) (f float64, ok bool) {
+	i := 0
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	start := i
+	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+		i++
+	}
+	word := func(w string) bool {
+		if len(b)-i < len(w) {
+			return false
+		}
+		for k := 0; k < len(w); k++ {
+			if b[i+k]|0x20 != w[k] {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case word("infinity"):
+		return strtod(b[start : i+8])
+	case word("inf"), word("nan"):
+		return strtod(b[start : i+3])
+	}
+	hex := i+1 < len(b) && b[i] == '0' && b[i+1]|0x20 == 'x'
+	digit := func(c byte) bool {
+		return c >= '0' && c <= '9' || hex && (c|0x20 >= 'a' && c|0x20 <= 'f')
+	}
+	j := i
+	if hex {
+		j += 2
+	}
+	nd := 0
+	for j < len(b) && digit(b[j]) {
+		j, nd = j+1, nd+1
+	}
+	if j < len(b) && b[j] == '.' {
+		k := j + 1
+		for k < len(b) && digit(b[k]) {
+			k, nd = k+1, nd+1
+		}
+		if nd > 0 {
+			j = k
+		}
+	}
+	if nd == 0 {
+		if hex {
+			return strtod(b[start : i+1]) // "0x" with no digit: the 0
+		}
+		return 0, false
+	}
+	if exp := byte('e'); j < len(b) {
+		if hex {
+			exp = 'p'
+		}
+		if b[j]|0x20 == exp {
+			k := j + 1
+			if k < len(b) && (b[k] == '+' || b[k] == '-') {
+				k++
+			}
+			e := k
+			for k < len(b) && b[k] >= '0' && b[k] <= '9' {
+				k++
+			}
+			if k > e {
+				j = k
+			}
+		}
+	}
+	return strtod(b[start:j])
+}

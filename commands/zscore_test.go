@@ -83,3 +83,27 @@ func TestScoreFormats(t *testing.T) {
 		}
 	}
 }
+
+// scanDouble takes the longest number at the start, as strtod does.
+func TestScanDouble(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{"1.5", 1.5, true}, {"1.5xyz", 1.5, true}, {" \t2", 2, true}, {"1e", 1, true}, {"1e+", 1, true},
+		{"1e-2x", 0.01, true}, {"1.", 1, true}, {".5", 0.5, true}, {".", 0, false}, {"-.e1", 0, false},
+		{"0x10", 16, true}, {"0x", 0, true}, {"0xg", 0, true}, {"0x.8", 0.5, true}, {"0x1p4z", 16, true},
+		{"0x1p", 1, true}, {"inf", math.Inf(1), true}, {"-Infinity!", math.Inf(-1), true},
+		{"infin", math.Inf(1), true}, {"+-1", 0, false}, {"", 0, false}, {"abc", 0, false},
+		{"1e999", math.Inf(1), true}, {"-0", math.Copysign(0, -1), true}, {"12\x003", 12, true},
+	} {
+		got, ok := scanDouble([]byte(tc.in))
+		if ok != tc.ok || math.Float64bits(got) != math.Float64bits(tc.want) {
+			t.Errorf("scanDouble(%q) = %v %v, want %v %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+	if f, ok := scanDouble([]byte("nan(x)")); !ok || !math.IsNaN(f) {
+		t.Errorf("scanDouble(nan) = %v %v", f, ok)
+	}
+}
