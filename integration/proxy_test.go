@@ -57,9 +57,10 @@ func newProxyPair(tb testing.TB, extra ...string) *DiffPair {
 // answers itself and which therefore differ from one redis-server's, with
 // the reason.
 var proxyScriptSkips = map[string]string{
-	"config-get":              "CONFIG GET shows the proxy's directives, not the upstream's",
-	"encodings-at-thresholds": "CONFIG SET sets the proxy's directives, not the upstream's",
-	"eval-client-pause-write": "the proxy refuses CLIENT PAUSE (README, proxy mode)",
+	"config-get":                     "CONFIG GET shows the proxy's directives, not the upstream's",
+	"encodings-at-thresholds":        "CONFIG SET sets the proxy's directives, not the upstream's",
+	"eval-client-pause-write":        "the proxy refuses CLIENT PAUSE (README, proxy mode)",
+	"negative-zero-past-max-entries": "CONFIG SET sets the proxy's directives, not the upstream's",
 }
 
 // TestProxyDiffStandalone runs the differential scripts through the proxy

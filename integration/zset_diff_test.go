@@ -235,6 +235,8 @@ func zsetScripts() []Script {
 			cmd("ZRANGE", "c", "0", "-1", "WITHSCORES"), cmd("OBJECT", "ENCODING", "c"),
 			zadd("d", "-0", "a"), zadd("d", "-0", "b", "-0", strings.Repeat("o", 70), "-0", "a"),
 			cmd("ZRANGE", "d", "0", "-1", "WITHSCORES"),
+		}},
+		{"negative-zero-past-max-entries", []Step{
 			cmd("CONFIG", "SET", "zset-max-listpack-entries", "2"),
 			zadd("e", "-0", "a", "-0", "b", "-0", "c", "-0", "d"), cmd("ZRANGE", "e", "0", "-1", "WITHSCORES"),
 			cmd("ZINCRBY", "f", "-0", "x"), cmd("ZADD", "f", "INCR", "-0", "y"), cmd("ZRANGE", "f", "0", "-1", "WITHSCORES"),
