@@ -116,11 +116,10 @@ var (
 
 // Errors of the list commands, as Redis 7.0 words them.
 var (
-	ErrIndexRange   = errorf("ERR index out of range")
-	ErrRankZero     = errorf("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
-	ErrCountNeg     = errorf("ERR COUNT can't be negative")
-	ErrMaxlenNeg    = errorf("ERR MAXLEN can't be negative")
-	ErrTimeoutRange = errorf("ERR timeout is out of range")
+	ErrIndexRange = errorf("ERR index out of range")
+	ErrRankZero   = errorf("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
+	ErrCountNeg   = errorf("ERR COUNT can't be negative")
+	ErrMaxlenNeg  = errorf("ERR MAXLEN can't be negative")
 )
 
 // errorText maps any error to the text of its RESP error reply. It is the

@@ -246,7 +246,7 @@ func (b *listBlocking) dequeue(w *listWaiter) bool {
 func bpopCmd(left bool) Handler {
 	return func(x *Ctx) {
 		n := len(x.Args)
-		timeout, err := parseTimeout(x.Args[n-1], x.Now())
+		timeout, err := parseTimeout(x.Args[n-1])
 		if err != nil {
 			x.Fail(err)
 			return
@@ -287,7 +287,7 @@ func blmpopCmd(x *Ctx) {
 		x.Fail(err)
 		return
 	}
-	timeout, err := parseTimeout(x.Args[1], x.Now())
+	timeout, err := parseTimeout(x.Args[1])
 	if err != nil {
 		x.Fail(err)
 		return
@@ -331,7 +331,7 @@ func brpoplpushCmd(x *Ctx) { x.blmove(false, true, x.Args[3]) }
 // blmove is BLMOVE from the head (fromLeft) or tail of the source to the
 // head (toLeft) or tail of the destination, with timeout argument t.
 func (x *Ctx) blmove(fromLeft, toLeft bool, t []byte) {
-	timeout, err := parseTimeout(t, x.Now())
+	timeout, err := parseTimeout(t)
 	if err != nil {
 		x.Fail(err)
 		return

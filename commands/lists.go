@@ -720,11 +720,13 @@ func lmpopCmd(x *Ctx) {
 }
 
 // parseTimeout parses a blocking command's timeout in seconds as Redis
-// 7.0's getTimeoutFromObjectOrReply does: a long double, times 1000,
-// truncated to milliseconds (0: no timeout). A value that C's conversion
-// to long long cannot hold (inf) becomes LLONG_MIN there on x86-64, so
-// negative.
-func parseTimeout(b []byte, now int64) (int64, error) {
+// 7.0.15's getTimeoutFromObjectOrReply does: a long double, times 1000,
+// rounded up to milliseconds (so 0.0001 waits 1 ms, and -0.001, whose
+// product is just above -1, waits for good: 0 is no timeout). A value
+// that C's conversion to long long cannot hold (inf, 1e300) becomes
+// LLONG_MIN there on x86-64, so negative. A deadline past int64 is no
+// error in 7.0 (7.2 made it one): it waits for good.
+func parseTimeout(b []byte) (int64, error) {
 	f, ok := parseLongDouble(b)
 	if !ok {
 		return 0, ErrTimeoutFloat
@@ -733,15 +735,12 @@ func parseTimeout(b []byte, now int64) (int64, error) {
 		return 0, ErrTimeoutNegative
 	}
 	ms := new(big.Float).SetPrec(ldPrec).Mul(f, big.NewFloat(1000))
-	n, acc := ms.Int64()
-	if acc != big.Exact && (n == math.MaxInt64 || n == math.MinInt64) {
-		n = math.MinInt64 // outside long long: x86-64's cvttsd2si
+	n, acc := ms.Int(nil) // toward zero
+	if acc == big.Below {
+		n.Add(n, big.NewInt(1)) // a positive fraction: ceill
 	}
-	if n < 0 {
+	if !n.IsInt64() || n.Sign() < 0 {
 		return 0, ErrTimeoutNegative
 	}
-	if n > 0 && n > math.MaxInt64-now {
-		return 0, ErrTimeoutRange
-	}
-	return n, nil
+	return n.Int64(), nil
 }

@@ -2,7 +2,6 @@ package commands
 
 import (
 	"math"
-	"math/big"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,30 +120,10 @@ func (z *zwaiters) Commit() func(store.Ticket) {
 	}
 }
 
-// parseBlockTimeout parses a timeout in seconds as Redis 7.0's
-// getTimeoutFromObjectOrReply does: a long double, times 1000, cut to an
-// integer (out of range: negative, as C's conversion makes it); 0 waits
-// for good.
-func parseBlockTimeout(b []byte) (ms int64, err error) {
-	f, ok := parseLongDouble(b)
-	if !ok {
-		return 0, ErrTimeoutFloat
-	}
-	v, _ := new(big.Float).Mul(f, big.NewFloat(1000)).Float64()
-	switch {
-	case math.IsInf(v, 0) || v >= math.MaxInt64 || v <= math.MinInt64:
-		return 0, ErrTimeoutNegative
-	case v <= -1:
-		return 0, ErrTimeoutNegative
-	}
-	// A deadline past what a time.Duration holds waits for good.
-	return int64(v), nil
-}
-
 // bzpopCmd is BZPOPMIN and BZPOPMAX key [key …] timeout.
 func bzpopCmd(maxFirst bool) Handler {
 	return func(x *Ctx) {
-		timeout, err := parseBlockTimeout(x.Args[len(x.Args)-1])
+		timeout, err := parseTimeout(x.Args[len(x.Args)-1])
 		if err != nil {
 			x.Fail(err)
 			return
@@ -162,7 +141,7 @@ func bzpopCmd(maxFirst bool) Handler {
 
 // bzmpopCmd is BZMPOP timeout numkeys key [key …] MIN|MAX [COUNT count].
 func bzmpopCmd(x *Ctx) {
-	timeout, err := parseBlockTimeout(x.Args[1])
+	timeout, err := parseTimeout(x.Args[1])
 	if err != nil {
 		x.Fail(err)
 		return

@@ -386,6 +386,17 @@ func zsetScripts() []Script {
 			zadd("k", "3", "k"), readNext().On(1),
 			cmd("BZPOPMIN", "k", "0.2").On(1),
 		}},
+		// Timeouts as Redis 7.0.15 reads them: milliseconds rounded up
+		// (0.0001 times out at once; -0.001 waits for good), and a
+		// deadline past int64 waits for good.
+		{"blocking-timeouts", []Step{
+			cmd("BZPOPMIN", "nokey", "0.001"), cmd("BZPOPMAX", "nokey", "0.0001"), cmd("BZMPOP", "1e-9", "1", "nokey", "MIN"),
+			cmd("BLPOP", "nokey", "0.0001"), cmd("BZPOPMIN", "nokey", "-0.002"), cmd("BZPOPMIN", "nokey", "9223372036854775.808"),
+			held("BZPOPMIN", "k", "-0.001").On(1), held("BZPOPMAX", "k2", "9223372036854775").On(2),
+			held("BLPOP", "l", "-0.0001").On(3), held("BZMPOP", "9223372036854775.807", "1", "k3", "MIN").On(4),
+			zadd("k", "1", "a"), readNext().On(1), zadd("k2", "1", "b"), readNext().On(2),
+			cmd("RPUSH", "l", "c"), readNext().On(3), zadd("k3", "1", "d"), readNext().On(4),
+		}},
 		{"in-multi-and-watch", []Step{
 			zadd("z", "1", "a"),
 			cmd("WATCH", "z"), zadd("z", "2", "b").On(1), cmd("MULTI"), cmd("ZCARD", "z"), cmd("EXEC"),
