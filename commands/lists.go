@@ -3,7 +3,6 @@ package commands
 import (
 	"bytes"
 	"math"
-	"math/big"
 
 	"github.com/oncekv/oncekv/internal/listenc"
 	"github.com/oncekv/oncekv/store"
@@ -717,30 +716,4 @@ func lmpopCmd(x *Ctx) {
 	default:
 		x.writeKeyElems(key, elems)
 	}
-}
-
-// parseTimeout parses a blocking command's timeout in seconds as Redis
-// 7.0.15's getTimeoutFromObjectOrReply does: a long double, times 1000,
-// rounded up to milliseconds (so 0.0001 waits 1 ms, and -0.001, whose
-// product is just above -1, waits for good: 0 is no timeout). A value
-// that C's conversion to long long cannot hold (inf, 1e300) becomes
-// LLONG_MIN there on x86-64, so negative. A deadline past int64 is no
-// error in 7.0 (7.2 made it one): it waits for good.
-func parseTimeout(b []byte) (int64, error) {
-	f, ok := parseLongDouble(b)
-	if !ok {
-		return 0, ErrTimeoutFloat
-	}
-	if f.IsInf() {
-		return 0, ErrTimeoutNegative
-	}
-	ms := new(big.Float).SetPrec(ldPrec).Mul(f, big.NewFloat(1000))
-	n, acc := ms.Int(nil) // toward zero
-	if acc == big.Below {
-		n.Add(n, big.NewInt(1)) // a positive fraction: ceill
-	}
-	if !n.IsInt64() || n.Sign() < 0 {
-		return 0, ErrTimeoutNegative
-	}
-	return n.Int64(), nil
 }
