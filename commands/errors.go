@@ -115,11 +115,10 @@ var (
 
 // Errors of the list commands, as Redis 7.0 words them.
 var (
-	ErrIndexRange   = errors.New("ERR index out of range")
-	ErrRankZero     = errors.New("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
-	ErrCountNeg     = errors.New("ERR COUNT can't be negative")
-	ErrMaxlenNeg    = errors.New("ERR MAXLEN can't be negative")
-	ErrTimeoutRange = errors.New("ERR timeout is out of range")
+	ErrIndexRange = errors.New("ERR index out of range")
+	ErrRankZero   = errors.New("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
+	ErrCountNeg   = errors.New("ERR COUNT can't be negative")
+	ErrMaxlenNeg  = errors.New("ERR MAXLEN can't be negative")
 )
 
 // Errors of scripting (EVAL, SCRIPT), in Redis 7.0's words.
@@ -178,7 +177,7 @@ var sentinels = []error{
 	ErrZaddXXNX, ErrZaddGTLTNX, ErrZaddIncr, ErrZsetNaN, ErrMinMaxFloat, ErrMinMaxLex, ErrZLimitRank,
 	ErrZScoresLex, ErrWeightFloat, ErrNumkeys, ErrCountPos, ErrLimitNeg, ErrRangePos, ErrRange,
 	ErrRandCount, errZsetCorrupt, ErrRandTooMany, ErrTimeoutFloat,
-	ErrIndexRange, ErrRankZero, ErrCountNeg, ErrMaxlenNeg, ErrTimeoutRange,
+	ErrIndexRange, ErrRankZero, ErrCountNeg, ErrMaxlenNeg,
 	ErrNoScript, ErrNumKeysNeg, ErrNumKeysBig, ErrBusy, ErrNotBusy, ErrUnkillable, ErrFlushMode,
 	ErrDebugMode, ErrDebugNotHere, ErrWriteFromRO, ErrWriteFlagRO, ErrScriptKilled, ErrScriptShutdown,
 	ErrShebang, ErrShebangEngine,

@@ -3,7 +3,6 @@ package commands
 import (
 	"bytes"
 	"math"
-	"math/big"
 
 	"github.com/oncekv/oncekv/internal/listenc"
 	"github.com/oncekv/oncekv/store"
@@ -725,31 +724,4 @@ func lmpopCmd(x *Ctx) {
 	default:
 		x.writeKeyElems(key, elems)
 	}
-}
-
-// parseTimeout parses a blocking command's timeout in seconds as Redis
-// 7.0's getTimeoutFromObjectOrReply does: a long double, times 1000,
-// truncated to milliseconds (0: no timeout). A value that C's conversion
-// to long long cannot hold (inf) becomes LLONG_MIN there on x86-64, so
-// negative.
-func parseTimeout(b []byte, now int64) (int64, error) {
-	f, ok := parseLongDouble(b)
-	if !ok {
-		return 0, ErrTimeoutFloat
-	}
-	if f.IsInf() {
-		return 0, ErrTimeoutNegative
-	}
-	ms := new(big.Float).SetPrec(ldPrec).Mul(f, big.NewFloat(1000))
-	n, acc := ms.Int64()
-	if acc != big.Exact && (n == math.MaxInt64 || n == math.MinInt64) {
-		n = math.MinInt64 // outside long long: x86-64's cvttsd2si
-	}
-	if n < 0 {
-		return 0, ErrTimeoutNegative
-	}
-	if n > 0 && n > math.MaxInt64-now {
-		return 0, ErrTimeoutRange
-	}
-	return n, nil
 }

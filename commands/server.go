@@ -13,11 +13,11 @@
 // Values are strings (store.KindString), ONCE records (the once engine's),
 // hashes (hash.go), sets (sets.go), sorted sets (zsets.go) and lists
 // (lists.go). A collection is one stored value that a write decodes and
-// rewrites whole, so a write costs O(n) in its size. Blocking commands
-// wait without the store's lock: the list ones (listblock.go) are served,
-// FIFO per key, by the write that gives their key elements, in that
-// write's own transaction; the sorted set ones (zblock.go) are woken by a
-// write to their keys and try again.
+// rewrites whole, so a write costs O(n) in its size. Blocking pops (of
+// lists, listblock.go, and of sorted sets, zblock.go) wait without the
+// store's lock, and are served, FIFO per key, by the write that gives
+// their key a value of their kind, in that write's own transaction
+// (block.go).
 package commands
 
 import (
@@ -106,8 +106,9 @@ type Server struct {
 	pubsub pubsubRegistry
 	// monitors are the connections in MONITOR mode (monitor.go).
 	monitors monitors
-	// lists are the clients blocked on lists (listblock.go).
-	lists listBlocking
+	// blocked are the clients blocked in a pop of a list or a sorted
+	// set (block.go).
+	blocked blocking
 	// scripts is the script cache and the running scripts (scripting.go).
 	scripts scripting
 
@@ -134,8 +135,6 @@ type Server struct {
 	// zsetMaxEntries and zsetMaxValue are zset-max-listpack-entries and
 	// zset-max-listpack-value (zsets.go).
 	zsetMaxEntries, zsetMaxValue atomic.Int64
-	// zwait are the blocked BZPOPMIN, BZPOPMAX and BZMPOP (zblock.go).
-	zwait zwaiters
 }
 
 // New returns a command server over st with every command family
@@ -165,10 +164,10 @@ func New(cfg Config, st store.Store) *Server {
 	s.SetZsetLimits(-1, -1)
 	s.watch.keys = make(map[watchKey]map[*resp.Conn]struct{})
 	s.initObservability(fakeClock)
-	// The lists' hook comes before the ONCE engine's (EnableOnce): the
-	// pops it makes for blocked clients at commit are writes that hook
-	// sees too.
-	s.hooks = []TxHook{&s.watch, &s.lists, &s.zwait}
+	// The blocked pops' hook comes before the ONCE engine's
+	// (EnableOnce): the pops it makes for blocked clients at commit are
+	// writes that hook sees too.
+	s.hooks = []TxHook{&s.watch, &s.blocked}
 	s.table.Register(stringCommands()...)
 	s.table.Register(setCommands()...)
 	s.table.Register(zsetCommands()...)

@@ -406,6 +406,70 @@ func zsetScripts() []Script {
 			zadd("k", "3", "k"), readNext().On(1),
 			cmd("BZPOPMIN", "k", "0.2").On(1),
 		}},
+		// Clients blocked on one key are served in the order they blocked,
+		// by the write that gives it members, in its own transaction (only
+		// that order gives Redis's bytes).
+		{"blocking-fifo", []Step{
+			held("BZPOPMIN", "z", "0").On(1), held("BZPOPMAX", "z", "0").On(2),
+			held("BZMPOP", "0", "1", "z", "MIN", "COUNT", "2").On(3), held("BZPOPMIN", "z", "0").On(4),
+			zadd("z", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e"),
+			readNext().On(1), readNext().On(2), readNext().On(3), readNext().On(4), cmd("EXISTS", "z"),
+			held("BZPOPMAX", "z", "0").On(1), held("BZMPOP", "0", "1", "z", "MAX", "COUNT", "9").On(2),
+			held("BZPOPMIN", "z", "0").On(3),
+			zadd("z", "1", "a"), readNext().On(1), zadd("z", "1", "x", "2", "y"), readNext().On(2),
+			zadd("z", "3", "w"), readNext().On(3), cmd("EXISTS", "z"),
+		}},
+		// A client blocked on two keys is served from the first that is
+		// ready, and withdrawn from the other.
+		{"blocking-two-keys", []Step{
+			held("BZPOPMIN", "a", "b", "0").On(1), held("BZPOPMIN", "b", "0").On(2), held("BZPOPMAX", "a", "0").On(3),
+			zadd("b", "1", "x"), readNext().On(1), zadd("a", "1", "y"), readNext().On(3),
+			zadd("b", "2", "z"), readNext().On(2),
+			held("BZMPOP", "0", "2", "a", "b", "MIN").On(1), held("BZPOPMIN", "a", "0").On(2),
+			cmd("MULTI"), zadd("b", "1", "p"), zadd("a", "1", "q"), cmd("EXEC"),
+			readNext().On(1), readNext().On(2), cmd("EXISTS", "a", "b"),
+		}},
+		// A key waited on by list and sorted set pops serves those of the
+		// type it now holds, in the order they blocked; the others stay.
+		{"blocking-list-and-zset", []Step{
+			held("BLPOP", "k", "0").On(1), held("BZPOPMIN", "k", "0").On(2), held("BLPOP", "k", "0").On(3),
+			held("BZPOPMAX", "k", "0").On(4),
+			zadd("k", "1", "m"), readNext().On(2), cmd("RPUSH", "k", "x", "y", "z"),
+			readNext().On(1), readNext().On(3), cmd("LRANGE", "k", "0", "-1"),
+			cmd("DEL", "k"), zadd("k", "2", "n"), readNext().On(4),
+			held("BZPOPMIN", "k", "0").On(1), held("BLPOP", "k", "0").On(2), held("BZPOPMIN", "k", "0").On(3),
+			cmd("RPUSH", "k", "v"), readNext().On(2), zadd("k", "1", "a"), readNext().On(1),
+			zadd("k", "2", "b"), readNext().On(3),
+			held("BZPOPMIN", "k", "0").On(1), cmd("SET", "k", "str"), cmd("DEL", "k"), cmd("RPUSH", "k", "l"),
+			cmd("DEL", "k"), zadd("k", "1", "s"), readNext().On(1),
+		}},
+		{"blocking-multi-and-moves", []Step{
+			held("BZPOPMIN", "z", "0").On(1), held("BZPOPMAX", "z", "0").On(2),
+			cmd("MULTI"), zadd("z", "1", "a", "2", "b", "3", "c"), cmd("ZPOPMIN", "z"), cmd("EXEC"),
+			readNext().On(1), readNext().On(2), cmd("ZRANGE", "z", "0", "-1"),
+			cmd("DEL", "z"), held("BZPOPMIN", "z", "0").On(1),
+			zadd("tmp", "1", "r"), cmd("RENAME", "tmp", "z"), readNext().On(1),
+			held("BZMPOP", "0", "1", "z", "MAX", "COUNT", "2").On(1),
+			zadd("tmp", "1", "c1", "2", "c2"), cmd("COPY", "tmp", "z"), readNext().On(1),
+			cmd("SELECT", "1"), zadd("z", "5", "s"), cmd("SELECT", "0"),
+			held("BZPOPMIN", "z", "0").On(1), cmd("SWAPDB", "0", "1"), readNext().On(1), cmd("DBSIZE"),
+			held("BZPOPMAX", "z", "0").On(1), cmd("SELECT", "1"), zadd("z", "6", "t"), cmd("MOVE", "z", "0"),
+			readNext().On(1), cmd("SELECT", "0"),
+			held("BZPOPMIN", "z", "0").On(1), zadd("src", "1", "u", "2", "v"),
+			cmd("ZRANGESTORE", "z", "src", "0", "0"), readNext().On(1),
+			cmd("BZPOPMIN", "z", "0.05").On(1),
+		}},
+		// Timeouts as Redis 7.0.15 reads them: milliseconds rounded up
+		// (0.0001 times out at once; -0.001 waits for good), and a
+		// deadline past int64 waits for good.
+		{"blocking-timeouts", []Step{
+			cmd("BZPOPMIN", "nokey", "0.001"), cmd("BZPOPMAX", "nokey", "0.0001"), cmd("BZMPOP", "1e-9", "1", "nokey", "MIN"),
+			cmd("BLPOP", "nokey", "0.0001"), cmd("BZPOPMIN", "nokey", "-0.002"), cmd("BZPOPMIN", "nokey", "9223372036854775.808"),
+			held("BZPOPMIN", "k", "-0.001").On(1), held("BZPOPMAX", "k2", "9223372036854775").On(2),
+			held("BLPOP", "l", "-0.0001").On(3), held("BZMPOP", "9223372036854775.807", "1", "k3", "MIN").On(4),
+			zadd("k", "1", "a"), readNext().On(1), zadd("k2", "1", "b"), readNext().On(2),
+			cmd("RPUSH", "l", "c"), readNext().On(3), zadd("k3", "1", "d"), readNext().On(4),
+		}},
 		{"in-multi-and-watch", []Step{
 			zadd("z", "1", "a"),
 			cmd("WATCH", "z"), zadd("z", "2", "b").On(1), cmd("MULTI"), cmd("ZCARD", "z"), cmd("EXEC"),
