@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/oncekv/oncekv/internal/config"
 	"github.com/oncekv/oncekv/resp"
 )
 
@@ -142,36 +143,7 @@ func monitorLine(now time.Time, db int, addr string, args [][]byte, redact map[i
 		if redact[i] {
 			a = []byte("(redacted)")
 		}
-		b = appendRepr(b, a)
+		b = config.AppendQuoted(b, a)
 	}
 	return append(b, '\r', '\n')
-}
-
-// appendRepr quotes a as Redis's sdscatrepr.
-func appendRepr(b, a []byte) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for _, c := range a {
-		switch c {
-		case '\\', '"':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\a':
-			b = append(b, '\\', 'a')
-		case '\b':
-			b = append(b, '\\', 'b')
-		default:
-			if c >= 0x20 && c < 0x7f {
-				b = append(b, c)
-			} else {
-				b = append(b, '\\', 'x', hex[c>>4], hex[c&15])
-			}
-		}
-	}
-	return append(b, '"')
 }

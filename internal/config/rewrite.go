@@ -3,7 +3,6 @@ package config
 import (
 	"crypto/rand"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -299,10 +298,15 @@ func FormatMemory(n int64) string {
 // Quote writes s double-quoted as Redis's sdscatrepr does: \\ and \"
 // escaped, \n \r \t \a \b by name, other bytes outside printable ASCII as
 // \xhh. splitLine reads it back.
-func Quote(s string) string {
-	b := []byte{'"'}
-	for i := 0; i < len(s); i++ {
-		switch ch := s[i]; ch {
+func Quote(s string) string { return string(AppendQuoted(nil, []byte(s))) }
+
+// AppendQuoted appends s quoted as Quote quotes it (Redis's sdscatrepr,
+// which MONITOR's lines use too) to b.
+func AppendQuoted(b, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for _, ch := range s {
+		switch ch {
 		case '\\', '"':
 			b = append(b, '\\', ch)
 		case '\n':
@@ -319,11 +323,11 @@ func Quote(s string) string {
 			if ch >= 0x20 && ch <= 0x7e {
 				b = append(b, ch)
 			} else {
-				b = fmt.Appendf(b, "\\x%02x", ch)
+				b = append(b, '\\', 'x', hex[ch>>4], hex[ch&15])
 			}
 		}
 	}
-	return string(append(b, '"'))
+	return append(b, '"')
 }
 
 // RewriteFile is CONFIG REWRITE: it rewrites the config file c was read
