@@ -328,12 +328,17 @@ func dumpCmd(x *Ctx) {
 	case !found:
 		x.W.Null()
 	case v.Kind == store.KindHash:
-		h, err := hashcodec.Decode(v.Data)
+		r, err := x.openHash(x.Args[1], false)
 		if err != nil {
 			x.Fail(err)
 			return
 		}
-		x.W.Bulk(dumpHash(h))
+		pairs, err := r.pairs()
+		if err != nil {
+			x.Fail(err)
+			return
+		}
+		x.W.Bulk(dumpHash(hashcodec.Hash{Table: r.isObj() || r.h.Table, Pairs: pairs}))
 	case v.Kind == store.KindList:
 		p, err := dumpList(v.Data)
 		if err != nil {
@@ -412,11 +417,23 @@ func restoreCmd(x *Ctx) {
 		return
 	}
 	val.ExpireAt = at
-	if err := x.Tx.Set(x.DB, key, val); err != nil {
+	if err := x.restoreAt(key, val); err != nil {
 		x.Fail(err)
 		return
 	}
 	x.W.OK()
+}
+
+// restoreAt stores RESTORE's value at key: a hashtable-encoded hash as an
+// object (hashobj.go), anything else as it is.
+func (x *Ctx) restoreAt(key []byte, v store.Value) error {
+	if v.Kind == store.KindHash {
+		if h, err := hashcodec.Decode(v.Data); err == nil && h.Table {
+			r := hashRef{x: x, key: key, v: v, found: true, h: h}
+			return r.save()
+		}
+	}
+	return x.Tx.Set(x.DB, key, v)
 }
 
 // restoreSetOrString reads a DUMP payload holding a string or a set, as Redis

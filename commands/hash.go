@@ -2,7 +2,6 @@ package commands
 
 import (
 	"cmp"
-	"hash/maphash"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -10,18 +9,19 @@ import (
 	"strconv"
 
 	"github.com/oncekv/oncekv/internal/hashcodec"
-	"github.com/oncekv/oncekv/store"
 )
 
-// Hashes (store.KindHash) as Redis 7.0 has them. A hash is one store
-// value (internal/hashcodec): every write decodes it and writes it back
-// whole, in one store transaction, so a write's cost grows with the size
-// of the hash (README: hashes). Fields keep their insertion order, which
-// is Redis's for a listpack-encoded hash: HGETALL, HKEYS, HVALS and HSCAN
-// of such a hash answer as Redis does, byte for byte. A hash becomes
-// hashtable-encoded (OBJECT ENCODING) by Redis 7.0's rules
-// (hash-max-listpack-entries, hash-max-listpack-value) and stays so;
-// its order then is still insertion order, where Redis's is its dict's.
+// Hashes (store.KindHash) as Redis 7.0 has them. A listpack-encoded hash
+// is one store value (internal/hashcodec), decoded and written back whole
+// by each write; a hashtable-encoded one keeps each field apart, as an
+// element of a store object, so that a write's cost does not grow with
+// its size (hashobj.go; README: hashes). Fields of a listpack-encoded
+// hash keep their insertion order, which is Redis's: HGETALL, HKEYS,
+// HVALS and HSCAN of such a hash answer as Redis does, byte for byte. A
+// hash becomes hashtable-encoded (OBJECT ENCODING) by Redis 7.0's rules
+// (hash-max-listpack-entries, hash-max-listpack-value) and stays so; its
+// order then is its HSCAN cursor's (fieldSlot), where Redis's is its
+// dict's.
 
 // Redis 7.0's defaults of hash-max-listpack-entries and -value.
 const (
@@ -74,27 +74,6 @@ func (s *Server) SetHashLimits(entries, value int64) {
 	s.hashMaxValue.Store(value)
 }
 
-// hashOf reads key as a hash: ok is false when it is missing, a key of
-// another kind is ErrWrongType. A read command (count) counts a keyspace
-// hit or miss, as Redis's lookupKeyRead does.
-func (x *Ctx) hashOf(key []byte, count bool) (h hashcodec.Hash, v store.Value, ok bool, err error) {
-	v, ok, err = x.Tx.Get(x.DB, key)
-	if err != nil {
-		return h, v, false, err
-	}
-	if count {
-		x.countLookup(ok)
-	}
-	if !ok {
-		return h, v, false, nil
-	}
-	if v.Kind != store.KindHash {
-		return h, v, false, ErrWrongType
-	}
-	h, err = hashcodec.Decode(v.Data)
-	return h, v, err == nil, err
-}
-
 // setField sets one field of h, converting h to hashtable encoding when
 // the field or value is longer than hash-max-listpack-value (Redis 7.0's
 // hashTypeSet), and reports whether the field is new.
@@ -105,36 +84,28 @@ func (x *Ctx) setField(h *hashcodec.Hash, field, value []byte) bool {
 	return h.Set(field, value)
 }
 
-// putHash stores h under key with deadline at, converting it to hashtable
-// encoding past hash-max-listpack-entries; an empty hash deletes the key.
-func (x *Ctx) putHash(key []byte, h hashcodec.Hash, at int64) error {
-	if len(h.Pairs) == 0 {
-		_, err := x.Tx.Delete(x.DB, key)
-		return err
-	}
-	if int64(len(h.Pairs)) > x.S.hashMaxEntries.Load() {
-		h.Table = true
-	}
-	return x.Tx.Set(x.DB, key, store.Value{Kind: store.KindHash, Data: hashcodec.Encode(nil, h), ExpireAt: at})
-}
-
 func hsetCmd(x *Ctx) {
 	if len(x.Args)%2 == 1 {
 		x.W.Error("ERR wrong number of arguments for '" + x.Cmd.Name + "' command")
 		return
 	}
-	h, v, _, err := x.hashOf(x.Args[1], false)
+	r, err := x.openHash(x.Args[1], false)
 	if err != nil {
 		x.Fail(err)
 		return
 	}
 	added := 0
 	for i := 2; i < len(x.Args); i += 2 {
-		if x.setField(&h, x.Args[i], x.Args[i+1]) {
+		isNew, err := r.set(x.Args[i], x.Args[i+1])
+		if err != nil {
+			x.Fail(err)
+			return
+		}
+		if isNew {
 			added++
 		}
 	}
-	if err := x.putHash(x.Args[1], h, v.ExpireAt); err != nil {
+	if err := r.save(); err != nil {
 		x.Fail(err)
 		return
 	}
@@ -146,17 +117,24 @@ func hsetCmd(x *Ctx) {
 }
 
 func hsetnxCmd(x *Ctx) {
-	h, v, _, err := x.hashOf(x.Args[1], false)
+	r, err := x.openHash(x.Args[1], false)
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	if h.Index(x.Args[2]) >= 0 {
-		x.W.Int(0)
+	if _, had, err := r.get(x.Args[2]); err != nil || had {
+		if err != nil {
+			x.Fail(err)
+		} else {
+			x.W.Int(0)
+		}
 		return
 	}
-	x.setField(&h, x.Args[2], x.Args[3])
-	if err := x.putHash(x.Args[1], h, v.ExpireAt); err != nil {
+	if _, err := r.set(x.Args[2], x.Args[3]); err != nil {
+		x.Fail(err)
+		return
+	}
+	if err := r.save(); err != nil {
 		x.Fail(err)
 		return
 	}
@@ -164,27 +142,39 @@ func hsetnxCmd(x *Ctx) {
 }
 
 func hgetCmd(x *Ctx) {
-	h, _, _, err := x.hashOf(x.Args[1], true)
+	r, err := x.openHash(x.Args[1], true)
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	if val, ok := h.Get(x.Args[2]); ok {
+	val, ok, err := r.get(x.Args[2])
+	switch {
+	case err != nil:
+		x.Fail(err)
+	case ok:
 		x.W.Bulk(val)
-		return
+	default:
+		x.W.Null()
 	}
-	x.W.Null()
 }
 
 func hmgetCmd(x *Ctx) {
-	h, _, _, err := x.hashOf(x.Args[1], true)
+	r, err := x.openHash(x.Args[1], true)
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	x.W.Array(len(x.Args) - 2)
-	for _, f := range x.Args[2:] {
-		if val, ok := h.Get(f); ok {
+	vals := make([][]byte, len(x.Args)-2)
+	found := make([]bool, len(vals))
+	for i, f := range x.Args[2:] {
+		if vals[i], found[i], err = r.get(f); err != nil {
+			x.Fail(err)
+			return
+		}
+	}
+	x.W.Array(len(vals))
+	for i, val := range vals {
+		if found[i] {
 			x.W.Bulk(val)
 		} else {
 			x.W.Null()
@@ -196,17 +186,22 @@ func hmgetCmd(x *Ctx) {
 // HVALS.
 func hgetallCmd(fields, values bool) Handler {
 	return func(x *Ctx) {
-		h, _, _, err := x.hashOf(x.Args[1], true)
+		r, err := x.openHash(x.Args[1], true)
+		if err != nil {
+			x.Fail(err)
+			return
+		}
+		pairs, err := r.pairs()
 		if err != nil {
 			x.Fail(err)
 			return
 		}
 		if fields && values {
-			x.W.Map(len(h.Pairs))
+			x.W.Map(len(pairs))
 		} else {
-			x.W.Array(len(h.Pairs))
+			x.W.Array(len(pairs))
 		}
-		for _, p := range h.Pairs {
+		for _, p := range pairs {
 			if fields {
 				x.W.Bulk(p.Field)
 			}
@@ -218,8 +213,8 @@ func hgetallCmd(fields, values bool) Handler {
 }
 
 func hdelCmd(x *Ctx) {
-	h, v, found, err := x.hashOf(x.Args[1], false)
-	if err != nil || !found {
+	r, err := x.openHash(x.Args[1], false)
+	if err != nil || !r.found {
 		if err != nil {
 			x.Fail(err)
 		} else {
@@ -229,12 +224,17 @@ func hdelCmd(x *Ctx) {
 	}
 	deleted := 0
 	for _, f := range x.Args[2:] {
-		if h.Delete(f) {
+		ok, err := r.del(f)
+		if err != nil {
+			x.Fail(err)
+			return
+		}
+		if ok {
 			deleted++
 		}
 	}
 	if deleted > 0 {
-		if err := x.putHash(x.Args[1], h, v.ExpireAt); err != nil {
+		if err := r.save(); err != nil {
 			x.Fail(err)
 			return
 		}
@@ -243,30 +243,39 @@ func hdelCmd(x *Ctx) {
 }
 
 func hlenCmd(x *Ctx) {
-	h, _, _, err := x.hashOf(x.Args[1], true)
+	r, err := x.openHash(x.Args[1], true)
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	x.W.Int(int64(len(h.Pairs)))
+	x.W.Int(r.len())
 }
 
 func hexistsCmd(x *Ctx) {
-	h, _, _, err := x.hashOf(x.Args[1], true)
+	r, err := x.openHash(x.Args[1], true)
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	x.W.Int(b2i(h.Index(x.Args[2]) >= 0))
+	_, ok, err := r.get(x.Args[2])
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	x.W.Int(b2i(ok))
 }
 
 func hstrlenCmd(x *Ctx) {
-	h, _, _, err := x.hashOf(x.Args[1], true)
+	r, err := x.openHash(x.Args[1], true)
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	val, _ := h.Get(x.Args[2])
+	val, _, err := r.get(x.Args[2])
+	if err != nil {
+		x.Fail(err)
+		return
+	}
 	x.W.Int(int64(len(val)))
 }
 
@@ -275,13 +284,18 @@ func hincrbyCmd(x *Ctx) {
 	if !ok {
 		return
 	}
-	h, v, _, err := x.hashOf(x.Args[1], false)
+	r, err := x.openHash(x.Args[1], false)
 	if err != nil {
 		x.Fail(err)
 		return
 	}
 	var cur int64
-	if val, found := h.Get(x.Args[2]); found {
+	val, found, err := r.get(x.Args[2])
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	if found {
 		if cur, ok = parseInt(val); !ok {
 			x.Fail(ErrHashNotInteger)
 			return
@@ -292,8 +306,11 @@ func hincrbyCmd(x *Ctx) {
 		return
 	}
 	cur += by
-	x.setField(&h, x.Args[2], strconv.AppendInt(x.digits[:0], cur, 10))
-	if err := x.putHash(x.Args[1], h, v.ExpireAt); err != nil {
+	if _, err := r.set(x.Args[2], strconv.AppendInt(x.digits[:0], cur, 10)); err != nil {
+		x.Fail(err)
+		return
+	}
+	if err := r.save(); err != nil {
 		x.Fail(err)
 		return
 	}
@@ -310,13 +327,18 @@ func hincrbyfloatCmd(x *Ctx) {
 		x.Fail(ErrNaNOrInf)
 		return
 	}
-	h, v, _, err := x.hashOf(x.Args[1], false)
+	r, err := x.openHash(x.Args[1], false)
 	if err != nil {
 		x.Fail(err)
 		return
 	}
 	cur := new(big.Float).SetPrec(ldPrec)
-	if val, found := h.Get(x.Args[2]); found {
+	val, found, err := r.get(x.Args[2])
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	if found {
 		if cur, ok = parseLongDouble(val); !ok {
 			x.Fail(ErrHashNotFloat)
 			return
@@ -328,8 +350,11 @@ func hincrbyfloatCmd(x *Ctx) {
 		return
 	}
 	out := []byte(formatLongDouble(sum))
-	x.setField(&h, x.Args[2], out)
-	if err := x.putHash(x.Args[1], h, v.ExpireAt); err != nil {
+	if _, err := r.set(x.Args[2], out); err != nil {
+		x.Fail(err)
+		return
+	}
+	if err := r.save(); err != nil {
 		x.Fail(err)
 		return
 	}
@@ -342,15 +367,21 @@ func hincrbyfloatCmd(x *Ctx) {
 // negative count -count fields that may repeat.
 func hrandfieldCmd(x *Ctx) {
 	if len(x.Args) == 2 {
-		h, _, found, err := x.hashOf(x.Args[1], true)
-		switch {
-		case err != nil:
-			x.Fail(err)
-		case !found:
-			x.W.Null()
-		default:
-			x.W.Bulk(h.Pairs[rand.IntN(len(h.Pairs))].Field)
+		r, err := x.openHash(x.Args[1], true)
+		if err != nil || !r.found {
+			if err != nil {
+				x.Fail(err)
+			} else {
+				x.W.Null()
+			}
+			return
 		}
+		f, err := r.random(rand.IntN, rand.Uint64N(math.MaxInt64)+1)
+		if err != nil {
+			x.Fail(err)
+			return
+		}
+		x.W.Bulk(f)
 		return
 	}
 	n, ok := parseInt(x.Args[2])
@@ -370,16 +401,21 @@ func hrandfieldCmd(x *Ctx) {
 		x.Fail(ErrOutOfRange)
 		return
 	}
-	h, _, found, err := x.hashOf(x.Args[1], true)
+	r, err := x.openHash(x.Args[1], true)
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	if !found || n == 0 {
+	if !r.found || n == 0 {
 		x.W.Array(0)
 		return
 	}
-	size := int64(len(h.Pairs))
+	all, err := r.pairs()
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	size := int64(len(all))
 	var picks []hashcodec.Pair
 	switch {
 	case n < 0 || n == 1:
@@ -396,16 +432,16 @@ func hrandfieldCmd(x *Ctx) {
 		}
 		picks = make([]hashcodec.Pair, count)
 		for i := range picks {
-			picks[i] = h.Pairs[rand.IntN(len(h.Pairs))]
+			picks[i] = all[rand.IntN(len(all))]
 		}
 	case n >= size:
-		picks = h.Pairs
+		picks = all
 	default:
-		idx := rand.Perm(len(h.Pairs))[:n]
+		idx := rand.Perm(len(all))[:n]
 		slices.Sort(idx)
 		picks = make([]hashcodec.Pair, n)
 		for i, j := range idx {
-			picks[i] = h.Pairs[j]
+			picks[i] = all[j]
 		}
 	}
 	if withValues && x.W.Proto == 2 {
@@ -427,17 +463,6 @@ func hrandfieldCmd(x *Ctx) {
 // maxRandPicks bounds the answer of HRANDFIELD with a negative count.
 const maxRandPicks = 1 << 24
 
-// hscanSeed orders the fields of a hashtable-encoded hash for HSCAN; it
-// is fixed for the process, so cursors stay valid between calls.
-var hscanSeed = maphash.MakeSeed()
-
-// fieldSlot is a field's place in HSCAN's order of a hashtable-encoded
-// hash: a hash of the field, in 1..2^63-1, so that 0 stays the cursor
-// that starts and ends a scan.
-func fieldSlot(f []byte) uint64 {
-	return maphash.Bytes(hscanSeed, f)%(math.MaxInt64) + 1
-}
-
 // hscanCmd is HSCAN. A listpack-encoded hash answers whole, cursor 0, as
 // in Redis. A hashtable-encoded one is visited in the order of its fields'
 // slots (fieldSlot), the cursor being the slot where the next call
@@ -452,15 +477,21 @@ func hscanCmd(x *Ctx) {
 	}
 	// Redis looks the key up before it reads the options: a missing
 	// key answers an empty scan, a string WRONGTYPE, whatever follows.
-	h, _, found, err := x.hashOf(x.Args[1], true)
-	o, ok := x.scanStart(found, err)
+	r, err := x.openHash(x.Args[1], true)
+	o, ok := x.scanStart(r.found, err)
 	if !ok {
 		return
 	}
 	count, pattern := o.count, o.pattern
-	page, next := h.Pairs, uint64(0)
-	if h.Table {
-		page, next = scanSlots(h.Pairs, cursor, count)
+	page, next := r.h.Pairs, uint64(0)
+	switch {
+	case r.isObj():
+		if page, next, err = r.scanFrom(cursor, count); err != nil {
+			x.Fail(err)
+			return
+		}
+	case r.h.Table:
+		page, next = scanSlots(r.h.Pairs, cursor, count)
 	}
 	out := page[:0:0]
 	for _, p := range page {

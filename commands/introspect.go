@@ -187,9 +187,26 @@ func memoryUsage(x *Ctx) {
 	case !ok:
 		x.W.Null()
 	default:
-		x.W.Int(int64(len(x.Args[2]) + len(v.Data) + keyOverhead))
+		size := int64(len(x.Args[2]) + len(v.Data) + keyOverhead)
+		if v.Obj != 0 {
+			// An object's elements, each as large as its name and value
+			// and an entry's overhead: all of them, not samples.
+			err = x.Tx.ScanElems(v.Obj, nil, func(sub, val []byte) (bool, error) {
+				size += int64(len(sub) + len(val) + elemOverhead)
+				return true, nil
+			})
+			if err != nil {
+				x.Fail(err)
+				return
+			}
+		}
+		x.W.Int(size)
 	}
 }
+
+// elemOverhead is what MEMORY USAGE counts for one element of an object
+// beside its bytes: a dict entry and its two sds headers in Redis.
+const elemOverhead = 24 + 2*3
 
 // memFigures are the heap figures MEMORY STATS and DOCTOR report, as
 // INFO memory reports them.

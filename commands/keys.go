@@ -609,6 +609,10 @@ func copyCmd(x *Ctx) {
 			return
 		}
 	}
+	if v, err = x.copyObj(a.db, dst, v); err != nil {
+		x.Fail(err)
+		return
+	}
 	if err := x.Tx.Set(a.db, dst, v); err != nil {
 		x.Fail(err)
 		return
@@ -751,7 +755,7 @@ func objectEncoding(v store.Value) encoding {
 	case store.KindList:
 		return encoding{"quicklist", 1} // Redis 7.0's only list encoding
 	case store.KindHash:
-		if h, err := hashcodec.Decode(v.Data); err == nil && h.Table {
+		if h, err := hashcodec.Decode(v.Data); v.Obj != 0 || (err == nil && h.Table) {
 			return encoding{"hashtable", 1}
 		}
 		return encoding{"listpack", 1}

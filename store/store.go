@@ -69,6 +69,10 @@ type Value struct {
 	Data []byte
 	// ExpireAt is the deadline in Unix milliseconds; 0 means no deadline.
 	ExpireAt int64
+	// Obj is the object (Tx.NewObj) whose elements the value owns, 0
+	// for none: a collection too large to rewrite whole on every write
+	// keeps its members apart, each under its own key.
+	Obj uint64
 }
 
 // Expired reports whether v is past its deadline at now (Unix ms).
@@ -104,6 +108,27 @@ type Tx interface {
 	Meta(name string) ([]byte, error)
 	// SetMeta writes a named server-wide record.
 	SetMeta(name string, value []byte) error
+
+	// NewObj makes a new, empty object for key in db to own: a set of
+	// elements, each a binary name (sub) with a value, stored apart so
+	// that one of them is read or written without the others. The
+	// object lives while a live value of key (in whatever database, under
+	// whatever name RENAME, MOVE or SWAPDB give it) has Obj set to it;
+	// once none has (the value is deleted, replaced, expired or
+	// flushed), its elements are removed in the background. An object
+	// that no Set ever gives to a value is removed so too.
+	NewObj(db int, key []byte) (uint64, error)
+	// Elem reads element sub of obj; callers must not modify it.
+	Elem(obj uint64, sub []byte) ([]byte, bool, error)
+	// SetElem stores element sub of obj; it keeps neither sub nor val.
+	SetElem(obj uint64, sub, val []byte) error
+	// DeleteElem removes element sub of obj, reporting whether it was
+	// there.
+	DeleteElem(obj uint64, sub []byte) (bool, error)
+	// ScanElems calls fn for each element of obj whose sub is >= from,
+	// in byte order of sub, until fn returns false or an error. The
+	// slices are valid only during the call; fn must not write obj.
+	ScanElems(obj uint64, from []byte, fn func(sub, val []byte) (bool, error)) error
 }
 
 // DBSwapper is implemented by a Tx that can swap two databases whole

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,6 +40,9 @@ import (
 const (
 	backupHeader        = "oncekv backup 1\n"
 	backupHeaderSwapped = "oncekv backup 2\n"
+	// backupHeaderObjects heads a backup of a store that holds objects
+	// (elems.go), which builds that know only versions 1 and 2 refuse.
+	backupHeaderObjects = "oncekv backup 3\n"
 )
 
 const (
@@ -72,6 +76,9 @@ func (s *DB) Backup(w io.Writer) (BackupStats, error) {
 	header := backupHeader
 	if m := s.dbMap.Load(); m != nil && !m.identity() {
 		header = backupHeaderSwapped
+	}
+	if s.nextObj > 0 {
+		header = backupHeaderObjects
 	}
 	s.mu.Unlock()
 	if err != nil {
@@ -230,16 +237,22 @@ func Restore(opts Options, r io.Reader) (st BackupStats, err error) {
 	}
 	format := formatPlain
 	if err == nil {
-		// A backup of a store that SWAPDB swapped holds its table.
+		// A backup of a store that SWAPDB swapped holds its table; one
+		// of a store that made objects, their counter.
 		err = bdb.View(func(txn *badger.Txn) error {
-			_, err := txn.Get(dbMapKey)
-			switch {
-			case err == nil:
-				format = formatSwapTable
-			case errors.Is(err, badger.ErrKeyNotFound):
-				err = nil
+			for _, c := range []struct {
+				key    []byte
+				format int
+			}{{dbMapKey, formatSwapTable}, {metaKey(objSeqName), formatObjects}} {
+				_, err := txn.Get(c.key)
+				switch {
+				case err == nil:
+					format = max(format, c.format)
+				case !errors.Is(err, badger.ErrKeyNotFound):
+					return err
+				}
 			}
-			return err
+			return nil
 		})
 	}
 	if cerr := bdb.Close(); err == nil {
@@ -259,8 +272,8 @@ func load(bdb *badger.DB, r io.Reader) (BackupStats, error) {
 	var st BackupStats
 	br := bufio.NewReaderSize(r, 256<<10)
 	head := make([]byte, len(backupHeader))
-	if _, err := io.ReadFull(br, head); err != nil || (string(head) != backupHeader && string(head) != backupHeaderSwapped) {
-		return st, fmt.Errorf("not an oncekv backup (the file does not start with %q or %q)", backupHeader, backupHeaderSwapped)
+	if _, err := io.ReadFull(br, head); err != nil || !slices.Contains([]string{backupHeader, backupHeaderSwapped, backupHeaderObjects}, string(head)) {
+		return st, fmt.Errorf("not an oncekv backup (the file does not start with %q, %q or %q)", backupHeader, backupHeaderSwapped, backupHeaderObjects)
 	}
 	st.Bytes = int64(len(head))
 	cr := &crcReader{r: br, h: crc32.New(crcTable)}

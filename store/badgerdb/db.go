@@ -248,9 +248,9 @@ type entry struct {
 
 // valHead is what a value's header says, without its deadline's value.
 type valHead struct {
-	ok       bool // the value has a header (it is a data key's)
-	kind     store.Kind
-	noExpiry bool // its deadline is 0
+	ok       bool       // the value has a header (it is a data key's)
+	kind     store.Kind // with objFlag when the value owns an object
+	noExpiry bool       // its deadline is 0
 }
 
 // headOf reads val's header.
@@ -645,6 +645,11 @@ type DB struct {
 	committers sync.WaitGroup
 	started    bool
 	closed     atomic.Bool
+
+	// nextObj is the last object number given (NewObj), under mu;
+	// objDue says that some object may have no owner left (elems.go).
+	nextObj uint64
+	objDue  atomic.Bool
 }
 
 var (
@@ -769,6 +774,10 @@ func Open(opts Options) (*DB, error) {
 		bdb.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	if err := s.loadObjSeq(); err != nil {
+		bdb.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
 	if err := s.loadSweepCheck(format == formatStaleIndex, crashed); err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("open store: expiry index: %w", err)
@@ -778,7 +787,10 @@ func Open(opts Options) (*DB, error) {
 	// (raiseFormat), but is raised to 3 all the same.
 	want := max(format, formatPlain)
 	if hasTable {
-		want = formatSwapTable
+		want = max(want, formatSwapTable)
+	}
+	if s.nextObj > 0 {
+		want = max(want, formatObjects)
 	}
 	if format != want {
 		if err := writeMarker(opts.Dir, want); err != nil {
@@ -959,6 +971,9 @@ func (s *DB) Start() {
 	}
 	if s.opts.SweepInterval > 0 {
 		s.every(s.opts.SweepInterval, func(time.Time) bool { s.Sweep(sweepBudget); return true })
+	}
+	if s.opts.SweepInterval > 0 {
+		s.every(s.opts.SweepInterval, func(time.Time) bool { return s.collectObjects() })
 	}
 	if s.opts.GCInterval > 0 {
 		s.every(s.opts.GCInterval, func(time.Time) bool { return s.collectValueLog() })

@@ -76,7 +76,7 @@ func (t *tx) SwapDBs(a, b int) error {
 	if a == b {
 		return nil
 	}
-	if err := t.s.raiseFormat(); err != nil {
+	if err := t.s.raiseFormat(formatSwapTable, "swapdb"); err != nil {
 		return err
 	}
 	n := len(t.s.counts)
@@ -100,24 +100,25 @@ func (t *tx) SwapDBs(a, b int) error {
 }
 
 // formatRaised, when set (by tests), runs once raiseFormat has made the
-// marker name formatSwapTable, before the swap is staged.
+// marker name a higher format, before the write that needs it is staged.
 var formatRaised func()
 
-// raiseFormat makes the directory's marker name formatSwapTable, durably
-// (written to a temporary file, synced, renamed, the directory synced),
-// before a SWAPDB stages the table: a build that knows only format 2
-// then refuses the directory rather than ignore the table and show each
-// swapped database's keys under the other's number. Only the first
-// SWAPDB of a directory does it. Call it with s.mu held (a write
-// transaction).
-func (s *DB) raiseFormat() error {
-	if s.format >= formatSwapTable {
+// raiseFormat makes the directory's marker name format to (or a higher
+// one), durably (written to a temporary file, synced, renamed, the
+// directory synced), before what needs it is staged (what): SWAPDB's
+// table (formatSwapTable), which a build that knows only format 2 would
+// ignore, showing each swapped database's keys under the other's
+// number; an object (formatObjects), which a build that knows only
+// format 3 would misread. Only the first such write of a directory does
+// it. Call it with s.mu held (a write transaction).
+func (s *DB) raiseFormat(to int, what string) error {
+	if s.format >= to {
 		return nil
 	}
-	if err := writeMarker(s.opts.Dir, formatSwapTable); err != nil {
-		return fmt.Errorf("swapdb: raise the data format to %d: %w", formatSwapTable, err)
+	if err := writeMarker(s.opts.Dir, to); err != nil {
+		return fmt.Errorf("%s: raise the data format to %d: %w", what, to, err)
 	}
-	s.format = formatSwapTable
+	s.format = to
 	if formatRaised != nil {
 		formatRaised()
 	}

@@ -28,7 +28,10 @@ const (
 	// Format 3 may hold SWAPDB's table of databases (dbmap.go): builds
 	// that know only format 2 refuse it, as they would ignore the table
 	// and show each swapped database's keys under the other's number.
-	FormatVersion = formatSwapTable
+	// Format 4 may hold objects (elems.go): values with the object flag
+	// in their kind byte and elements apart, which builds that know only
+	// format 3 would misread.
+	FormatVersion = formatObjects
 	// formatStaleIndex is the format whose expiry index may hold stale
 	// entries anywhere.
 	formatStaleIndex = 1
@@ -41,7 +44,11 @@ const (
 	// the table is staged (raiseFormat), so that no directory holds the
 	// table under a marker of format 2. It is never lowered.
 	formatSwapTable = 3
-	markerHead      = "oncekv data directory"
+	// formatObjects is the format of a directory that may hold objects:
+	// the first NewObj raises the marker to it, durably, before the
+	// object is staged (raiseFormat). It is never lowered.
+	formatObjects = 4
+	markerHead    = "oncekv data directory"
 	// markerTmp is the file the marker is written to before it is
 	// renamed into place.
 	markerTmp = MarkerFile + ".tmp"

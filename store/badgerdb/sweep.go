@@ -346,6 +346,8 @@ func (t *tx) stageRemovals(db int, dels [][]byte, removed int) {
 	}
 	t.memo.ok = false
 	t.last = t.s.stageDeletes(dels)
+	// Deleted unread: any of them may have owned an object.
+	t.s.objDue.Store(true)
 	t.s.counts[db] -= removed
 	t.s.expiring[db] -= removed
 }

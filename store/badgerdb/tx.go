@@ -99,7 +99,7 @@ func (t *tx) getAny(db int, key []byte) (store.Value, []byte, bool, error) {
 	}
 	var v store.Value
 	switch {
-	case ok && h.ok && h.noExpiry:
+	case ok && h.ok && h.noExpiry && h.kind&objFlag == 0:
 		// Known from the entry: the value's bytes are not touched
 		// until a caller reads its data.
 		v = store.Value{Kind: h.kind, Data: b[headerLen:]}
@@ -166,6 +166,14 @@ func (t *tx) Set(db int, key []byte, v store.Value) error {
 	if !existed {
 		t.s.counts[db]++
 	}
+	if existed && old.Obj != v.Obj {
+		t.s.markObjDue(old.Obj)
+	}
+	if v.Obj != 0 && (!existed || old.Obj != v.Obj) {
+		// The object moves to key (RENAME, MOVE, a first Set): its
+		// owner record names it, so that the collector keeps it.
+		t.stage(ownerKey(v.Obj), ownerRef(db, key), false, false)
+	}
 	t.stage(raw, encodeValue(v), false, !existed)
 	return nil
 }
@@ -193,6 +201,7 @@ func (t *tx) remove(db int, key, raw []byte, old store.Value) {
 	}
 	t.stage(raw, nil, true, false)
 	t.s.counts[db]--
+	t.s.markObjDue(old.Obj)
 }
 
 func (t *tx) Scan(db int, from []byte, fn func(key []byte, v store.Value) (bool, error)) error {
@@ -271,6 +280,7 @@ func (t *tx) Flush(dbs ...int) error {
 	}
 	t.s.omu.Unlock()
 	t.s.awaitCount()
+	t.s.objDue.Store(true) // the objects of the values dropped
 	for _, db := range dbs {
 		t.s.counts[db] = -t.s.base[db]
 		t.s.expiring[db] = -t.s.baseExp[db]
