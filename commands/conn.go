@@ -78,7 +78,12 @@ func pingCmd(x *Ctx) {
 
 func echoCmd(x *Ctx) { x.W.Bulk(x.Args[1]) }
 
+// quitCmd is QUIT. The connection's subscriptions go before the reply,
+// not when its goroutine later sees it closed: a client that reads +OK
+// and then asks PUBSUB NUMSUB on another connection gets Redis's answer,
+// which frees the client before it serves the next event.
 func quitCmd(x *Ctx) {
+	x.S.pubsub.dropAll(x.Conn)
 	x.W.OK()
 	x.CloseAfterReply()
 }
