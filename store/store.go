@@ -127,7 +127,8 @@ type Tx interface {
 	DeleteElem(obj uint64, sub []byte) (bool, error)
 	// ScanElems calls fn for each element of obj whose sub is >= from,
 	// in byte order of sub, until fn returns false or an error. The
-	// slices are valid only during the call; fn must not write obj.
+	// slices are valid only during the call; fn must not call the
+	// transaction (gather, then read or write).
 	ScanElems(obj uint64, from []byte, fn func(sub, val []byte) (bool, error)) error
 }
 

@@ -116,9 +116,16 @@ func (t *tx) DeleteElem(obj uint64, sub []byte) (bool, error) {
 func (t *tx) ScanElems(obj uint64, from []byte, fn func(sub, val []byte) (bool, error)) error {
 	prefix := appendElemKey(nil, obj, nil)
 	start := append(bytes.Clone(prefix), from...)
-	return t.s.scanRaw(prefix, start, t.read, func(raw, val []byte) (bool, error) {
+	// The elements' dirty entries are always in the ordered index
+	// (auxOrder), so the scan reads the shared snapshot (scanAux) rather
+	// than a new Badger transaction, which would first wait for the
+	// applier's commits in flight while the caller holds the keyspace
+	// lock: an HGETALL of 100,000 fields just written took 0.5 s, 0.15 s
+	// of it CPU.
+	_, err := t.s.scanAux(prefix, start, t.read, func(raw, val []byte) (bool, error) {
 		return fn(raw[len(prefix):], val)
 	})
+	return err
 }
 
 // ownedBy reports whether the value at Badger key raw owns obj.
