@@ -47,6 +47,11 @@ var (
 	// ErrKeyTooLong has no Redis counterpart: Redis takes keys of up to
 	// proto-max-bulk-len, the storage engine here store.MaxKeyLen.
 	ErrKeyTooLong = errors.New("ERR key is too long (at most " + strconv.Itoa(store.MaxKeyLen) + " bytes)")
+	// ErrFieldTooLong has no Redis counterpart either: a field of a
+	// hashtable-encoded hash, or a member of a large collection, is a
+	// key of the storage engine's (store.MaxElemLen, less the 8 bytes
+	// of its slot).
+	ErrFieldTooLong = errorf("ERR field or member is too long (at most %d bytes)", MaxFieldLen)
 	// ErrValueTooLong has no Redis counterpart either: Redis takes values
 	// of up to proto-max-bulk-len, the storage engine here
 	// store.MaxValueLen.
@@ -153,6 +158,8 @@ func errorText(err error) string {
 		return ErrDBIndex.Error()
 	case errors.Is(err, store.ErrKeyTooLong):
 		return ErrKeyTooLong.Error()
+	case errors.Is(err, store.ErrElemTooLong):
+		return ErrFieldTooLong.Error()
 	case errors.Is(err, store.ErrValueTooLong):
 		return ErrValueTooLong.Error()
 	case errors.Is(err, store.ErrClosed):

@@ -89,6 +89,14 @@ func hsetCmd(x *Ctx) {
 		x.W.Error("ERR wrong number of arguments for '" + x.Cmd.Name + "' command")
 		return
 	}
+	for i := 2; i < len(x.Args); i += 2 {
+		if len(x.Args[i]) > MaxFieldLen {
+			// Refused before any field is written: a hashtable-encoded
+			// hash's count must stay its number of fields.
+			x.Fail(ErrFieldTooLong)
+			return
+		}
+	}
 	r, err := x.openHash(x.Args[1], false)
 	if err != nil {
 		x.Fail(err)

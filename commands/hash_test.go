@@ -134,3 +134,57 @@ func TestHRandFieldProperties(t *testing.T) {
 		t.Errorf("over 1,000 calls, %d of the %d fields came up", len(everyField), size)
 	}
 }
+
+// A field too long to be an element's name is refused whole, before any
+// field is written: a hashtable-encoded hash keeps its count equal to its
+// fields, and a listpack one is left as it was.
+func TestHashFieldTooLong(t *testing.T) {
+	srv := onceServer(t)
+	c := &resp.Conn{W: resp.NewWriter(2), Authed: true}
+	long := strings.Repeat("f", MaxFieldLen+1)
+	want := "-" + ErrFieldTooLong.Error() + "\r\n"
+	args := []string{"HSET", "big"}
+	for i := range 600 {
+		args = append(args, fmt.Sprint("f", i), "v")
+	}
+	send(srv, c, args...)
+	send(srv, c, "HSET", "small", "a", "1")
+	for _, tc := range [][]string{
+		{"HSET", "big", "new", "v", long, "v"},
+		{"HMSET", "big", "new", "v", long, "v"},
+		{"HSET", "small", "new", "v", long, "v"},
+		{"HSETNX", "big", long, "v"},
+		{"HSETNX", "small", long, "v"},
+		{"HINCRBY", "big", long, "1"},
+		{"HINCRBY", "small", long, "1"},
+		{"HINCRBYFLOAT", "small", long, "1"},
+		{"HSET", "fresh", long, "v"},
+	} {
+		if got := send(srv, c, tc...); got != want {
+			t.Errorf("%s %s …: %q, want %q", tc[0], tc[1], got, want)
+		}
+	}
+	if got := send(srv, c, "HLEN", "big"); got != ":600\r\n" {
+		t.Errorf("HLEN big = %q, want 600", got)
+	}
+	if got := len(bulks(t, send(srv, c, "HKEYS", "big"))); got != 600 {
+		t.Errorf("HKEYS big has %d fields, want 600", got)
+	}
+	if got := send(srv, c, "HGETALL", "small"); got != "*2\r\n$1\r\na\r\n$1\r\n1\r\n" {
+		t.Errorf("HGETALL small = %q", got)
+	}
+	if got := send(srv, c, "OBJECT", "ENCODING", "small"); got != "$8\r\nlistpack\r\n" {
+		t.Errorf("OBJECT ENCODING small = %q", got)
+	}
+	if got := send(srv, c, "EXISTS", "fresh"); got != ":0\r\n" {
+		t.Errorf("EXISTS fresh = %q", got)
+	}
+	// The longest field that fits is taken, and read back.
+	fits := strings.Repeat("g", MaxFieldLen)
+	if got := send(srv, c, "HSET", "big", fits, "v"); got != ":1\r\n" {
+		t.Errorf("HSET of a field of %d bytes: %q", MaxFieldLen, got)
+	}
+	if got := send(srv, c, "HSTRLEN", "big", fits); got != ":1\r\n" {
+		t.Errorf("HSTRLEN of that field: %q", got)
+	}
+}

@@ -86,6 +86,11 @@ func fieldSlot(f []byte) uint64 {
 	return v%math.MaxInt64 + 1
 }
 
+// MaxFieldLen is the longest field of a hashtable-encoded hash (and
+// member of a large collection): its element's name is its 8-byte slot
+// and itself.
+const MaxFieldLen = store.MaxElemLen - 8
+
 // subOf is field f's element name, in r's buffer.
 func (r *hashRef) subOf(f []byte) []byte {
 	r.sub = binary.BigEndian.AppendUint64(r.sub[:0], fieldSlot(f))

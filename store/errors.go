@@ -11,6 +11,9 @@ var (
 	ErrBadDB = errors.New("DB index is out of range")
 	// ErrKeyTooLong is returned by a write of a key longer than MaxKeyLen.
 	ErrKeyTooLong = errors.New("key is too long")
+	// ErrElemTooLong is returned by a write of an element whose name is
+	// longer than MaxElemLen.
+	ErrElemTooLong = errors.New("element name is too long")
 	// ErrValueTooLong is returned by a write of a value longer than
 	// MaxValueLen.
 	ErrValueTooLong = errors.New("value is too long")
@@ -23,6 +26,10 @@ var (
 // Badger takes keys of up to 65,000 bytes, and the longest key the store
 // builds from a client's key is its expiry index entry, 11 bytes more.
 const MaxKeyLen = 65000 - 11
+
+// MaxElemLen is the longest element name (Tx.SetElem) a store accepts,
+// in bytes: Badger's 65,000 less the 9 bytes that name the object.
+const MaxElemLen = 65000 - 9
 
 // MaxValueLen is the longest value a store accepts for writing, in bytes:
 // Badger takes values of up to its value log's file size, 64 MiB, and the

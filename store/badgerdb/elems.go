@@ -37,8 +37,8 @@ const elemBatch = 1024
 // elemKey builds element sub's Badger key in t's buffer, valid until the
 // next use of the buffer.
 func (t *tx) elemKey(obj uint64, sub []byte) ([]byte, error) {
-	if 9+len(sub) > store.MaxKeyLen+11 {
-		return nil, store.ErrKeyTooLong
+	if len(sub) > store.MaxElemLen {
+		return nil, store.ErrElemTooLong
 	}
 	t.memo.ok = false // the memo's key is t.key
 	t.key = appendElemKey(t.key[:0], obj, sub)
