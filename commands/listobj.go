@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"slices"
 
 	"github.com/oncekv/oncekv/internal/listenc"
 	"github.com/oncekv/oncekv/store"
@@ -17,13 +18,17 @@ import (
 // (store.Tx.NewObj): each element is an element of its own, named by its
 // position (listPosSub: an int64 biased by 2^63, 8 bytes big-endian, so
 // that the names' byte order is the list's order), and the value holds
-// only the position of the head and the length (listHeader). A push at
+// only the position of the head (a varint) and the length (a uvarint).
+// A push at
 // either end writes one element at head-1 or head+length, a pop reads and
 // deletes one, LINDEX and LSET reach an element by its position and
 // LRANGE scans from it: each costs the same whatever the list's length.
-// LTRIM deletes what it trims; LINSERT and LREM (O(n) in Redis too)
-// rewrite the elements from the head. A list stays an object until it is
-// emptied (and so deleted); a new list under that key starts inline.
+// LTRIM deletes what it trims; LINSERT moves the elements on the shorter
+// side of its place by one, and LREM (O(n) in Redis, as LINSERT) writes
+// the elements again from the first it removes. A list stays an object
+// until it is emptied (and so deleted); a new list under that key starts
+// inline. (An inline list past the limits, which an older build stored,
+// is read as it is and becomes an object at its next write.)
 const (
 	listObjMaxElems = 128
 	listObjMaxBytes = 8 << 10
@@ -297,9 +302,46 @@ func (r *listRef) trim(from, to int64) error {
 	return nil
 }
 
-// replace makes elems the whole list. An object's elements are written
-// again from its head, and those past the new length deleted.
-func (r *listRef) replace(elems [][]byte) error {
+// insert puts val at index at, 0 <= at <= len, before the element that
+// was there. An object moves the elements on the shorter side of at one
+// position outwards, so an insert near either end costs little.
+func (r *listRef) insert(at int64, val []byte) error {
+	if !r.isObj() {
+		r.elems = slices.Insert(slices.Clip(r.elems), int(at), val)
+		return nil
+	}
+	shift := func(from, to int64) error {
+		e, ok, err := r.tx.Elem(r.v.Obj, r.subAt(from))
+		if err == nil && !ok {
+			err = listenc.ErrCorrupt
+		}
+		if err != nil {
+			return err
+		}
+		return r.tx.SetElem(r.v.Obj, r.subAt(to), bytes.Clone(e))
+	}
+	if at < r.n-at {
+		for i := range at {
+			if err := shift(r.head+i, r.head+i-1); err != nil {
+				return err
+			}
+		}
+		r.head--
+	} else {
+		for i := r.n - 1; i >= at; i-- {
+			if err := shift(r.head+i, r.head+i+1); err != nil {
+				return err
+			}
+		}
+	}
+	r.n++
+	return r.tx.SetElem(r.v.Obj, r.subAt(r.head+at), val)
+}
+
+// replace makes elems the whole list, whose first from elements are
+// the list's already. An object's elements from index from on are
+// written again, and those past the new length deleted.
+func (r *listRef) replace(elems [][]byte, from int64) error {
 	if !r.isObj() {
 		r.elems = elems
 		return nil
@@ -309,8 +351,8 @@ func (r *listRef) replace(elems [][]byte) error {
 		r.n = 0
 		return nil
 	}
-	for i, e := range elems {
-		if err := r.tx.SetElem(r.v.Obj, r.subAt(r.head+int64(i)), e); err != nil {
+	for i := from; i < m; i++ {
+		if err := r.tx.SetElem(r.v.Obj, r.subAt(r.head+i), elems[i]); err != nil {
 			return err
 		}
 	}

@@ -281,17 +281,17 @@ func linsertCmd(x *Ctx) {
 		x.W.Int(0)
 		return
 	}
-	elems, err := r.all()
+	at := int64(-1)
+	err = r.each(false, func(i int64, e []byte) bool {
+		if bytes.Equal(e, x.Args[3]) {
+			at = i
+			return false
+		}
+		return true
+	})
 	if err != nil {
 		x.Fail(err)
 		return
-	}
-	at := -1
-	for i, e := range elems {
-		if bytes.Equal(e, x.Args[3]) {
-			at = i
-			break
-		}
 	}
 	if at < 0 {
 		x.W.Int(-1)
@@ -300,11 +300,7 @@ func linsertCmd(x *Ctx) {
 	if after {
 		at++
 	}
-	out := make([][]byte, 0, len(elems)+1)
-	out = append(out, elems[:at]...)
-	out = append(out, x.Args[4])
-	out = append(out, elems[at:]...)
-	if err := r.replace(out); err == nil {
+	if err := r.insert(at, x.Args[4]); err == nil {
 		err = r.save()
 	}
 	if err != nil {
@@ -356,12 +352,15 @@ func lremCmd(x *Ctx) {
 		return
 	}
 	out := make([][]byte, 0, len(elems)-int(removed))
+	first := int64(-1) // the index of the first element removed
 	for i, e := range elems {
 		if keep[i] {
 			out = append(out, e)
+		} else if first < 0 {
+			first = int64(i)
 		}
 	}
-	if err := r.replace(out); err == nil {
+	if err := r.replace(out, first); err == nil {
 		err = r.save()
 	}
 	if err != nil {
