@@ -3,6 +3,7 @@ package commands
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/oncekv/oncekv/internal/listenc"
 	"hash/crc64"
 	"math"
 	"strconv"
@@ -340,7 +341,17 @@ func dumpCmd(x *Ctx) {
 		}
 		x.W.Bulk(dumpHash(hashcodec.Hash{Table: r.isObj() || r.h.Table, Pairs: pairs}))
 	case v.Kind == store.KindList:
-		p, err := dumpList(v.Data)
+		r, err := listFrom(x.Tx, x.DB, x.Args[1], v)
+		if err != nil {
+			x.Fail(err)
+			return
+		}
+		elems, err := r.all()
+		if err != nil {
+			x.Fail(err)
+			return
+		}
+		p, err := dumpList(elems)
 		if err != nil {
 			x.Fail(err)
 			return
@@ -425,8 +436,17 @@ func restoreCmd(x *Ctx) {
 }
 
 // restoreAt stores RESTORE's value at key: a hashtable-encoded hash as an
-// object (hashobj.go), anything else as it is.
+// object (hashobj.go), a list past the inline limits as an object
+// (listobj.go), anything else as it is.
 func (x *Ctx) restoreAt(key []byte, v store.Value) error {
+	if v.Kind == store.KindList && v.Obj == 0 {
+		elems, err := listenc.Decode(v.Data)
+		if err != nil {
+			return err
+		}
+		r := listRef{tx: x.Tx, db: x.DB, key: key, v: v, found: true, elems: elems}
+		return r.save()
+	}
 	if v.Kind == store.KindHash {
 		if h, err := hashcodec.Decode(v.Data); err == nil && h.Table {
 			r := hashRef{x: x, key: key, v: v, found: true, h: h}

@@ -11,7 +11,9 @@ import (
 // BenchmarkListEnds measures LPUSH and RPOP, through Serve, on a list of
 // n elements of 100 bytes that each command leaves as long as it found
 // it (an LPUSH is followed, untimed, by an RPOP, and the other way
-// round): every write stores the whole list again (README, "Lists").
+// round). A list of 10 is inline (rewritten whole by each write); lists
+// of 1,000 and 100,000 are store objects, written one element at a time
+// (listobj.go; README, "Lists").
 func BenchmarkListEnds(b *testing.B) {
 	elem := bytes.Repeat([]byte("j"), 100)
 	for _, n := range []int{10, 1000, 100000} {

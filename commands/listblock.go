@@ -3,7 +3,6 @@ package commands
 import (
 	"bytes"
 
-	"github.com/oncekv/oncekv/internal/listenc"
 	"github.com/oncekv/oncekv/resp"
 	"github.com/oncekv/oncekv/store"
 )
@@ -16,16 +15,18 @@ import (
 // head (left) or tail of the list at key.
 func listPop(left bool, count int64) blockServe {
 	return func(tx store.Tx, db int, key []byte, v store.Value) blockServed {
-		elems, err := listenc.Decode(v.Data)
+		r, err := listFrom(tx, db, key, v)
 		if err != nil {
 			return blockServed{err: err}
 		}
-		taken, rest := pop(elems, int(min(count, int64(len(elems)))), left)
-		r := blockServed{elems: cloneAll(taken)}
-		if err := putList(tx, db, key, rest, v.ExpireAt); err != nil {
+		taken, err := r.pop(count, left)
+		if err == nil {
+			err = r.save()
+		}
+		if err != nil {
 			return blockServed{err: err}
 		}
-		return r
+		return blockServed{elems: taken}
 	}
 }
 
@@ -34,7 +35,7 @@ func listPop(left bool, count int64) blockServe {
 // another kind answers WRONGTYPE and moves nothing.
 func listMove(dst []byte, fromLeft, toLeft bool) blockServe {
 	return func(tx store.Tx, db int, key []byte, _ store.Value) blockServed {
-		if _, _, _, err := getList(tx, db, dst); err == ErrWrongType {
+		if _, err := openList(tx, db, dst); err == ErrWrongType {
 			return blockServed{err: err}
 		}
 		val, _, err := move(tx, db, key, dst, fromLeft, toLeft)
@@ -139,11 +140,11 @@ func (x *Ctx) blmove(fromLeft, toLeft bool, t []byte) {
 		x.Fail(err)
 		return
 	}
-	_, _, ok, err := x.list(x.Args[1])
+	r, err := x.openList(x.Args[1])
 	switch {
 	case err != nil:
 		x.Fail(err)
-	case ok:
+	case r.found:
 		x.lmove(fromLeft, toLeft)
 	case x.InExec:
 		x.W.Null()

@@ -85,12 +85,8 @@ func restoreList(t byte, b []byte) ([]byte, error) {
 
 // dumpList serializes a list as Redis 7.0's DUMP does with its default
 // list-max-listpack-size and rdbcompression no, for a list built by
-// RPUSH (see above).
-func dumpList(data []byte) ([]byte, error) {
-	elems, err := listenc.Decode(data)
-	if err != nil {
-		return nil, err
-	}
+// RPUSH (see above); elems are the list's, from the head.
+func dumpList(elems [][]byte) ([]byte, error) {
 	var nodes [][]byte
 	var node []byte
 	count := 0

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"math"
 
-	"github.com/oncekv/oncekv/internal/listenc"
 	"github.com/oncekv/oncekv/store"
 )
 
 // The list commands, as Redis 7.0 has them. A list is a value of kind
-// store.KindList whose Data is its elements in listenc's encoding; every
-// write decodes it and stores it again whole (README: "Lists"). A list a
+// store.KindList, inline or an object (listobj.go: listRef). A list a
 // command empties is deleted, as in Redis; a write keeps the key's
 // deadline.
 //
@@ -51,89 +49,27 @@ func listCommands() []*Command {
 	}
 }
 
-// getList reads key of db in tx as a list: ok is false when it is
-// missing; a key of another kind is ErrWrongType. The elements are views
-// of the stored value, valid for the transaction.
-func getList(tx store.Tx, db int, key []byte) ([][]byte, store.Value, bool, error) {
-	v, ok, err := tx.Get(db, key)
-	if err != nil || !ok {
-		return nil, v, false, err
-	}
-	if v.Kind != store.KindList {
-		return nil, v, false, ErrWrongType
-	}
-	elems, err := listenc.Decode(v.Data)
-	if err != nil {
-		return nil, v, false, err
-	}
-	return elems, v, true, nil
-}
-
-// list is getList on the command's database, counting a hit or a miss.
-func (x *Ctx) list(key []byte) ([][]byte, store.Value, bool, error) {
-	elems, v, ok, err := getList(x.Tx, x.DB, key)
-	if err == nil || err == ErrWrongType {
-		x.countLookup(ok || err == ErrWrongType)
-	}
-	return elems, v, ok, err
-}
-
-// putList stores elems as key's list with the deadline at, or deletes
-// key when elems is empty (an emptied list is no key, as in Redis).
-func putList(tx store.Tx, db int, key []byte, elems [][]byte, at int64) error {
-	if len(elems) == 0 {
-		_, err := tx.Delete(db, key)
-		return err
-	}
-	return tx.Set(db, key, store.Value{Kind: store.KindList, Data: listenc.Append(nil, elems), ExpireAt: at})
-}
-
-// push adds vals at the head (left) or the tail of elems, one by one as
-// LPUSH does: LPUSH k a b leaves b first.
-func push(elems [][]byte, vals [][]byte, left bool) [][]byte {
-	if !left {
-		return append(elems, vals...)
-	}
-	out := make([][]byte, 0, len(elems)+len(vals))
-	for i := len(vals) - 1; i >= 0; i-- {
-		out = append(out, vals[i])
-	}
-	return append(out, elems...)
-}
-
 func pushCmd(left, onlyIfExists bool) Handler {
 	return func(x *Ctx) {
-		key := x.Args[1]
-		elems, v, ok, err := x.list(key)
+		r, err := x.openList(x.Args[1])
 		if err != nil {
 			x.Fail(err)
 			return
 		}
-		if !ok && onlyIfExists {
+		if !r.found && onlyIfExists {
 			x.W.Int(0)
 			return
 		}
-		elems = push(elems, x.Args[2:], left)
-		if err := putList(x.Tx, x.DB, key, elems, v.ExpireAt); err != nil {
+		if err := r.push(x.Args[2:], left); err != nil {
 			x.Fail(err)
 			return
 		}
-		x.W.Int(int64(len(elems)))
+		if err := r.save(); err != nil {
+			x.Fail(err)
+			return
+		}
+		x.W.Int(r.len())
 	}
-}
-
-// pop takes n elements off the head (left) or tail of elems: the taken,
-// in the order they were taken, and the rest.
-func pop(elems [][]byte, n int, left bool) (taken, rest [][]byte) {
-	n = min(n, len(elems))
-	if left {
-		return elems[:n], elems[n:]
-	}
-	taken = make([][]byte, n)
-	for i := range n {
-		taken[i] = elems[len(elems)-1-i]
-	}
-	return taken, elems[:len(elems)-n]
 }
 
 // positiveArg parses a count that must be >= 0 (Redis's
@@ -164,64 +100,56 @@ func popCmd(left bool) Handler {
 				return
 			}
 		}
-		key := x.Args[1]
-		elems, v, ok, err := x.list(key)
+		r, err := x.openList(x.Args[1])
 		switch {
 		case err != nil:
 			x.Fail(err)
 			return
-		case !ok && hasCount:
+		case !r.found && hasCount:
 			x.W.NullArray()
 			return
-		case !ok:
+		case !r.found:
 			x.W.Null()
 			return
 		case hasCount && count == 0:
 			x.W.Array(0)
 			return
 		}
-		n := 1
+		n := int64(1)
 		if hasCount {
-			n = int(min(count, int64(len(elems))))
+			n = count
 		}
-		taken, rest := pop(elems, n, left)
+		taken, err := r.pop(n, left)
+		if err == nil {
+			err = r.save()
+		}
+		if err != nil {
+			x.Fail(err)
+			return
+		}
 		if hasCount {
 			x.W.Array(len(taken))
 		}
 		for _, e := range taken {
 			x.W.Bulk(e)
 		}
-		if err := putList(x.Tx, x.DB, key, rest, v.ExpireAt); err != nil {
-			x.W.Truncate(0)
-			x.Fail(err)
-		}
 	}
 }
 
 func llenCmd(x *Ctx) {
-	v, ok, err := x.lookup(x.Args[1])
-	switch {
-	case err != nil:
+	r, err := x.openList(x.Args[1])
+	if err != nil {
 		x.Fail(err)
-	case !ok:
-		x.W.Int(0)
-	case v.Kind != store.KindList:
-		x.Fail(ErrWrongType)
-	default:
-		n, err := listenc.Len(v.Data)
-		if err != nil {
-			x.Fail(err)
-			return
-		}
-		x.W.Int(int64(n))
+		return
 	}
+	x.W.Int(r.len())
 }
 
 // listRange normalizes Redis's start and stop (negative from the end) for
 // a list of n elements: the half-open range [from, to), empty when
 // nothing is in range.
-func listRange(start, stop int64, n int) (from, to int) {
-	ln := int64(n)
+func listRange(start, stop int64, n int64) (from, to int64) {
+	ln := n
 	if start < 0 {
 		start += ln
 	}
@@ -237,7 +165,7 @@ func listRange(start, stop int64, n int) (from, to int) {
 	if stop >= ln {
 		stop = ln - 1
 	}
-	return int(start), int(stop) + 1
+	return start, stop + 1
 }
 
 func lrangeCmd(x *Ctx) {
@@ -249,37 +177,42 @@ func lrangeCmd(x *Ctx) {
 	if !ok {
 		return
 	}
-	elems, _, _, err := x.list(x.Args[1])
+	r, err := x.openList(x.Args[1])
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	from, to := listRange(start, stop, len(elems))
-	x.W.Array(to - from)
-	for _, e := range elems[from:to] {
+	from, to := listRange(start, stop, r.len())
+	elems, err := r.rangeOf(from, to)
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	x.W.Array(len(elems))
+	for _, e := range elems {
 		x.W.Bulk(e)
 	}
 }
 
 // listIndex is index (negative from the end) in a list of n elements, ok
 // false when it is out of range.
-func listIndex(index int64, n int) (int, bool) {
+func listIndex(index int64, n int64) (int64, bool) {
 	if index < 0 {
-		index += int64(n)
+		index += n
 	}
-	if index < 0 || index >= int64(n) {
+	if index < 0 || index >= n {
 		return 0, false
 	}
-	return int(index), true
+	return index, true
 }
 
 func lindexCmd(x *Ctx) {
-	elems, _, ok, err := x.list(x.Args[1])
+	r, err := x.openList(x.Args[1])
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	if !ok {
+	if !r.found {
 		x.W.Null()
 		return
 	}
@@ -287,21 +220,26 @@ func lindexCmd(x *Ctx) {
 	if !ok {
 		return
 	}
-	if i, ok := listIndex(index, len(elems)); ok {
-		x.W.Bulk(elems[i])
+	i, ok := listIndex(index, r.len())
+	if !ok {
+		x.W.Null()
 		return
 	}
-	x.W.Null()
-}
-
-func lsetCmd(x *Ctx) {
-	key := x.Args[1]
-	elems, v, ok, err := x.list(key)
+	e, err := r.index(i)
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	if !ok {
+	x.W.Bulk(e)
+}
+
+func lsetCmd(x *Ctx) {
+	r, err := x.openList(x.Args[1])
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	if !r.found {
 		x.Fail(ErrNoSuchKey)
 		return
 	}
@@ -309,14 +247,15 @@ func lsetCmd(x *Ctx) {
 	if !ok {
 		return
 	}
-	i, ok := listIndex(index, len(elems))
+	i, ok := listIndex(index, r.len())
 	if !ok {
 		x.Fail(ErrIndexRange)
 		return
 	}
-	out := append([][]byte(nil), elems...)
-	out[i] = x.Args[3]
-	if err := putList(x.Tx, x.DB, key, out, v.ExpireAt); err != nil {
+	if err := r.set(i, x.Args[3]); err == nil {
+		err = r.save()
+	}
+	if err != nil {
 		x.Fail(err)
 		return
 	}
@@ -333,22 +272,26 @@ func linsertCmd(x *Ctx) {
 		x.Fail(ErrSyntax)
 		return
 	}
-	key := x.Args[1]
-	elems, v, ok, err := x.list(key)
+	r, err := x.openList(x.Args[1])
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	if !ok {
+	if !r.found {
 		x.W.Int(0)
 		return
 	}
-	at := -1
-	for i, e := range elems {
+	at := int64(-1)
+	err = r.each(false, func(i int64, e []byte) bool {
 		if bytes.Equal(e, x.Args[3]) {
 			at = i
-			break
+			return false
 		}
+		return true
+	})
+	if err != nil {
+		x.Fail(err)
+		return
 	}
 	if at < 0 {
 		x.W.Int(-1)
@@ -357,15 +300,14 @@ func linsertCmd(x *Ctx) {
 	if after {
 		at++
 	}
-	out := make([][]byte, 0, len(elems)+1)
-	out = append(out, elems[:at]...)
-	out = append(out, x.Args[4])
-	out = append(out, elems[at:]...)
-	if err := putList(x.Tx, x.DB, key, out, v.ExpireAt); err != nil {
+	if err := r.insert(at, x.Args[4]); err == nil {
+		err = r.save()
+	}
+	if err != nil {
 		x.Fail(err)
 		return
 	}
-	x.W.Int(int64(len(out)))
+	x.W.Int(r.len())
 }
 
 func lremCmd(x *Ctx) {
@@ -373,14 +315,18 @@ func lremCmd(x *Ctx) {
 	if !ok {
 		return
 	}
-	key := x.Args[1]
-	elems, v, found, err := x.list(key)
+	r, err := x.openList(x.Args[1])
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	if !found {
+	if !r.found {
 		x.W.Int(0)
+		return
+	}
+	elems, err := r.all()
+	if err != nil {
+		x.Fail(err)
 		return
 	}
 	target := x.Args[3]
@@ -406,12 +352,18 @@ func lremCmd(x *Ctx) {
 		return
 	}
 	out := make([][]byte, 0, len(elems)-int(removed))
+	first := int64(-1) // the index of the first element removed
 	for i, e := range elems {
 		if keep[i] {
 			out = append(out, e)
+		} else if first < 0 {
+			first = int64(i)
 		}
 	}
-	if err := putList(x.Tx, x.DB, key, out, v.ExpireAt); err != nil {
+	if err := r.replace(out, first); err == nil {
+		err = r.save()
+	}
+	if err != nil {
 		x.Fail(err)
 		return
 	}
@@ -427,16 +379,18 @@ func ltrimCmd(x *Ctx) {
 	if !ok {
 		return
 	}
-	key := x.Args[1]
-	elems, v, found, err := x.list(key)
+	r, err := x.openList(x.Args[1])
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	if found {
-		from, to := listRange(start, stop, len(elems))
-		if from != 0 || to != len(elems) {
-			if err := putList(x.Tx, x.DB, key, elems[from:to], v.ExpireAt); err != nil {
+	if r.found {
+		from, to := listRange(start, stop, r.len())
+		if from != 0 || to != r.len() {
+			if err := r.trim(from, to); err == nil {
+				err = r.save()
+			}
+			if err != nil {
 				x.Fail(err)
 				return
 			}
@@ -492,12 +446,12 @@ func lposCmd(x *Ctx) {
 		x.Fail(err)
 		return
 	}
-	elems, _, ok, err := x.list(x.Args[1])
+	r, err := x.openList(x.Args[1])
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	if !ok {
+	if !r.found {
 		if o.count != -1 {
 			x.W.Array(0)
 		} else {
@@ -521,23 +475,25 @@ func lposCmd(x *Ctx) {
 		}
 	}
 	var found []int64
-	n := len(elems)
-	for j := 0; j < n && (o.maxlen == 0 || int64(j) < o.maxlen); j++ {
-		i := j
-		if fromTail {
-			i = n - 1 - j
+	j := int64(0)
+	err = r.each(fromTail, func(i int64, e []byte) bool {
+		if o.maxlen != 0 && j >= o.maxlen {
+			return false
 		}
-		if !bytes.Equal(elems[i], x.Args[2]) {
-			continue
+		j++
+		if !bytes.Equal(e, x.Args[2]) {
+			return true
 		}
 		if skip > 0 {
 			skip--
-			continue
+			return true
 		}
-		found = append(found, int64(i))
-		if o.count == -1 || (o.count != 0 && int64(len(found)) == o.count) {
-			break
-		}
+		found = append(found, i)
+		return !(o.count == -1 || (o.count != 0 && int64(len(found)) == o.count))
+	})
+	if err != nil {
+		x.Fail(err)
+		return
 	}
 	if o.count == -1 {
 		if len(found) == 0 {
@@ -569,27 +525,35 @@ func whereArg(b []byte) (left bool, err error) {
 // src is missing; a src or dst that is not a list is ErrWrongType. The
 // element returned is a copy.
 func move(tx store.Tx, db int, src, dst []byte, fromLeft, toLeft bool) ([]byte, bool, error) {
-	elems, sv, ok, err := getList(tx, db, src)
-	if err != nil || !ok {
+	s, err := openList(tx, db, src)
+	if err != nil || !s.found {
 		return nil, false, err
 	}
-	dElems, dv, _, err := getList(tx, db, dst)
+	same := bytes.Equal(src, dst)
+	d := &s // a rotation: one list, whose deadline stays
+	if !same {
+		dr, err := openList(tx, db, dst)
+		if err != nil {
+			return nil, false, err
+		}
+		d = &dr
+	}
+	taken, err := s.pop(1, fromLeft)
 	if err != nil {
 		return nil, false, err
 	}
-	taken, rest := pop(elems, 1, fromLeft)
-	val := bytes.Clone(taken[0])
-	if bytes.Equal(src, dst) {
-		// A rotation: one value, whose deadline stays.
-		dElems, dv = rest, sv
-	} else if err := putList(tx, db, src, rest, sv.ExpireAt); err != nil {
+	if !same {
+		if err := s.save(); err != nil {
+			return nil, false, err
+		}
+	}
+	if err := d.push(taken, toLeft); err != nil {
 		return nil, false, err
 	}
-	out := push(append([][]byte(nil), dElems...), [][]byte{val}, toLeft)
-	if err := putList(tx, db, dst, out, dv.ExpireAt); err != nil {
+	if err := d.save(); err != nil {
 		return nil, false, err
 	}
-	return val, true, nil
+	return taken[0], true, nil
 }
 
 func lmoveCmd(x *Ctx) {
@@ -674,29 +638,23 @@ func mpopCount(rest [][]byte) (int64, error) {
 // does. A key before it that is not a list is ErrWrongType.
 func mpop(tx store.Tx, db int, keys [][]byte, left bool, count int64) ([]byte, [][]byte, bool, error) {
 	for _, k := range keys {
-		elems, v, ok, err := getList(tx, db, k)
+		r, err := openList(tx, db, k)
 		if err != nil {
 			return nil, nil, false, err
 		}
-		if !ok {
+		if !r.found {
 			continue
 		}
-		taken, rest := pop(elems, int(min(count, int64(len(elems)))), left)
-		taken = cloneAll(taken)
-		if err := putList(tx, db, k, rest, v.ExpireAt); err != nil {
+		taken, err := r.pop(count, left)
+		if err == nil {
+			err = r.save()
+		}
+		if err != nil {
 			return nil, nil, false, err
 		}
 		return k, taken, true, nil
 	}
 	return nil, nil, false, nil
-}
-
-func cloneAll(elems [][]byte) [][]byte {
-	out := make([][]byte, len(elems))
-	for i, e := range elems {
-		out[i] = bytes.Clone(e)
-	}
-	return out
 }
 
 // writeKeyElems writes LMPOP's reply: [key, [elements]].

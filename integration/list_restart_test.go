@@ -36,6 +36,35 @@ func TestListRestart(t *testing.T) {
 					t.Fatalf("%s: %q", fmtArgs(args), got)
 				}
 			}
+			// obj is a list kept as a store object (600 elements), changed
+			// at both ends and in the middle: after the restart it holds
+			// want, in order.
+			objPush := []string{"RPUSH", "obj"}
+			for i := range 600 {
+				objPush = append(objPush, fmt.Sprint("o", i))
+			}
+			for _, args := range [][]string{objPush, {"LPOP", "obj", "50"}, {"RPOP", "obj", "50"},
+				{"LPUSH", "obj", "h1", "h2"}, {"RPUSH", "obj", "t1"}, {"LSET", "obj", "10", "ten"}, {"LTRIM", "obj", "1", "-2"},
+				{"LINSERT", "obj", "BEFORE", "o300", "ins"}, {"LREM", "obj", "1", "o400"}} {
+				if got := c.Do(args...); got[0] == '-' {
+					t.Fatalf("%s: %q", fmtArgs(args), got)
+				}
+			}
+			want := []string{"h1"}
+			for i := 50; i < 550; i++ {
+				switch {
+				case i == 58:
+					want = append(want, "ten")
+				case i == 300:
+					want = append(want, "ins", "o300")
+				case i != 400:
+					want = append(want, fmt.Sprint("o", i))
+				}
+			}
+			wantObj := string(c.Do("LRANGE", "obj", "0", "-1"))
+			if wantObj != string(EncodeCommand(want...)) {
+				t.Fatalf("LRANGE obj before the restart: %.200q", wantObj)
+			}
 			// Consumers pop until the server goes down; what they were
 			// answered with was popped for good.
 			var mu sync.Mutex
@@ -111,6 +140,9 @@ func TestListRestart(t *testing.T) {
 			}
 			if got := string(c.Do("PEXPIRETIME", "log")); got != ":"+farFutureMs+"\r\n" {
 				t.Errorf("%s: PEXPIRETIME log: %q", tc.name, got)
+			}
+			if got := string(c.Do("LRANGE", "obj", "0", "-1")); got != wantObj {
+				t.Errorf("%s: LRANGE obj after the restart: %.200q, want %.200q", tc.name, got, wantObj)
 			}
 			if got := string(c.Do("TYPE", "q")); len(left.Elems) > 0 && got != "+list\r\n" {
 				t.Errorf("%s: TYPE q: %q", tc.name, got)

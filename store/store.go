@@ -38,8 +38,8 @@ const (
 	KindSet Kind = 'S'
 	// KindZSet is a sorted set, its Data encoded by internal/zcodec.
 	KindZSet Kind = 'z'
-	// KindList is a list: its elements in the encoding of
-	// internal/listenc.
+	// KindList is a list: a small one's elements in the encoding of
+	// internal/listenc; a large one an object (commands/listobj.go).
 	KindList Kind = 'l'
 )
 

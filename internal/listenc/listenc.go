@@ -16,9 +16,10 @@
 //     Decode returned gives back the same bytes.
 //   - Len reads the count only: LLEN costs no walk of the elements.
 //
-// It does not promise that a change costs less than the whole list: the
-// store keeps a value whole, so a push or a pop at either end rewrites
-// every element (README: "Lists").
+// It does not promise that a change costs less than the whole list: a
+// push or a pop at either end rewrites every element. That is why only
+// small lists are stored so; a large one keeps each element apart as a
+// store object (commands/listobj.go; README: "Lists").
 package listenc
 
 import (
