@@ -47,11 +47,13 @@ var (
 	// ErrKeyTooLong has no Redis counterpart: Redis takes keys of up to
 	// proto-max-bulk-len, the storage engine here store.MaxKeyLen.
 	ErrKeyTooLong = errors.New("ERR key is too long (at most " + strconv.Itoa(store.MaxKeyLen) + " bytes)")
-	// ErrFieldTooLong has no Redis counterpart either: a field of a
-	// hashtable-encoded hash, or a member of a large collection, is a
-	// key of the storage engine's (store.MaxElemLen, less the 8 bytes
-	// of its slot).
-	ErrFieldTooLong = errorf("ERR field or member is too long (at most %d bytes)", MaxFieldLen)
+	// ErrFieldValueTooLong has no Redis counterpart either: a field of a
+	// hashtable-encoded hash and its value are one store value.
+	ErrFieldValueTooLong = errorf("ERR field and value are too long (at most %d bytes together)", maxFieldValue)
+	// ErrElemTooLong is the store's refusal of an element name, which no
+	// command builds longer than store.MaxElemLen (long fields and
+	// members are named by their SHA-256).
+	ErrElemTooLong = errorf("ERR %s", store.ErrElemTooLong)
 	// ErrValueTooLong has no Redis counterpart either: Redis takes values
 	// of up to proto-max-bulk-len, the storage engine here
 	// store.MaxValueLen.
@@ -159,7 +161,7 @@ func errorText(err error) string {
 	case errors.Is(err, store.ErrKeyTooLong):
 		return ErrKeyTooLong.Error()
 	case errors.Is(err, store.ErrElemTooLong):
-		return ErrFieldTooLong.Error()
+		return ErrElemTooLong.Error()
 	case errors.Is(err, store.ErrValueTooLong):
 		return ErrValueTooLong.Error()
 	case errors.Is(err, store.ErrClosed):

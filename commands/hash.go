@@ -90,10 +90,10 @@ func hsetCmd(x *Ctx) {
 		return
 	}
 	for i := 2; i < len(x.Args); i += 2 {
-		if len(x.Args[i]) > MaxFieldLen {
+		if len(x.Args[i])+len(x.Args[i+1]) > maxFieldValue {
 			// Refused before any field is written: a hashtable-encoded
 			// hash's count must stay its number of fields.
-			x.Fail(ErrFieldTooLong)
+			x.Fail(ErrFieldValueTooLong)
 			return
 		}
 	}

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"math"
 
@@ -86,16 +87,62 @@ func fieldSlot(f []byte) uint64 {
 	return v%math.MaxInt64 + 1
 }
 
-// MaxFieldLen is the longest field of a hashtable-encoded hash (and
-// member of a large collection): its element's name is its 8-byte slot
-// and itself.
-const MaxFieldLen = store.MaxElemLen - 8
+// longField is the longest field an element's name holds whole. A
+// longer one (past what a store key may be, up to the 64 MiB of a store
+// value) is named by its slot and its SHA-256, and kept in the element's
+// value. It is stored, so it is fixed for good.
+const longField = 1024
+
+// The tags that start a field's element value.
+const (
+	elemField     = 0 // the field is in the name; the value follows
+	elemLongField = 1 // uvarint length, the field, then the value
+)
+
+// maxFieldValue is the most a field and its value may hold together: an
+// element's value holds both, behind a tag and a length.
+const maxFieldValue = store.MaxValueLen - 1 - binary.MaxVarintLen64
 
 // subOf is field f's element name, in r's buffer.
 func (r *hashRef) subOf(f []byte) []byte {
 	r.sub = binary.BigEndian.AppendUint64(r.sub[:0], fieldSlot(f))
-	r.sub = append(r.sub, f...)
+	if len(f) > longField {
+		d := sha256.Sum256(f)
+		r.sub = append(r.sub, d[:]...)
+	} else {
+		r.sub = append(r.sub, f...)
+	}
 	return r.sub
+}
+
+// fieldElem is the element value of field f holding val.
+func fieldElem(f, val []byte) []byte {
+	if len(f) > longField {
+		b := make([]byte, 0, 1+binary.MaxVarintLen64+len(f)+len(val))
+		b = binary.AppendUvarint(append(b, elemLongField), uint64(len(f)))
+		return append(append(b, f...), val...)
+	}
+	return append(append(make([]byte, 0, 1+len(val)), elemField), val...)
+}
+
+// fieldOf reads element sub holding e: its field and value, views of
+// sub and e.
+func fieldOf(sub, e []byte) (f, val []byte, err error) {
+	if len(sub) < 8 || len(e) < 1 {
+		return nil, nil, hashcodec.ErrCorrupt
+	}
+	switch e[0] {
+	case elemField:
+		return sub[8:], e[1:], nil
+	case elemLongField:
+		n, w := binary.Uvarint(e[1:])
+		if w <= 0 || n > uint64(len(e)-1-w) {
+			return nil, nil, hashcodec.ErrCorrupt
+		}
+		end := 1 + w + int(n)
+		return e[1+w : end], e[end:], nil
+	}
+	return nil, nil, hashcodec.ErrCorrupt
 }
 
 // isObj reports whether the hash is an object.
@@ -112,7 +159,15 @@ func (r *hashRef) len() int64 {
 // get reads field f.
 func (r *hashRef) get(f []byte) ([]byte, bool, error) {
 	if r.isObj() {
-		return r.x.Tx.Elem(r.v.Obj, r.subOf(f))
+		e, ok, err := r.x.Tx.Elem(r.v.Obj, r.subOf(f))
+		if err != nil || !ok {
+			return nil, false, err
+		}
+		stored, val, err := fieldOf(r.sub, e)
+		if err != nil || !bytes.Equal(stored, f) { // the SHA-256 of another field
+			return nil, false, err
+		}
+		return val, true, nil
 	}
 	val, ok := r.h.Get(f)
 	return val, ok, nil
@@ -128,7 +183,7 @@ func (r *hashRef) set(f, val []byte) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := r.x.Tx.SetElem(r.v.Obj, sub, val); err != nil {
+	if err := r.x.Tx.SetElem(r.v.Obj, sub, fieldElem(f, val)); err != nil {
 		return false, err
 	}
 	if !had {
@@ -156,11 +211,12 @@ func (r *hashRef) pairs() ([]hashcodec.Pair, error) {
 		return r.h.Pairs, nil
 	}
 	out := make([]hashcodec.Pair, 0, r.n)
-	err := r.x.Tx.ScanElems(r.v.Obj, nil, func(sub, val []byte) (bool, error) {
-		if len(sub) < 8 {
-			return false, hashcodec.ErrCorrupt
+	err := r.x.Tx.ScanElems(r.v.Obj, nil, func(sub, e []byte) (bool, error) {
+		f, val, err := fieldOf(sub, e)
+		if err != nil {
+			return false, err
 		}
-		out = append(out, hashcodec.Pair{Field: bytes.Clone(sub[8:]), Value: bytes.Clone(val)})
+		out = append(out, hashcodec.Pair{Field: bytes.Clone(f), Value: bytes.Clone(val)})
 		return true, nil
 	})
 	return out, err
@@ -173,9 +229,10 @@ func (r *hashRef) pairs() ([]hashcodec.Pair, error) {
 func (r *hashRef) scanFrom(cursor uint64, count int64) ([]hashcodec.Pair, uint64, error) {
 	var page []hashcodec.Pair
 	var next, last uint64
-	err := r.x.Tx.ScanElems(r.v.Obj, binary.BigEndian.AppendUint64(nil, cursor), func(sub, val []byte) (bool, error) {
-		if len(sub) < 8 {
-			return false, hashcodec.ErrCorrupt
+	err := r.x.Tx.ScanElems(r.v.Obj, binary.BigEndian.AppendUint64(nil, cursor), func(sub, e []byte) (bool, error) {
+		f, val, err := fieldOf(sub, e)
+		if err != nil {
+			return false, err
 		}
 		slot := binary.BigEndian.Uint64(sub)
 		if int64(len(page)) >= count && slot != last {
@@ -183,7 +240,7 @@ func (r *hashRef) scanFrom(cursor uint64, count int64) ([]hashcodec.Pair, uint64
 			return false, nil
 		}
 		last = slot
-		page = append(page, hashcodec.Pair{Field: bytes.Clone(sub[8:]), Value: bytes.Clone(val)})
+		page = append(page, hashcodec.Pair{Field: bytes.Clone(f), Value: bytes.Clone(val)})
 		return true, nil
 	})
 	return page, next, err
@@ -196,9 +253,13 @@ func (r *hashRef) random(pick func(n int) int, slot uint64) ([]byte, error) {
 		return r.h.Pairs[pick(len(r.h.Pairs))].Field, nil
 	}
 	var out []byte
-	first := func(sub, _ []byte) (bool, error) {
-		out = bytes.Clone(sub[min(8, len(sub)):])
-		return false, nil
+	first := func(sub, e []byte) (bool, error) {
+		f, _, err := fieldOf(sub, e)
+		out = bytes.Clone(f)
+		if out == nil {
+			out = []byte{} // the empty field
+		}
+		return false, err
 	}
 	if err := r.x.Tx.ScanElems(r.v.Obj, binary.BigEndian.AppendUint64(nil, slot), first); err != nil || out != nil {
 		return out, err
@@ -229,7 +290,7 @@ func (r *hashRef) save() error {
 		}
 		r.v.Obj = obj
 		for _, p := range r.h.Pairs {
-			if err := x.Tx.SetElem(obj, r.subOf(p.Field), p.Value); err != nil {
+			if err := x.Tx.SetElem(obj, r.subOf(p.Field), fieldElem(p.Field, p.Value)); err != nil {
 				return err
 			}
 		}

@@ -145,6 +145,7 @@ func hscan(args ...string) Step { return Step{Args: args, Mode: ScanAll, Cursor:
 func hset(key string, kv ...string) Step { return cmd(append([]string{"HSET", key}, kv...)...) }
 
 func hashScripts() []Script {
+	long2k, long70k := strings.Repeat("k", 2000), strings.Repeat("K", 70000)
 	long64 := strings.Repeat("x", 64)
 	long65 := strings.Repeat("y", 65)
 	return []Script{
@@ -375,6 +376,17 @@ func hashScripts() []Script {
 			cmd("HINCRBY", "t", "n", "5"),
 			cmd("HINCRBYFLOAT", "t", "n", "0.5"),
 			cmd("HDEL", "t", "f2", "f3", "nofield"),
+			// Fields longer than a store key may be (named by their
+			// SHA-256 here).
+			cmd("HSET", "t", long2k, "a", long70k, "b", long70k+"2", "c"),
+			cmd("HGET", "t", long2k),
+			cmd("HGET", "t", long70k),
+			cmd("HMGET", "t", long70k+"2", long70k+"3"),
+			cmd("HSTRLEN", "t", long70k),
+			cmd("HEXISTS", "t", long70k+"3"),
+			cmd("HSETNX", "t", long2k, "x"),
+			cmd("HINCRBY", "t", long2k+"n", "7"),
+			cmd("HDEL", "t", long70k+"2", long2k+"n"),
 			cmd("HLEN", "t"),
 			sorted("HKEYS", "t"),
 			sorted("HVALS", "t"),
