@@ -347,12 +347,17 @@ func dumpCmd(x *Ctx) {
 		}
 		x.W.Bulk(p)
 	case v.Kind == store.KindSet:
-		s, err := decodeSet(v.Data)
+		r, err := x.setOf(x.DB, x.Args[1], v, true)
 		if err != nil {
 			x.Fail(err)
 			return
 		}
-		x.W.Bulk(dumpSet(&s))
+		ms, err := r.members()
+		if err != nil {
+			x.Fail(err)
+			return
+		}
+		x.W.Bulk(dumpSet(&setVal{intset: r.intset(), m: ms}))
 	case v.Kind == store.KindZSet:
 		z, err := zcodec.Decode(v.Data)
 		if err != nil {
@@ -424,13 +429,18 @@ func restoreCmd(x *Ctx) {
 	x.W.OK()
 }
 
-// restoreAt stores RESTORE's value at key: a hashtable-encoded hash as an
-// object (hashobj.go), anything else as it is.
+// restoreAt stores RESTORE's value at key: a hashtable-encoded hash or
+// set as an object (hashobj.go, setobj.go), anything else as it is.
 func (x *Ctx) restoreAt(key []byte, v store.Value) error {
-	if v.Kind == store.KindHash {
+	switch v.Kind {
+	case store.KindHash:
 		if h, err := hashcodec.Decode(v.Data); err == nil && h.Table {
 			r := hashRef{x: x, key: key, v: v, found: true, h: h}
 			return r.save()
+		}
+	case store.KindSet:
+		if s, err := decodeSet(v.Data); err == nil && !s.intset {
+			return x.putSet(x.DB, key, &s, v.ExpireAt)
 		}
 	}
 	return x.Tx.Set(x.DB, key, v)
