@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"math"
 	"slices"
@@ -14,7 +15,8 @@ import (
 // (setcodec.go), decoded and rewritten by each write, as Redis's intset
 // is. A hashtable-encoded set is an object (store.Tx.NewObj): each member
 // is an element of its own, with an empty value, whose name is the
-// member's slot (fieldSlot, 8 bytes big-endian) followed by the member,
+// member's slot (fieldSlot, 8 bytes big-endian) followed by the member
+// (by its SHA-256 for a member over longMember, then kept as the value),
 // so that adding or removing one member costs one element whatever the
 // size of the set, and the elements lie in SSCAN's order; the value
 // itself holds only the number of members (uvarint). A set becomes an
@@ -91,11 +93,39 @@ func (r *setRef) len() int64 {
 	return int64(len(r.s.m))
 }
 
+// longMember is the longest member an element's name holds whole. A
+// longer one (up to Redis's 512 MB, past what a store key may be) is
+// named by its slot and its SHA-256 and kept as the element's value,
+// which is empty for the others. It is stored, so it is fixed for good.
+const longMember = 1024
+
 // subOf is member m's element name, in r's buffer.
 func (r *setRef) subOf(m []byte) []byte {
 	r.sub = binary.BigEndian.AppendUint64(r.sub[:0], fieldSlot(m))
-	r.sub = append(r.sub, m...)
-	return r.sub
+	if len(m) > longMember {
+		d := sha256.Sum256(m)
+		return append(r.sub, d[:]...)
+	}
+	return append(r.sub, m...)
+}
+
+// elemVal is member m's element value: the member if it is long.
+func elemVal(m []byte) []byte {
+	if len(m) > longMember {
+		return m
+	}
+	return nil
+}
+
+// memberOf is the member of element sub, val (not copied).
+func memberOf(sub, val []byte) ([]byte, error) {
+	switch {
+	case len(sub) < 8:
+		return nil, errSetCodec
+	case len(val) > 0:
+		return val, nil
+	}
+	return sub[8:], nil
 }
 
 // has reports whether m is a member: one element read for an object.
@@ -128,7 +158,7 @@ func (r *setRef) add(ms [][]byte) (int, error) {
 		if had {
 			continue
 		}
-		if err := r.x.Tx.SetElem(r.v.Obj, sub, nil); err != nil {
+		if err := r.x.Tx.SetElem(r.v.Obj, sub, elemVal(m)); err != nil {
 			return added, err
 		}
 		r.n++
@@ -164,12 +194,10 @@ func (r *setRef) members() ([][]byte, error) {
 		return r.s.m, nil
 	}
 	out := make([][]byte, 0, min(r.n, 1<<16))
-	err := r.x.Tx.ScanElems(r.v.Obj, nil, func(sub, _ []byte) (bool, error) {
-		if len(sub) < 8 {
-			return false, errSetCodec
-		}
-		out = append(out, bytes.Clone(sub[8:]))
-		return true, nil
+	err := r.x.Tx.ScanElems(r.v.Obj, nil, func(sub, val []byte) (bool, error) {
+		m, err := memberOf(sub, val)
+		out = append(out, bytes.Clone(m))
+		return err == nil, err
 	})
 	return out, err
 }
@@ -193,12 +221,10 @@ func (r *setRef) view() (*setVal, error) {
 // after a random slot (the first of all past the last).
 func (r *setRef) random(slot uint64) ([]byte, error) {
 	var out []byte
-	first := func(sub, _ []byte) (bool, error) {
-		if len(sub) < 8 {
-			return false, errSetCodec
-		}
-		out = bytes.Clone(sub[8:])
-		return false, nil
+	first := func(sub, val []byte) (bool, error) {
+		m, err := memberOf(sub, val)
+		out = bytes.Clone(m)
+		return false, err
 	}
 	if err := r.x.Tx.ScanElems(r.v.Obj, binary.BigEndian.AppendUint64(nil, slot), first); err != nil || out != nil {
 		return out, err
@@ -217,9 +243,10 @@ func (r *setRef) random(slot uint64) ([]byte, error) {
 func (r *setRef) scanFrom(cursor uint64, count int64) ([][]byte, uint64, error) {
 	var page [][]byte
 	var next, last uint64
-	err := r.x.Tx.ScanElems(r.v.Obj, binary.BigEndian.AppendUint64(nil, cursor), func(sub, _ []byte) (bool, error) {
-		if len(sub) < 8 {
-			return false, errSetCodec
+	err := r.x.Tx.ScanElems(r.v.Obj, binary.BigEndian.AppendUint64(nil, cursor), func(sub, val []byte) (bool, error) {
+		m, err := memberOf(sub, val)
+		if err != nil {
+			return false, err
 		}
 		slot := binary.BigEndian.Uint64(sub)
 		if int64(len(page)) >= count && slot != last {
@@ -227,7 +254,7 @@ func (r *setRef) scanFrom(cursor uint64, count int64) ([][]byte, uint64, error) 
 			return false, nil
 		}
 		last = slot
-		page = append(page, bytes.Clone(sub[8:]))
+		page = append(page, bytes.Clone(m))
 		return true, nil
 	})
 	return page, next, err
@@ -251,7 +278,7 @@ func (r *setRef) save() error {
 			return err
 		}
 		for _, m := range r.s.m {
-			if err := x.Tx.SetElem(obj, r.subOf(m), nil); err != nil {
+			if err := x.Tx.SetElem(obj, r.subOf(m), elemVal(m)); err != nil {
 				return err
 			}
 		}
