@@ -65,12 +65,19 @@ func TestSetRestart(t *testing.T) {
 			for k, ms := range want {
 				mustDo(t, c, with(ms, "SADD", k)...)
 			}
+			// An object changed member by member, with a member too long
+			// for an element's name.
+			long := strings.Repeat("L", 5000)
+			want["edited"] = append(words("e", 700)[2:], "-3", long)
+			mustDo(t, c, with(words("e", 700), "SADD", "edited")...)
+			mustDo(t, c, "SREM", "edited", "e0", "e1")
+			mustDo(t, c, "SADD", "edited", "-3", long)
 			mustDo(t, c, "SADD", "shrunk", "x")
 			mustDo(t, c, "SREM", "shrunk", "x")
 			mustDo(t, c, "EXPIRE", "intset", "1000")
 			mustDo(t, c, "SADD", "gone", "1")
 			mustDo(t, c, "SPOP", "gone")
-			encodings := map[string]string{"intset": "intset", "hashtable": "hashtable", "big": "hashtable", "shrunk": "hashtable"}
+			encodings := map[string]string{"intset": "intset", "hashtable": "hashtable", "big": "hashtable", "shrunk": "hashtable", "edited": "hashtable"}
 			tc.down(o, t)
 			o = o.Restart(t)
 			c = DialRaw(t, o.Addr)
