@@ -148,6 +148,13 @@ func (r *setRef) add(ms [][]byte) (int, error) {
 		}
 		return r.s.add(ms, r.x.maxIntset()), nil
 	}
+	for _, m := range ms {
+		if len(m) > store.MaxValueLen {
+			// Refused before any element is written: a command that
+			// fails changes nothing.
+			return 0, store.ErrValueTooLong
+		}
+	}
 	added := 0
 	for _, m := range ms {
 		sub := r.subOf(m)

@@ -383,7 +383,8 @@ func TestSetScanUnderWrites(t *testing.T) {
 
 // TestSetLargerThanOneValue: a hashtable-encoded set keeps its members
 // apart, so it may grow past the 64 MiB a stored value holds (it was
-// refused with "value is too long" while a set was one value).
+// refused with "value is too long" while a set was one value); a member
+// is at most that.
 func TestSetLargerThanOneValue(t *testing.T) {
 	t.Parallel()
 	o := StartOncekv(t)
@@ -405,6 +406,11 @@ func TestSetLargerThanOneValue(t *testing.T) {
 		{[]string{"SREM", "s", big[0], big[0]}, ":1\r\n"},
 		{[]string{"SCARD", "s"}, ":67\r\n"},
 		{[]string{"OBJECT", "ENCODING", "s"}, "$9\r\nhashtable\r\n"},
+		// One member is at most a stored value (it is kept as one); a
+		// SADD refused so adds none of its members.
+		{[]string{"SADD", "s", "fits", strings.Repeat("m", 65<<20)}, "-ERR value is too long (at most 67108855 bytes)\r\n"},
+		{[]string{"SISMEMBER", "s", "fits"}, ":0\r\n"},
+		{[]string{"SCARD", "s"}, ":67\r\n"},
 	} {
 		if got := string(c.Do(step.args...)); got != step.want {
 			t.Errorf("%s %s… (%d args): %q, want %q", step.args[0], step.args[1], len(step.args), got, step.want)
