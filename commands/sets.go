@@ -336,8 +336,9 @@ func srandmemberCmd(x *Ctx) {
 		x.W.Array(0)
 		return
 	}
-	if n < 0 && r.isObj() {
-		// Members may repeat: one random seek each.
+	if n < 0 && -n < r.len() && r.isObj() {
+		// Members may repeat: one random seek each (loading the whole
+		// set is cheaper for more picks than members).
 		picks := make([][]byte, -n)
 		for i := range picks {
 			if picks[i], err = r.random(randSlot()); err != nil {
