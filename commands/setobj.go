@@ -243,6 +243,27 @@ func (r *setRef) random(slot uint64) ([]byte, error) {
 	return out, err
 }
 
+// distinctPicks is n distinct members of an object picked at random
+// slots; ok is false when 8n seeks found fewer (members clustered past a
+// few wide gaps), for the caller to pick among all.
+func (r *setRef) distinctPicks(n int) (picks [][]byte, ok bool, err error) {
+	seen := make(map[string]bool, n)
+	for range 8 * n {
+		m, err := r.random(randSlot())
+		if err != nil {
+			return nil, false, err
+		}
+		if seen[string(m)] {
+			continue
+		}
+		seen[string(m)] = true
+		if picks = append(picks, m); len(picks) == n {
+			return picks, true, nil
+		}
+	}
+	return nil, false, nil
+}
+
 // scanFrom is one page of an SSCAN of an object: at least count members
 // (fewer at the end) whose slots are cursor or more, in slot order, and
 // the cursor of the next page (0 when this is the last). A slot is never

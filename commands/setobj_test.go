@@ -101,6 +101,8 @@ func TestSPopObjectProperties(t *testing.T) {
 	}
 	check("SRANDMEMBER s -50", bulks(t, send(srv, c, "SRANDMEMBER", "s", "-50")), 50, false)
 	check("SRANDMEMBER s 50", bulks(t, send(srv, c, "SRANDMEMBER", "s", "50")), 50, true)
+	check("SRANDMEMBER s 300", bulks(t, send(srv, c, "SRANDMEMBER", "s", "300")), 300, true)
+	check("SRANDMEMBER s 700", bulks(t, send(srv, c, "SRANDMEMBER", "s", "700")), 600, true)
 	check("SRANDMEMBER s -1000", bulks(t, send(srv, c, "SRANDMEMBER", "s", "-1000")), 1000, false)
 	size := 600
 	for _, n := range []int{1, 10, 200, 300} {

@@ -349,6 +349,18 @@ func srandmemberCmd(x *Ctx) {
 		x.writeArray(picks)
 		return
 	}
+	if n > 0 && n*3 <= r.len() && r.isObj() {
+		// Distinct members, few of the set's: random seeks until n
+		// differ, as Redis picks them for a count this small.
+		if picks, ok, err := r.distinctPicks(int(n)); err != nil || ok {
+			if err != nil {
+				x.Fail(err)
+				return
+			}
+			x.writeArray(picks)
+			return
+		}
+	}
 	ms, err := r.members()
 	if err != nil {
 		x.Fail(err)
