@@ -358,12 +358,17 @@ func dumpCmd(x *Ctx) {
 		}
 		x.W.Bulk(p)
 	case v.Kind == store.KindSet:
-		s, err := decodeSet(v.Data)
+		r, err := x.setOf(x.DB, x.Args[1], v, true)
 		if err != nil {
 			x.Fail(err)
 			return
 		}
-		x.W.Bulk(dumpSet(&s))
+		ms, err := r.members()
+		if err != nil {
+			x.Fail(err)
+			return
+		}
+		x.W.Bulk(dumpSet(&setVal{intset: r.intset(), m: ms}))
 	case v.Kind == store.KindZSet:
 		z, err := zcodec.Decode(v.Data)
 		if err != nil {
@@ -435,22 +440,28 @@ func restoreCmd(x *Ctx) {
 	x.W.OK()
 }
 
-// restoreAt stores RESTORE's value at key: a hashtable-encoded hash as an
-// object (hashobj.go), a list past the inline limits as an object
-// (listobj.go), anything else as it is.
+// restoreAt stores RESTORE's value at key: a hashtable-encoded hash or
+// set as an object (hashobj.go, setobj.go), a list past the inline limits
+// as an object (listobj.go), anything else as it is.
 func (x *Ctx) restoreAt(key []byte, v store.Value) error {
-	if v.Kind == store.KindList && v.Obj == 0 {
-		elems, err := listenc.Decode(v.Data)
-		if err != nil {
-			return err
+	switch v.Kind {
+	case store.KindList:
+		if v.Obj == 0 {
+			elems, err := listenc.Decode(v.Data)
+			if err != nil {
+				return err
+			}
+			r := listRef{tx: x.Tx, db: x.DB, key: key, v: v, found: true, elems: elems}
+			return r.save()
 		}
-		r := listRef{tx: x.Tx, db: x.DB, key: key, v: v, found: true, elems: elems}
-		return r.save()
-	}
-	if v.Kind == store.KindHash {
+	case store.KindHash:
 		if h, err := hashcodec.Decode(v.Data); err == nil && h.Table {
 			r := hashRef{x: x, key: key, v: v, found: true, h: h}
 			return r.save()
+		}
+	case store.KindSet:
+		if s, err := decodeSet(v.Data); err == nil && !s.intset {
+			return x.putSet(x.DB, key, &s, v.ExpireAt)
 		}
 	}
 	return x.Tx.Set(x.DB, key, v)

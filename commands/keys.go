@@ -760,7 +760,8 @@ func objectEncoding(v store.Value) encoding {
 		}
 		return encoding{"listpack", 1}
 	case store.KindSet:
-		if len(v.Data) > 0 && v.Data[0] == setTagIntset {
+		// An object's Data is its count, whatever its first byte.
+		if v.Obj == 0 && len(v.Data) > 0 && v.Data[0] == setTagIntset {
 			return encoding{"intset", 1}
 		}
 		return encoding{"hashtable", 1}

@@ -22,8 +22,10 @@ import (
 // encoding: a set that became a hashtable stays one when it shrinks
 // (OBJECT ENCODING tells).
 //
-// Every write decodes and rewrites the whole value: a write to a set of n
-// members costs O(n) time and bytes (README, "Sets").
+// This is the inline form of a set (setobj.go): an intset, or a hashtable
+// an older build stored so. Every write decodes and rewrites the whole
+// value, O(n) for n members; a hashtable set is kept as a store object
+// from its next write on.
 
 const (
 	setTagIntset    = 'i'

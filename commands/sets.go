@@ -2,21 +2,21 @@ package commands
 
 import (
 	"bytes"
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
-
-	"github.com/oncekv/oncekv/store"
 )
 
-// Sets, as Redis 7.0 has them (README, "Sets"). A set is one value
-// (store.KindSet, encoded by setcodec.go) that every write decodes and
-// rewrites whole. Its encoding follows Redis 7.0's rule: an intset while
-// every member is an integer and there are at most set-max-intset-entries
-// of them, a hashtable from then on (OBJECT ENCODING). An intset lists
-// its members in numeric order, as Redis does; a hashtable in byte order,
-// where Redis lists them in its hash table's order. A set emptied by a
+// Sets, as Redis 7.0 has them (README, "Sets"). A set's encoding
+// follows Redis 7.0's rule: an intset while every member is an integer
+// and there are at most set-max-intset-entries of them, a hashtable from
+// then on (OBJECT ENCODING). An intset is one value (setcodec.go) that
+// every write rewrites whole and that lists its members in numeric order,
+// as Redis does; a hashtable is a store object of one element per member
+// (setobj.go), in slot order where Redis lists them in its hash table's
+// order. Commands read and write sets through setRef. A set emptied by a
 // write is deleted, and writes that change nothing write nothing (so a
 // WATCH of the key sees no change, as in Redis).
 
@@ -56,37 +56,6 @@ func (x *Ctx) maxIntset() int { return int(x.S.setMaxIntset.Load()) }
 // Redis: the next write to one applies it.
 func (s *Server) SetMaxIntsetEntries(n int64) { s.setMaxIntset.Store(n) }
 
-// getSet reads a set: found is false when key is missing; a key of
-// another kind is ErrWrongType. read counts a keyspace hit or miss, as
-// the lookups of Redis's read commands do.
-func (x *Ctx) getSet(db int, key []byte, read bool) (s setVal, v store.Value, found bool, err error) {
-	v, found, err = x.Tx.Get(db, key)
-	if err != nil {
-		return s, v, false, err
-	}
-	if read {
-		x.countLookup(found)
-	}
-	if !found {
-		return s, v, false, nil
-	}
-	if v.Kind != store.KindSet {
-		return s, v, false, ErrWrongType
-	}
-	s, err = decodeSet(v.Data)
-	return s, v, err == nil, err
-}
-
-// putSet stores s under key with deadline at, or deletes key when s is
-// empty.
-func (x *Ctx) putSet(db int, key []byte, s *setVal, at int64) error {
-	if len(s.m) == 0 {
-		_, err := x.Tx.Delete(db, key)
-		return err
-	}
-	return x.Tx.Set(db, key, store.Value{Kind: store.KindSet, Data: s.encode(nil), ExpireAt: at})
-}
-
 // writeMembers writes members as a set reply (an array in RESP2).
 func (x *Ctx) writeMembers(ms [][]byte) {
 	x.W.Set(len(ms))
@@ -96,43 +65,29 @@ func (x *Ctx) writeMembers(ms [][]byte) {
 }
 
 func saddCmd(x *Ctx) {
-	key := x.Args[1]
-	s, v, found, err := x.getSet(x.DB, key, false)
+	r, err := x.openSet(x.DB, x.Args[1], false)
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	var n int
-	if found {
-		n = s.add(x.Args[2:], x.maxIntset())
-	} else {
-		s = buildSet(x.Args[2:], x.maxIntset())
-		n = len(s.m)
+	n, err := r.add(x.Args[2:])
+	if err == nil && n > 0 {
+		err = r.save()
 	}
-	if n > 0 {
-		if err := x.putSet(x.DB, key, &s, v.ExpireAt); err != nil {
-			x.Fail(err)
-			return
-		}
-	}
-	x.W.Int(int64(n))
+	x.intOrFail(int64(n), err)
 }
 
 func sremCmd(x *Ctx) {
-	key := x.Args[1]
-	s, v, found, err := x.getSet(x.DB, key, false)
-	if err != nil || !found {
+	r, err := x.openSet(x.DB, x.Args[1], false)
+	if err != nil || !r.found {
 		x.intOrFail(0, err)
 		return
 	}
-	n := s.remove(x.Args[2:])
-	if n > 0 {
-		if err := x.putSet(x.DB, key, &s, v.ExpireAt); err != nil {
-			x.Fail(err)
-			return
-		}
+	n, err := r.remove(x.Args[2:])
+	if err == nil && n > 0 {
+		err = r.save()
 	}
-	x.W.Int(int64(n))
+	x.intOrFail(int64(n), err)
 }
 
 // intOrFail answers err if there is one, else n.
@@ -145,39 +100,56 @@ func (x *Ctx) intOrFail(n int64, err error) {
 }
 
 func smembersCmd(x *Ctx) {
-	s, _, _, err := x.getSet(x.DB, x.Args[1], true)
+	r, err := x.openSet(x.DB, x.Args[1], true)
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	x.writeMembers(s.m)
+	ms, err := r.members()
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	x.writeMembers(ms)
 }
 
 func sismemberCmd(x *Ctx) {
-	s, _, _, err := x.getSet(x.DB, x.Args[1], true)
+	r, err := x.openSet(x.DB, x.Args[1], true)
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	x.W.Int(b2i(s.has(x.Args[2])))
+	ok, err := r.has(x.Args[2])
+	x.intOrFail(b2i(ok), err)
 }
 
 func smismemberCmd(x *Ctx) {
-	s, _, _, err := x.getSet(x.DB, x.Args[1], true)
+	r, err := x.openSet(x.DB, x.Args[1], true)
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	x.W.Array(len(x.Args) - 2)
-	for _, m := range x.Args[2:] {
-		x.W.Int(b2i(s.has(m)))
+	in := make([]bool, len(x.Args)-2)
+	for i, m := range x.Args[2:] {
+		if in[i], err = r.has(m); err != nil {
+			x.Fail(err)
+			return
+		}
+	}
+	x.W.Array(len(in))
+	for _, ok := range in {
+		x.W.Int(b2i(ok))
 	}
 }
 
 func scardCmd(x *Ctx) {
-	s, _, _, err := x.getSet(x.DB, x.Args[1], true)
-	x.intOrFail(int64(len(s.m)), err)
+	r, err := x.openSet(x.DB, x.Args[1], true)
+	x.intOrFail(r.len(), err)
 }
+
+// randSlot is a random slot of an object set, where SPOP and SRANDMEMBER
+// seek a random member.
+func randSlot() uint64 { return rand.Uint64N(math.MaxInt64) + 1 }
 
 // spopMoveMul is Redis's SPOP_MOVE_STRATEGY_MUL: SPOP with a count that
 // leaves fewer than count/5 members builds a new set of the remaining
@@ -199,61 +171,110 @@ func spopCmd(x *Ctx) {
 		count = n
 	}
 	key := x.Args[1]
-	s, v, found, err := x.getSet(x.DB, key, false)
+	r, err := x.openSet(x.DB, key, false)
 	switch {
 	case err != nil:
 		x.Fail(err)
 		return
-	case !found && count < 0:
+	case !r.found && count < 0:
 		x.W.Null()
 		return
-	case !found || count == 0:
+	case !r.found || count == 0:
 		x.W.Set(0)
 		return
 	}
 	if count < 0 {
-		i := rand.IntN(len(s.m))
-		m := bytes.Clone(s.m[i])
-		s.m = slices.Delete(s.m, i, i+1)
-		if err := x.putSet(x.DB, key, &s, v.ExpireAt); err != nil {
+		var m []byte
+		if r.isObj() {
+			if m, err = r.random(randSlot()); err == nil {
+				_, err = r.remove([][]byte{m})
+			}
+		} else {
+			i := rand.IntN(len(r.s.m))
+			m = bytes.Clone(r.s.m[i])
+			r.s.m = slices.Delete(r.s.m, i, i+1)
+		}
+		if err == nil {
+			err = r.save()
+		}
+		if err != nil {
 			x.Fail(err)
 			return
 		}
 		x.W.Bulk(m)
 		return
 	}
-	if count >= int64(len(s.m)) {
+	size := r.len()
+	if count >= size {
 		// Everything, in the set's order, as Redis answers it (SUNION of
 		// the key).
-		all := setVal{m: make([][]byte, len(s.m))}
-		for i, m := range s.m {
-			all.m[i] = bytes.Clone(m)
+		ms, err := r.members()
+		if err != nil {
+			x.Fail(err)
+			return
+		}
+		all := make([][]byte, len(ms))
+		for i, m := range ms {
+			all[i] = bytes.Clone(m)
 		}
 		if _, err := x.Tx.Delete(x.DB, key); err != nil {
 			x.Fail(err)
 			return
 		}
-		x.writeMembers(all.m)
+		x.writeMembers(all)
 		return
 	}
-	perm := rand.Perm(len(s.m))[:count]
+	rebuild := (size-count)*spopMoveMul <= count
+	if r.isObj() && !rebuild {
+		// A member at a random slot, count times: O(count) seeks, the
+		// rest of the set untouched.
+		popped := make([][]byte, 0, count)
+		for range count {
+			m, err := r.random(randSlot())
+			if err == nil {
+				_, err = r.remove([][]byte{m})
+			}
+			if err != nil {
+				x.Fail(err)
+				return
+			}
+			popped = append(popped, m)
+		}
+		if err := r.save(); err != nil {
+			x.Fail(err)
+			return
+		}
+		x.writeMembers(popped)
+		return
+	}
+	ms, err := r.members()
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	perm := rand.Perm(len(ms))[:count]
 	popped := make([][]byte, count)
-	gone := make([]bool, len(s.m))
+	gone := make([]bool, len(ms))
 	for i, p := range perm {
-		popped[i] = bytes.Clone(s.m[p])
+		popped[i] = bytes.Clone(ms[p])
 		gone[p] = true
 	}
-	rest := s.m[:0:0]
-	for i, m := range s.m {
+	rest := ms[:0:0]
+	for i, m := range ms {
 		if !gone[i] {
 			rest = append(rest, m)
 		}
 	}
-	s.m = rest
-	if int64(len(rest))*spopMoveMul <= count {
-		s = buildSet(rest, x.maxIntset())
+	if rebuild {
+		// A new set of the rest replaces the key (an object's elements
+		// go with the old value).
+		s := buildSet(rest, x.maxIntset())
+		err = x.putSet(x.DB, key, &s, r.v.ExpireAt)
+	} else {
+		r.s.m = rest
+		err = r.save()
 	}
-	if err := x.putSet(x.DB, key, &s, v.ExpireAt); err != nil {
+	if err != nil {
 		x.Fail(err)
 		return
 	}
@@ -270,14 +291,21 @@ func srandmemberCmd(x *Ctx) {
 		return
 	}
 	if len(x.Args) == 2 {
-		s, _, found, err := x.getSet(x.DB, x.Args[1], true)
+		r, err := x.openSet(x.DB, x.Args[1], true)
 		switch {
 		case err != nil:
 			x.Fail(err)
-		case !found:
+		case !r.found:
 			x.W.Null()
+		case r.isObj():
+			m, err := r.random(randSlot())
+			if err != nil {
+				x.Fail(err)
+				return
+			}
+			x.W.Bulk(m)
 		default:
-			x.W.Bulk(s.m[rand.IntN(len(s.m))])
+			x.W.Bulk(r.s.m[rand.IntN(len(r.s.m))])
 		}
 		return
 	}
@@ -299,46 +327,81 @@ func srandmemberCmd(x *Ctx) {
 		x.Fail(errorf("ERR value is out of range"))
 		return
 	}
-	s, _, found, err := x.getSet(x.DB, x.Args[1], true)
+	r, err := x.openSet(x.DB, x.Args[1], true)
 	switch {
 	case err != nil:
 		x.Fail(err)
 		return
-	case !found || n == 0:
+	case !r.found || n == 0:
 		x.W.Array(0)
+		return
+	}
+	if n < 0 && -n < r.len() && r.isObj() {
+		// Members may repeat: one random seek each (loading the whole
+		// set is cheaper for more picks than members).
+		picks := make([][]byte, -n)
+		for i := range picks {
+			if picks[i], err = r.random(randSlot()); err != nil {
+				x.Fail(err)
+				return
+			}
+		}
+		x.writeArray(picks)
+		return
+	}
+	if n > 0 && n*3 <= r.len() && r.isObj() {
+		// Distinct members, few of the set's: random seeks until n
+		// differ, as Redis picks them for a count this small.
+		if picks, ok, err := r.distinctPicks(int(n)); err != nil || ok {
+			if err != nil {
+				x.Fail(err)
+				return
+			}
+			x.writeArray(picks)
+			return
+		}
+	}
+	ms, err := r.members()
+	if err != nil {
+		x.Fail(err)
 		return
 	}
 	switch {
 	case n < 0:
 		x.W.Array(int(-n))
 		for i := int64(0); i < -n; i++ {
-			x.W.Bulk(s.m[rand.IntN(len(s.m))])
+			x.W.Bulk(ms[rand.IntN(len(ms))])
 		}
-	case n >= int64(len(s.m)):
-		x.W.Array(len(s.m))
-		for _, m := range s.m {
-			x.W.Bulk(m)
-		}
+	case n >= int64(len(ms)):
+		x.writeArray(ms)
 	default:
 		x.W.Array(int(n))
-		for _, p := range rand.Perm(len(s.m))[:n] {
-			x.W.Bulk(s.m[p])
+		for _, p := range rand.Perm(len(ms))[:n] {
+			x.W.Bulk(ms[p])
 		}
+	}
+}
+
+// writeArray writes members as an array reply.
+func (x *Ctx) writeArray(ms [][]byte) {
+	x.W.Array(len(ms))
+	for _, m := range ms {
+		x.W.Bulk(m)
 	}
 }
 
 func smoveCmd(x *Ctx) {
 	srcKey, dstKey, m := x.Args[1], x.Args[2], x.Args[3]
-	src, sv, found, err := x.getSet(x.DB, srcKey, false)
+	src, err := x.openSet(x.DB, srcKey, false)
 	if err != nil && err != ErrWrongType {
 		x.Fail(err)
 		return
 	}
-	if !found && err == nil {
+	if !src.found && err == nil {
 		x.W.Int(0)
 		return
 	}
-	dst, dv, dstFound, derr := x.getSet(x.DB, dstKey, false)
+	dst, derr := x.openSet(x.DB, dstKey, false)
 	if err == nil {
 		err = derr
 	}
@@ -347,27 +410,28 @@ func smoveCmd(x *Ctx) {
 		return
 	}
 	if bytes.Equal(srcKey, dstKey) {
-		x.W.Int(b2i(src.has(m)))
+		ok, err := src.has(m)
+		x.intOrFail(b2i(ok), err)
 		return
 	}
-	if src.remove([][]byte{m}) == 0 {
-		x.W.Int(0)
+	removed, err := src.remove([][]byte{m})
+	if err != nil || removed == 0 {
+		x.intOrFail(0, err)
 		return
 	}
-	var added int
-	if dstFound {
-		added = dst.add([][]byte{m}, x.maxIntset())
-	} else {
-		dst, added = buildSet([][]byte{m}, x.maxIntset()), 1
+	added, err := dst.add([][]byte{m})
+	if err != nil {
+		x.Fail(err)
+		return
 	}
-	// Both are encoded before either is written: their members may
-	// share the memory of the values read.
-	if err := x.putSet(x.DB, srcKey, &src, sv.ExpireAt); err != nil {
+	// An inline set's members may share the memory of the value read;
+	// writing one key leaves the other's value as it was read.
+	if err := src.save(); err != nil {
 		x.Fail(err)
 		return
 	}
 	if added > 0 {
-		if err := x.putSet(x.DB, dstKey, &dst, dv.ExpireAt); err != nil {
+		if err := dst.save(); err != nil {
 			x.Fail(err)
 			return
 		}
@@ -390,12 +454,14 @@ const (
 func (x *Ctx) loadSets(keys [][]byte, read bool) ([]*setVal, error) {
 	sets := make([]*setVal, len(keys))
 	for i, k := range keys {
-		s, _, found, err := x.getSet(x.DB, k, read)
+		r, err := x.openSet(x.DB, k, read)
 		if err != nil {
 			return nil, err
 		}
-		if found {
-			sets[i] = &s
+		if r.found {
+			if sets[i], err = r.view(); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return sets, nil
@@ -575,38 +641,31 @@ func sintercardCmd(x *Ctx) {
 
 // sscanCmd is SSCAN key cursor [MATCH pattern] [COUNT count]. An intset
 // answers all its (matching) members in one call with cursor 0, as
-// Redis does for its small encodings; a hashtable pages in byte order,
-// its cursor naming the member where the next call resumes (kept in the
-// table of SCAN's cursors), so a member present throughout is returned.
+// Redis does for its small encodings; a hashtable pages in slot order
+// (fieldSlot), its cursor the slot where the next call resumes, so a
+// member present throughout is returned, whether the set is an object
+// (a seek to the cursor) or inline (older data).
 func sscanCmd(x *Ctx) {
 	cursor, ok := parseCursor(x.Args[2])
 	if !ok {
 		x.Fail(ErrCursor)
 		return
 	}
-	s, _, found, err := x.getSet(x.DB, x.Args[1], true)
-	o, ok := x.scanStart(found, err)
+	r, err := x.openSet(x.DB, x.Args[1], true)
+	o, ok := x.scanStart(r.found, err)
 	if !ok {
 		return
 	}
 	count, pattern := o.count, o.pattern
-	page := s.m
-	next := uint64(0)
-	if !s.intset {
-		from := 0
-		if cursor != 0 {
-			m, ok := x.S.cursors.get(cursor)
-			if !ok {
-				x.Fail(ErrCursor)
-				return
-			}
-			from, _ = slices.BinarySearchFunc(s.m, m, bytes.Compare)
+	page, next := r.s.m, uint64(0)
+	switch {
+	case r.isObj():
+		if page, next, err = r.scanFrom(cursor, count); err != nil {
+			x.Fail(err)
+			return
 		}
-		end := from + int(min(count, int64(len(s.m)-from)))
-		page = s.m[from:end]
-		if end < len(s.m) {
-			next = x.S.cursors.put(bytes.Clone(s.m[end]))
-		}
+	case !r.s.intset:
+		page, next = scanMemberSlots(r.s.m, cursor, count)
 	}
 	var out [][]byte
 	for _, m := range page {
@@ -620,4 +679,34 @@ func sscanCmd(x *Ctx) {
 	for _, m := range out {
 		x.W.Bulk(m)
 	}
+}
+
+// scanMemberSlots is one page of an SSCAN of an inline hashtable-encoded
+// set, in the slot order of an object's: at least count members (fewer at
+// the end) whose slots are cursor or more, and the cursor of the next
+// page (0 when this is the last).
+func scanMemberSlots(ms [][]byte, cursor uint64, count int64) ([][]byte, uint64) {
+	type slotted struct {
+		slot uint64
+		m    []byte
+	}
+	var rest []slotted
+	for _, m := range ms {
+		if s := fieldSlot(m); s >= cursor {
+			rest = append(rest, slotted{s, m})
+		}
+	}
+	slices.SortFunc(rest, func(a, b slotted) int { return cmp.Compare(a.slot, b.slot) })
+	end := min(int64(len(rest)), count)
+	for end < int64(len(rest)) && end > 0 && rest[end].slot == rest[end-1].slot {
+		end++ // a slot is never split between two pages
+	}
+	page := make([][]byte, end)
+	for i := range page {
+		page[i] = rest[i].m
+	}
+	if end < int64(len(rest)) {
+		return page, rest[end].slot
+	}
+	return page, 0
 }

@@ -1271,12 +1271,16 @@ func (x *Ctx) zsetOpInput(key []byte) (zcodec.View, error) {
 		}
 		return z, nil
 	case v.Kind == store.KindSet:
-		s, err := decodeSet(v.Data)
+		r, err := x.setOf(x.DB, key, v, ok)
 		if err != nil {
 			return zcodec.View{}, err
 		}
-		entries := make([]zcodec.Entry, len(s.m))
-		for i, m := range s.m {
+		ms, err := r.members()
+		if err != nil {
+			return zcodec.View{}, err
+		}
+		entries := make([]zcodec.Entry, len(ms))
+		for i, m := range ms {
 			entries[i] = zcodec.Entry{Member: m, Score: 1}
 		}
 		slices.SortFunc(entries, zcodec.Compare)

@@ -65,12 +65,19 @@ func TestSetRestart(t *testing.T) {
 			for k, ms := range want {
 				mustDo(t, c, with(ms, "SADD", k)...)
 			}
+			// An object changed member by member, with a member too long
+			// for an element's name.
+			long := strings.Repeat("L", 5000)
+			want["edited"] = append(words("e", 700)[2:], "-3", long)
+			mustDo(t, c, with(words("e", 700), "SADD", "edited")...)
+			mustDo(t, c, "SREM", "edited", "e0", "e1")
+			mustDo(t, c, "SADD", "edited", "-3", long)
 			mustDo(t, c, "SADD", "shrunk", "x")
 			mustDo(t, c, "SREM", "shrunk", "x")
 			mustDo(t, c, "EXPIRE", "intset", "1000")
 			mustDo(t, c, "SADD", "gone", "1")
 			mustDo(t, c, "SPOP", "gone")
-			encodings := map[string]string{"intset": "intset", "hashtable": "hashtable", "big": "hashtable", "shrunk": "hashtable"}
+			encodings := map[string]string{"intset": "intset", "hashtable": "hashtable", "big": "hashtable", "shrunk": "hashtable", "edited": "hashtable"}
 			tc.down(o, t)
 			o = o.Restart(t)
 			c = DialRaw(t, o.Addr)
@@ -374,31 +381,39 @@ func TestSetScanUnderWrites(t *testing.T) {
 	}
 }
 
-// TestSetTooLong: a set is one value of the store, so a write that would
-// encode it past store.MaxValueLen is refused and changes nothing
-// (README, "Sets").
-func TestSetTooLong(t *testing.T) {
+// TestSetLargerThanOneValue: a hashtable-encoded set keeps its members
+// apart, so it may grow past the 64 MiB a stored value holds (it was
+// refused with "value is too long" while a set was one value); a member
+// is at most that.
+func TestSetLargerThanOneValue(t *testing.T) {
 	t.Parallel()
 	o := StartOncekv(t)
 	c := DialRaw(t, o.Addr)
 	c.Timeout = 30 * time.Second
-	big := make([]string, 64)
+	big := make([]string, 68)
 	for i := range big {
 		big[i] = fmt.Sprintf("%04d", i) + mib[4:]
 	}
-	if got := string(c.Do(with(big, "SADD", "s")...)); got != "-ERR value is too long (at most 67108855 bytes)\r\n" {
-		t.Errorf("SADD of 64 MiB of members: %q", got)
-	}
-	if got := string(c.Do("EXISTS", "s")); got != ":0\r\n" {
-		t.Errorf("EXISTS after a refused SADD: %q", got)
-	}
-	if got := string(c.Do(with(big[:60], "SADD", "s")...)); got != ":60\r\n" {
-		t.Errorf("SADD of 60 MiB of members: %q", got)
-	}
-	if got := string(c.Do(with(big[60:], "SADD", "s")...)); !strings.HasPrefix(got, "-ERR value is too long") {
-		t.Errorf("SADD past 64 MiB: %q", got)
-	}
-	if got := string(c.Do("SCARD", "s")); got != ":60\r\n" {
-		t.Errorf("SCARD after a refused SADD: %q", got)
+	for _, step := range []struct {
+		args []string
+		want string
+	}{
+		{with(big[:64], "SADD", "s"), ":64\r\n"},
+		{with(big[60:], "SADD", "s"), ":4\r\n"},
+		{[]string{"SCARD", "s"}, ":68\r\n"},
+		{[]string{"SISMEMBER", "s", big[67]}, ":1\r\n"},
+		{[]string{"SISMEMBER", "s", big[67][:len(big[67])-1]}, ":0\r\n"},
+		{[]string{"SREM", "s", big[0], big[0]}, ":1\r\n"},
+		{[]string{"SCARD", "s"}, ":67\r\n"},
+		{[]string{"OBJECT", "ENCODING", "s"}, "$9\r\nhashtable\r\n"},
+		// One member is at most a stored value (it is kept as one); a
+		// SADD refused so adds none of its members.
+		{[]string{"SADD", "s", "fits", strings.Repeat("m", 65<<20)}, "-ERR value is too long (at most 67108855 bytes)\r\n"},
+		{[]string{"SISMEMBER", "s", "fits"}, ":0\r\n"},
+		{[]string{"SCARD", "s"}, ":67\r\n"},
+	} {
+		if got := string(c.Do(step.args...)); got != step.want {
+			t.Errorf("%s %s… (%d args): %q, want %q", step.args[0], step.args[1], len(step.args), got, step.want)
+		}
 	}
 }
