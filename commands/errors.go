@@ -50,6 +50,9 @@ var (
 	// ErrFieldValueTooLong has no Redis counterpart either: a field of a
 	// hashtable-encoded hash and its value are one store value.
 	ErrFieldValueTooLong = errorf("ERR field and value are too long (at most %d bytes together)", maxFieldValue)
+	// ErrBadObject is the error of a collection whose elements in the
+	// store do not read as its commands wrote them (slotobj.go).
+	ErrBadObject = errors.New("ERR stored collection is damaged")
 	// ErrElemTooLong is the store's refusal of an element name, which no
 	// command builds longer than store.MaxElemLen (long fields and
 	// members are named by their SHA-256).

@@ -212,60 +212,32 @@ func (r *hashRef) pairs() ([]hashcodec.Pair, error) {
 	}
 	out := make([]hashcodec.Pair, 0, r.n)
 	err := r.x.Tx.ScanElems(r.v.Obj, nil, func(sub, e []byte) (bool, error) {
-		f, val, err := fieldOf(sub, e)
-		if err != nil {
-			return false, err
-		}
-		out = append(out, hashcodec.Pair{Field: bytes.Clone(f), Value: bytes.Clone(val)})
-		return true, nil
+		p, err := copyPair(sub, e)
+		out = append(out, p)
+		return err == nil, err
 	})
 	return out, err
 }
 
-// scanFrom is one page of an HSCAN of an object: at least count pairs
-// (fewer at the end) whose slots are cursor or more, in slot order, and
-// the cursor of the next page (0 when this is the last). A slot is never
-// split between two pages.
+// scanFrom is one page of an HSCAN of an object (slotPage).
 func (r *hashRef) scanFrom(cursor uint64, count int64) ([]hashcodec.Pair, uint64, error) {
-	var page []hashcodec.Pair
-	var next, last uint64
-	err := r.x.Tx.ScanElems(r.v.Obj, binary.BigEndian.AppendUint64(nil, cursor), func(sub, e []byte) (bool, error) {
-		f, val, err := fieldOf(sub, e)
-		if err != nil {
-			return false, err
-		}
-		slot := binary.BigEndian.Uint64(sub)
-		if int64(len(page)) >= count && slot != last {
-			next = slot
-			return false, nil
-		}
-		last = slot
-		page = append(page, hashcodec.Pair{Field: bytes.Clone(f), Value: bytes.Clone(val)})
-		return true, nil
-	})
-	return page, next, err
+	return slotPage(r.x.Tx, r.v.Obj, cursor, count, copyPair)
+}
+
+// copyPair is element sub holding e as a pair of copies.
+func copyPair(sub, e []byte) (hashcodec.Pair, error) {
+	f, val, err := fieldOf(sub, e)
+	return hashcodec.Pair{Field: bytes.Clone(f), Value: bytes.Clone(val)}, err
 }
 
 // random is a random field of a hash that has some: an object's is the
-// first at or after a random slot (the first of all past the last).
+// first at or after a random slot (slotPick).
 func (r *hashRef) random(pick func(n int) int, slot uint64) ([]byte, error) {
 	if !r.isObj() {
 		return r.h.Pairs[pick(len(r.h.Pairs))].Field, nil
 	}
-	var out []byte
-	first := func(sub, e []byte) (bool, error) {
-		f, _, err := fieldOf(sub, e)
-		out = bytes.Clone(f)
-		if out == nil {
-			out = []byte{} // the empty field
-		}
-		return false, err
-	}
-	if err := r.x.Tx.ScanElems(r.v.Obj, binary.BigEndian.AppendUint64(nil, slot), first); err != nil || out != nil {
-		return out, err
-	}
-	err := r.x.Tx.ScanElems(r.v.Obj, nil, first)
-	return out, err
+	p, err := slotPick(r.x.Tx, r.v.Obj, slot, copyPair)
+	return p.Field, err
 }
 
 // save stores the hash as get, set and del left it: a hash left empty

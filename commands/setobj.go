@@ -202,8 +202,8 @@ func (r *setRef) members() ([][]byte, error) {
 	}
 	out := make([][]byte, 0, min(r.n, 1<<16))
 	err := r.x.Tx.ScanElems(r.v.Obj, nil, func(sub, val []byte) (bool, error) {
-		m, err := memberOf(sub, val)
-		out = append(out, bytes.Clone(m))
+		m, err := copyMember(sub, val)
+		out = append(out, m)
 		return err == nil, err
 	})
 	return out, err
@@ -225,22 +225,15 @@ func (r *setRef) view() (*setVal, error) {
 }
 
 // random is a random member of an object that has some: the first at or
-// after a random slot (the first of all past the last).
+// after a random slot (slotPick).
 func (r *setRef) random(slot uint64) ([]byte, error) {
-	var out []byte
-	first := func(sub, val []byte) (bool, error) {
-		m, err := memberOf(sub, val)
-		out = bytes.Clone(m)
-		return false, err
-	}
-	if err := r.x.Tx.ScanElems(r.v.Obj, binary.BigEndian.AppendUint64(nil, slot), first); err != nil || out != nil {
-		return out, err
-	}
-	err := r.x.Tx.ScanElems(r.v.Obj, nil, first)
-	if err == nil && out == nil {
-		err = errSetCodec // a count above 0 and no element
-	}
-	return out, err
+	return slotPick(r.x.Tx, r.v.Obj, slot, copyMember)
+}
+
+// copyMember is the member of element sub holding val, copied.
+func copyMember(sub, val []byte) ([]byte, error) {
+	m, err := memberOf(sub, val)
+	return bytes.Clone(m), err
 }
 
 // distinctPicks is n distinct members of an object picked at random
@@ -264,28 +257,9 @@ func (r *setRef) distinctPicks(n int) (picks [][]byte, ok bool, err error) {
 	return nil, false, nil
 }
 
-// scanFrom is one page of an SSCAN of an object: at least count members
-// (fewer at the end) whose slots are cursor or more, in slot order, and
-// the cursor of the next page (0 when this is the last). A slot is never
-// split between two pages.
+// scanFrom is one page of an SSCAN of an object (slotPage).
 func (r *setRef) scanFrom(cursor uint64, count int64) ([][]byte, uint64, error) {
-	var page [][]byte
-	var next, last uint64
-	err := r.x.Tx.ScanElems(r.v.Obj, binary.BigEndian.AppendUint64(nil, cursor), func(sub, val []byte) (bool, error) {
-		m, err := memberOf(sub, val)
-		if err != nil {
-			return false, err
-		}
-		slot := binary.BigEndian.Uint64(sub)
-		if int64(len(page)) >= count && slot != last {
-			next = slot
-			return false, nil
-		}
-		last = slot
-		page = append(page, bytes.Clone(m))
-		return true, nil
-	})
-	return page, next, err
+	return slotPage(r.x.Tx, r.v.Obj, cursor, count, copyMember)
 }
 
 // save stores the set as add and remove left it: a set left empty is
