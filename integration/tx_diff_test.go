@@ -257,9 +257,12 @@ func txScripts() []Script {
 		// deleted it or not; one expired before WATCH does not, until
 		// another connection writes it.
 		{"watch-expiry-swept-and-read", []Step{
-			cmd("SET", "e", "v", "PX", "50"),
+			// e must still live when WATCHed on both servers: with
+			// PX 50 a loaded CI machine once took longer than that
+			// between the two steps on one of them.
+			cmd("SET", "e", "v", "PX", "400"),
 			cmd("WATCH", "e"),
-			sleep(600),
+			sleep(1000),
 			cmd("DBSIZE"),
 			cmd("MULTI"),
 			cmd("EXEC"),
