@@ -758,6 +758,16 @@ var genCmds = []genCmd{
 	{gen: func(g *genReader) Step {
 		return ex(g, g.pick([]string{"LPUSH", "RPUSH", "LPUSHX", "RPUSHX"}), append([]string{g.key()}, keyList(g, 1)...)...)
 	}, w: 4},
+	// Many elements at once, so that lists pass the inline limits (128
+	// elements, 8 KiB) and become store objects (commands/listobj.go).
+	{gen: func(g *genReader) Step {
+		args := []string{g.key()}
+		v := g.number(genVals)
+		for range 60 + g.n(100) {
+			args = append(args, v)
+		}
+		return ex(g, g.pick([]string{"LPUSH", "RPUSH"}), args...)
+	}},
 	{gen: func(g *genReader) Step {
 		args := []string{g.key()}
 		if g.chance(2) {
