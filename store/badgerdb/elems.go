@@ -147,14 +147,10 @@ func (s *DB) collectObjects() bool {
 	}
 	from := []byte{spaceOwners}
 	for {
-		type owned struct {
-			obj uint64
-			ref []byte
-		}
-		var batch []owned
-		_, err := s.scanAux([]byte{spaceOwners}, from, nil, func(raw, val []byte) (bool, error) {
-			if len(raw) == 9 && len(val) >= 2 {
-				batch = append(batch, owned{binary.BigEndian.Uint64(raw[1:]), bytes.Clone(val)})
+		var batch []uint64
+		_, err := s.scanAux([]byte{spaceOwners}, from, nil, func(raw, _ []byte) (bool, error) {
+			if len(raw) == 9 {
+				batch = append(batch, binary.BigEndian.Uint64(raw[1:]))
 			}
 			return len(batch) < elemBatch, nil
 		})
@@ -163,8 +159,8 @@ func (s *DB) collectObjects() bool {
 			s.log.Warn("collect objects: read owners", zap.Error(err))
 			return true
 		}
-		for _, o := range batch {
-			if err := s.collectObject(o.obj, o.ref); err != nil {
+		for _, obj := range batch {
+			if err := s.collectObject(obj); err != nil {
 				s.objDue.Store(true)
 				if !s.closing() {
 					s.log.Warn("collect objects", zap.Error(err))
@@ -175,25 +171,33 @@ func (s *DB) collectObjects() bool {
 		if len(batch) < elemBatch {
 			return true
 		}
-		from = ownerKey(batch[len(batch)-1].obj + 1)
+		from = ownerKey(batch[len(batch)-1] + 1)
 	}
 }
 
 // collectObject removes obj's elements and owner record if the key its
-// record names, ref, holds no value that owns it.
-func (s *DB) collectObject(obj uint64, ref []byte) error {
-	raw := appendDataKey(nil, int(binary.BigEndian.Uint16(ref)), ref[2:])
+// record names holds no value that owns it. The record is read again
+// under the lock: the one the collector's scan found (without the lock)
+// may name a key the value has left since (RENAME, MOVE), and judged by
+// it, a live object lost its elements.
+func (s *DB) collectObject(obj uint64) error {
 	prefix := appendElemKey(nil, obj, nil)
 	for {
 		done := false
 		_, err := s.Update(func(stx store.Tx) error {
 			t := stx.(*tx)
+			ref, found, _, _, err := s.getRaw(ownerKey(obj))
+			if err != nil || !found || len(ref) < 2 {
+				done = true // collected already (or not an owner record)
+				return err
+			}
+			raw := appendDataKey(nil, int(binary.BigEndian.Uint16(ref)), ref[2:])
 			if owned, err := s.ownedBy(raw, obj); err != nil || owned {
 				done = true
 				return err
 			}
 			var keys [][]byte
-			err := s.scanRaw(prefix, prefix, nil, func(k, _ []byte) (bool, error) {
+			err = s.scanRaw(prefix, prefix, nil, func(k, _ []byte) (bool, error) {
 				keys = append(keys, bytes.Clone(k))
 				return len(keys) < elemBatch, nil
 			})

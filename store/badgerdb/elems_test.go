@@ -279,3 +279,47 @@ func TestObjectsRaiseFormat(t *testing.T) {
 		t.Fatalf("restored object has %d elements after collection, want 3", got)
 	}
 }
+
+// The collector walks the owner records without the lock and judges each
+// object under it: a value that moves meanwhile (RENAME, MOVE) must keep
+// its elements, however the walk and the moves interleave.
+func TestObjectMovingWhileCollected(t *testing.T) {
+	s := open(t, t.TempDir(), FsyncEverysec, nil)
+	const n = 50
+	obj := newObject(t, s, 0, "k0", n, 0)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 3000 {
+			from, to := fmt.Sprintf("k%d", i), fmt.Sprintf("k%d", i+1)
+			_, err := s.Update(func(tx store.Tx) error {
+				v, _, err := tx.Get(i%2, []byte(from))
+				if err != nil {
+					return err
+				}
+				if _, err := tx.Delete(i%2, []byte(from)); err != nil {
+					return err
+				}
+				return tx.Set((i+1)%2, []byte(to), v)
+			})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		collect(t, s)
+	}
+	if v, ok, err := viewGet(s, 3000%2, "k3000"); err != nil || !ok || v.Obj != obj {
+		t.Fatalf("the moved value: %+v %v %v", v, ok, err)
+	}
+	if got := len(elems(t, s, obj, "")); got != n {
+		t.Fatalf("the moved value's object has %d elements, want %d", got, n)
+	}
+}
