@@ -266,16 +266,8 @@ func (x *Ctx) block(w *blockWaiter, timeoutMs int64, reply func(*resp.Writer, bl
 	b.enqueue(w)
 	c, wr := x.Conn, x.W
 	c.Block(func(gone <-chan struct{}) {
-		var timer <-chan time.Time
-		// A timeout too long for a time.Duration (some 292 years) is as
-		// good as none.
-		if timeoutMs > 0 && timeoutMs <= math.MaxInt64/int64(time.Millisecond) {
-			t := time.NewTimer(time.Duration(timeoutMs) * time.Millisecond)
-			defer t.Stop()
-			timer = t.C
-			x.S.obs.blockedTimeout.Add(1)
-			defer x.S.obs.blockedTimeout.Add(-1)
-		}
+		timer, stop := x.S.blockTimer(timeoutMs)
+		defer stop()
 		select {
 		case <-gone:
 			if !b.dequeue(w) {
@@ -349,4 +341,21 @@ func parseTimeout(b []byte) (int64, error) {
 		return 0, ErrTimeoutNegative
 	}
 	return n.Int64(), nil
+}
+
+// blockTimer is the timer of a blocked command's timeout in milliseconds,
+// counted among INFO's blocked clients with a timeout until stop: none
+// for 0, nor for a timeout too long for a time.Duration (some 292
+// years), which is as good as none and must not wrap into one that runs
+// out at once.
+func (s *Server) blockTimer(timeoutMs int64) (timer <-chan time.Time, stop func()) {
+	if timeoutMs <= 0 || timeoutMs > math.MaxInt64/int64(time.Millisecond) {
+		return nil, func() {}
+	}
+	t := time.NewTimer(time.Duration(timeoutMs) * time.Millisecond)
+	s.obs.blockedTimeout.Add(1)
+	return t.C, func() {
+		t.Stop()
+		s.obs.blockedTimeout.Add(-1)
+	}
 }

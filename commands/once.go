@@ -3,9 +3,7 @@ package commands
 import (
 	"bytes"
 	"errors"
-	"math"
 	"strconv"
-	"time"
 
 	"github.com/oncekv/oncekv/once"
 	"github.com/oncekv/oncekv/resp"
@@ -221,16 +219,8 @@ func (x *Ctx) blockOn(w *once.Waiter, timeoutMs int64, again func() (once.Result
 	e := x.S.once
 	c, wr := x.Conn, x.W
 	c.Block(func(gone <-chan struct{}) {
-		var timer <-chan time.Time
-		// A timeout too long for a time.Duration (some 292 years) is as
-		// good as none: it must not wrap into one that runs out at once.
-		if timeoutMs > 0 && timeoutMs <= math.MaxInt64/int64(time.Millisecond) {
-			t := time.NewTimer(time.Duration(timeoutMs) * time.Millisecond)
-			defer t.Stop()
-			timer = t.C
-			x.S.obs.blockedTimeout.Add(1)
-			defer x.S.obs.blockedTimeout.Add(-1)
-		}
+		timer, stop := x.S.blockTimer(timeoutMs)
+		defer stop()
 		var r once.Result
 		select {
 		case <-gone:

@@ -1,9 +1,6 @@
 package commands
 
 import (
-	"math"
-	"time"
-
 	"github.com/oncekv/oncekv/resp"
 )
 
@@ -58,17 +55,10 @@ func waitCmd(x *Ctx) {
 		x.W.Int(0)
 		return
 	}
-	c, wr, obs := x.Conn, x.W, &x.S.obs
+	c, wr, s := x.Conn, x.W, x.S
 	c.Block(func(gone <-chan struct{}) {
-		var timer <-chan time.Time
-		// A timeout too long for a time.Duration is as good as none.
-		if w.timeoutMs > 0 && w.timeoutMs <= math.MaxInt64/int64(time.Millisecond) {
-			t := time.NewTimer(time.Duration(w.timeoutMs) * time.Millisecond)
-			defer t.Stop()
-			timer = t.C
-			obs.blockedTimeout.Add(1)
-			defer obs.blockedTimeout.Add(-1)
-		}
+		timer, stop := s.blockTimer(w.timeoutMs)
+		defer stop()
 		unblock := c.Unblockable()
 		var um resp.UnblockMode
 		select {
