@@ -49,15 +49,7 @@ func rdbPayload(object string, version uint16) string {
 func TestDiffDumpRestore(t *testing.T) {
 	t.Parallel()
 	p := NewDiffPair(t)
-	uncompressed := []string{p.Redis}
-	if p.O == nil {
-		uncompressed = append(uncompressed, p.Other) // a second redis-server
-	}
-	for _, addr := range uncompressed {
-		if r := DialRaw(t, addr).Do("CONFIG", "SET", "rdbcompression", "no"); string(r) != "+OK\r\n" {
-			t.Fatalf("%s: CONFIG SET rdbcompression no: %q", addr, r)
-		}
-	}
+	noCompression(t, p)
 	p.RunScripts(t, dumpScripts())
 }
 
@@ -284,6 +276,22 @@ func TestRestoreSurvivesKill(t *testing.T) {
 	} {
 		if got := string(c.Do(st.args...)); got != st.want {
 			t.Errorf("after kill -9 and a restart, %s: %q, want %q", fmtArgs(st.args), got, st.want)
+		}
+	}
+}
+
+// noCompression sets rdbcompression no on the pair's redis-servers (one,
+// or two when the pair compares two of them), so that their DUMP payloads
+// are uncompressed, as oncekv's always are.
+func noCompression(tb testing.TB, p *DiffPair) {
+	tb.Helper()
+	uncompressed := []string{p.Redis}
+	if p.O == nil {
+		uncompressed = append(uncompressed, p.Other) // a second redis-server
+	}
+	for _, addr := range uncompressed {
+		if got := string(DialRaw(tb, addr).Do("CONFIG", "SET", "rdbcompression", "no")); got != "+OK\r\n" {
+			tb.Fatalf("%s: CONFIG SET rdbcompression no: %q", addr, got)
 		}
 	}
 }

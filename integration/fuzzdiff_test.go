@@ -954,15 +954,7 @@ func dumpPayloads(tb testing.TB, p *DiffPair) []string {
 		}
 		c.Do("DEL", "fuzz:dump")
 	}
-	uncompressed := []string{p.Redis}
-	if p.O == nil {
-		uncompressed = append(uncompressed, p.Other) // a second redis-server
-	}
-	for _, addr := range uncompressed {
-		if got := string(DialRaw(tb, addr).Do("CONFIG", "SET", "rdbcompression", "no")); got != "+OK\r\n" {
-			tb.Fatalf("%s: CONFIG SET rdbcompression no: %q", addr, got)
-		}
-	}
+	noCompression(tb, p)
 	return out
 }
 

@@ -487,15 +487,7 @@ func setDumpShapes() [][]string {
 func TestDiffSetDumpRestore(t *testing.T) {
 	t.Parallel()
 	p := NewDiffPair(t)
-	uncompressed := []string{p.Redis}
-	if p.O == nil {
-		uncompressed = append(uncompressed, p.Other)
-	}
-	for _, addr := range uncompressed {
-		if r := DialRaw(t, addr).Do("CONFIG", "SET", "rdbcompression", "no"); string(r) != "+OK\r\n" {
-			t.Fatalf("%s: CONFIG SET rdbcompression no: %q", addr, r)
-		}
-	}
+	noCompression(t, p)
 	var dumps []Step
 	for i, shape := range setDumpShapes() {
 		k := fmt.Sprint("s", i)

@@ -247,15 +247,7 @@ func zsetRestoreLimitSteps() []Step {
 func TestDiffZsetDump(t *testing.T) {
 	t.Parallel()
 	p := NewDiffPair(t)
-	uncompressed := []string{p.Redis}
-	if p.O == nil {
-		uncompressed = append(uncompressed, p.Other)
-	}
-	for _, addr := range uncompressed {
-		if r := DialRaw(t, addr).Do("CONFIG", "SET", "rdbcompression", "no"); string(r) != "+OK\r\n" {
-			t.Fatalf("%s: CONFIG SET rdbcompression no: %q", addr, r)
-		}
-	}
+	noCompression(t, p)
 	p.RunScripts(t, []Script{
 		{"zset-dump", zsetDumpSteps()},
 		{"zset-restore", zsetRestoreSteps()},
