@@ -130,6 +130,9 @@ type Tx interface {
 	// slices are valid only during the call; fn must not call the
 	// transaction (gather, then read or write).
 	ScanElems(obj uint64, from []byte, fn func(sub, val []byte) (bool, error)) error
+	// ScanElemsRev is ScanElems in descending byte order of sub, from
+	// the last element whose sub is < before (nil: the last element).
+	ScanElemsRev(obj uint64, before []byte, fn func(sub, val []byte) (bool, error)) error
 }
 
 // DBSwapper is implemented by a Tx that can swap two databases whole

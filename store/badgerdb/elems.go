@@ -128,6 +128,17 @@ func (t *tx) ScanElems(obj uint64, from []byte, fn func(sub, val []byte) (bool, 
 	return err
 }
 
+func (t *tx) ScanElemsRev(obj uint64, before []byte, fn func(sub, val []byte) (bool, error)) error {
+	prefix := appendElemKey(nil, obj, nil)
+	var start []byte
+	if before != nil {
+		start = append(bytes.Clone(prefix), before...)
+	}
+	return t.s.scanAuxRev(prefix, start, t.read, func(raw, val []byte) (bool, error) {
+		return fn(raw[len(prefix):], val)
+	})
+}
+
 // ownedBy reports whether the value at Badger key raw owns obj.
 func (s *DB) ownedBy(raw []byte, obj uint64) (bool, error) {
 	b, ok, _, _, err := s.getRaw(raw)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -322,4 +323,105 @@ func TestObjectMovingWhileCollected(t *testing.T) {
 	if got := len(elems(t, s, obj, "")); got != n {
 		t.Fatalf("the moved value's object has %d elements, want %d", got, n)
 	}
+}
+
+// elemsRev lists obj's elements, sub=val, in descending order from the
+// last before before (nil: the last), at most limit of them.
+func elemsRev(tb testing.TB, s *DB, obj uint64, before []byte, limit int) []string {
+	tb.Helper()
+	var out []string
+	_, err := s.View(func(tx store.Tx) error {
+		return tx.ScanElemsRev(obj, before, func(sub, val []byte) (bool, error) {
+			out = append(out, string(sub)+"="+string(val))
+			return len(out) < limit, nil
+		})
+	})
+	if err != nil {
+		tb.Fatalf("scan elements backwards: %v", err)
+	}
+	return out
+}
+
+// A backward scan sees what a forward one does, reversed, whether the
+// elements are in Badger, dirty in the overlay, or deleted in the overlay
+// over Badger's copy; it stops at its object's first element and starts
+// below its bound, not at the next object's (whose element with an empty
+// name is its prefix's end).
+func TestScanElemsRev(t *testing.T) {
+	s := open(t, t.TempDir(), FsyncEverysec, nil)
+	before := newObject(t, s, 0, "a", 5, 0)
+	obj := newObject(t, s, 0, "h", 40, 0)
+	after := newObject(t, s, 0, "z", 5, 0)
+	if before+1 != obj || obj+1 != after {
+		t.Fatalf("objects %d %d %d, want consecutive", before, obj, after)
+	}
+	if _, err := s.Update(func(tx store.Tx) error { return tx.SetElem(after, nil, []byte("empty")) }); err != nil {
+		t.Fatal(err)
+	}
+	model := map[string]string{}
+	for i := range 40 {
+		model[fmt.Sprintf("e%03d", i)] = fmt.Sprintf("v%03d", i)
+	}
+	check := func(stage string) {
+		t.Helper()
+		var all []string
+		for k, v := range model {
+			all = append(all, k+"="+v)
+		}
+		slices.Sort(all)
+		slices.Reverse(all)
+		if got := elemsRev(t, s, obj, nil, 1000); !slices.Equal(got, all) {
+			t.Fatalf("%s: backwards %q, want %q", stage, got, all)
+		}
+		fwd := elems(t, s, obj, "")
+		slices.Reverse(fwd)
+		if !slices.Equal(fwd, all) {
+			t.Fatalf("%s: forwards reversed %q, want %q", stage, fwd, all)
+		}
+		for _, b := range []string{"e000", "e001", "e0155", "e020", "e039", "e040", "f", ""} {
+			var want []string
+			for _, e := range all {
+				if e[:strings.IndexByte(e, '=')] < b {
+					want = append(want, e)
+				}
+			}
+			if len(want) > 3 {
+				want = want[:3]
+			}
+			if got := elemsRev(t, s, obj, []byte(b), 3); !slices.Equal(got, want) {
+				t.Fatalf("%s: backwards before %q: %q, want %q", stage, b, got, want)
+			}
+		}
+	}
+	check("dirty")
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	check("in badger")
+	_, err := s.Update(func(tx store.Tx) error {
+		for i := 0; i < 40; i += 3 {
+			k := fmt.Sprintf("e%03d", i)
+			if _, err := tx.DeleteElem(obj, []byte(k)); err != nil {
+				return err
+			}
+			delete(model, k)
+		}
+		for i := 1; i < 40; i += 5 {
+			k := fmt.Sprintf("e%03d", i)
+			model[k] = "new"
+			if err := tx.SetElem(obj, []byte(k), []byte("new")); err != nil {
+				return err
+			}
+		}
+		model["e0155"] = "mid"
+		return tx.SetElem(obj, []byte("e0155"), []byte("mid"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("overlay over badger")
+	if err := s.drainForTest(); err != nil {
+		t.Fatal(err)
+	}
+	check("drained again")
 }

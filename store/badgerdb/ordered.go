@@ -110,7 +110,8 @@ type overlay struct {
 	s      *DB
 	prefix string
 	from   string // the next chunk starts at from (inclusive)...
-	after  bool   // ...or just after it
+	after  bool   // ...or just after it (before it, rev)
+	rev    bool   // in descending order of key
 	buf    []entry
 	pooled *[]entry // where buf came from (overlayBufs)
 	i      int
@@ -152,7 +153,11 @@ func (o *overlay) fill() {
 	}
 	o.buf, o.i = o.buf[:0], 0
 	o.s.omu.RLock()
-	o.s.orderOf(o.prefix).Ascend(o.from, func(k string, e *entry) bool {
+	walk := o.s.orderOf(o.prefix).Ascend
+	if o.rev {
+		walk = o.s.orderOf(o.prefix).Descend
+	}
+	walk(o.from, func(k string, e *entry) bool {
 		if o.after && k == o.from {
 			return true
 		}

@@ -321,7 +321,7 @@ func (t *tx) SetMeta(name string, value []byte) error {
 func (s *DB) scanRaw(prefix, start []byte, staged func(n uint64), fn func(raw, val []byte) (bool, error)) error {
 	s.cleanMu.RLock()
 	defer s.cleanMu.RUnlock()
-	return s.scanIn(s.bdb.View, prefix, start, staged, fn)
+	return s.scanIn(s.bdb.View, prefix, start, false, staged, fn)
 }
 
 // scanAux is scanRaw for the spaces whose ordered index always exists
@@ -349,30 +349,69 @@ func (s *DB) scanAux(prefix, start []byte, staged func(n uint64), fn func(raw, v
 			return fn(txn)
 		})
 	}
-	err = s.scanIn(view, prefix, start, staged, fn)
+	err = s.scanIn(view, prefix, start, false, staged, fn)
 	return gen, err
 }
 
+// scanAuxRev is scanAux in descending order of key, from the last key
+// before before (exclusive; nil: from the prefix's last key).
+func (s *DB) scanAuxRev(prefix, before []byte, staged func(n uint64), fn func(raw, val []byte) (bool, error)) error {
+	if len(prefix) > 0 && prefix[0] == spaceKeys {
+		panic("badgerdb: scanAuxRev of the keyspace, whose ordered index comes and goes")
+	}
+	return s.scanIn(s.readBadger, prefix, before, true, staged, fn)
+}
+
 // scanIn merges the overlay with Badger's keys from view: a new read
-// transaction or the read snapshot.
-func (s *DB) scanIn(view func(func(*badger.Txn) error) error, prefix, start []byte, staged func(n uint64), fn func(raw, val []byte) (bool, error)) error {
+// transaction or the read snapshot. In descending order (rev), start is
+// exclusive, the first key visited the last one before it, and nil
+// starts at the prefix's last key.
+func (s *DB) scanIn(view func(func(*badger.Txn) error) error, prefix, start []byte, rev bool, staged func(n uint64), fn func(raw, val []byte) (bool, error)) error {
 	s.ordered(prefix)
-	ov := overlay{s: s, prefix: string(prefix), from: string(start)}
+	ov := overlay{s: s, prefix: string(prefix), from: string(start), rev: rev}
+	seek := start
+	if rev {
+		ov.after = true // start, or the prefix's end, is exclusive
+		if start == nil {
+			seek = prefixEnd(prefix)
+			ov.from = string(seek)
+		}
+	}
 	defer ov.release()
+	// before reports whether overlay key o comes before Badger's key b in
+	// the walk's order.
+	before := func(o string, b []byte) bool {
+		if rev {
+			return o >= string(b)
+		}
+		return o <= string(b)
+	}
 	return view(func(txn *badger.Txn) error {
-		it := s.newIterator(txn, badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
+		opts := badger.IteratorOptions{Prefix: prefix, PrefetchValues: false}
+		if rev {
+			// Reversed, Seek lands on seek itself if it is there, the
+			// prefix's end too, which an iterator given the prefix
+			// calls the end of the walk: the prefix is checked here.
+			opts.Prefix, opts.Reverse = nil, true
+		}
+		it := s.newIterator(txn, opts)
 		defer it.Close()
-		it.Seek(start)
+		it.Seek(seek)
+		if rev && it.Valid() && bytes.Equal(it.Item().Key(), seek) {
+			it.Next() // exclusive
+		}
 		for {
 			var bkey []byte
 			if it.Valid() {
-				bkey = it.Item().Key()
+				if bkey = it.Item().Key(); rev && !bytes.HasPrefix(bkey, prefix) {
+					bkey = nil
+				}
 			}
 			o, ok := ov.peek()
 			if bkey == nil && !ok {
 				return nil
 			}
-			if ok && (bkey == nil || o.key <= string(bkey)) {
+			if ok && (bkey == nil || before(o.key, bkey)) {
 				ov.next()
 				if bkey != nil && o.key == string(bkey) {
 					it.Next()
@@ -400,4 +439,19 @@ func (s *DB) scanIn(view func(func(*badger.Txn) error) error, prefix, start []by
 			it.Next()
 		}
 	})
+}
+
+// prefixEnd is the least key after every key with prefix: the prefix
+// with its last byte below 0xff raised by one, the rest cut; all 0xff
+// (or none) has no end, and is answered as prefix and 0xff bytes past any
+// key's length.
+func prefixEnd(prefix []byte) []byte {
+	for i := len(prefix) - 1; i >= 0; i-- {
+		if prefix[i] != 0xff {
+			end := bytes.Clone(prefix[:i+1])
+			end[i]++
+			return end
+		}
+	}
+	return append(bytes.Clone(prefix), bytes.Repeat([]byte{0xff}, 1<<16)...)
 }
