@@ -370,9 +370,14 @@ func dumpCmd(x *Ctx) {
 		}
 		x.W.Bulk(dumpSet(&setVal{intset: r.intset(), m: ms}))
 	case v.Kind == store.KindZSet:
-		z, err := zcodec.Decode(v.Data)
+		r, err := x.zsetOf(x.DB, x.Args[1], v, true)
 		if err != nil {
-			x.Fail(errZsetCorrupt)
+			x.Fail(err)
+			return
+		}
+		z, err := r.view()
+		if err != nil {
+			x.Fail(err)
 			return
 		}
 		x.W.Bulk(dumpZset(z))
@@ -462,6 +467,10 @@ func (x *Ctx) restoreAt(key []byte, v store.Value) error {
 	case store.KindSet:
 		if s, err := decodeSet(v.Data); err == nil && !s.intset {
 			return x.putSet(x.DB, key, &s, v.ExpireAt)
+		}
+	case store.KindZSet:
+		if z, err := zcodec.Decode(v.Data); err == nil && z.Encoding() == zcodec.Skiplist {
+			return x.zput(x.DB, key, zcodec.Skiplist, z.Entries(), v.ExpireAt)
 		}
 	}
 	return x.Tx.Set(x.DB, key, v)

@@ -221,7 +221,7 @@ func (r *hashRef) pairs() ([]hashcodec.Pair, error) {
 
 // scanFrom is one page of an HSCAN of an object (slotPage).
 func (r *hashRef) scanFrom(cursor uint64, count int64) ([]hashcodec.Pair, uint64, error) {
-	return slotPage(r.x.Tx, r.v.Obj, cursor, count, copyPair)
+	return slotPage(r.x.Tx, r.v.Obj, nil, cursor, count, copyPair)
 }
 
 // copyPair is element sub holding e as a pair of copies.
@@ -236,7 +236,7 @@ func (r *hashRef) random(pick func(n int) int, slot uint64) ([]byte, error) {
 	if !r.isObj() {
 		return r.h.Pairs[pick(len(r.h.Pairs))].Field, nil
 	}
-	p, err := slotPick(r.x.Tx, r.v.Obj, slot, copyPair)
+	p, err := slotPick(r.x.Tx, r.v.Obj, nil, slot, copyPair)
 	return p.Field, err
 }
 

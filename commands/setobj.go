@@ -227,7 +227,7 @@ func (r *setRef) view() (*setVal, error) {
 // random is a random member of an object that has some: the first at or
 // after a random slot (slotPick).
 func (r *setRef) random(slot uint64) ([]byte, error) {
-	return slotPick(r.x.Tx, r.v.Obj, slot, copyMember)
+	return slotPick(r.x.Tx, r.v.Obj, nil, slot, copyMember)
 }
 
 // copyMember is the member of element sub holding val, copied.
@@ -259,7 +259,7 @@ func (r *setRef) distinctPicks(n int) (picks [][]byte, ok bool, err error) {
 
 // scanFrom is one page of an SSCAN of an object (slotPage).
 func (r *setRef) scanFrom(cursor uint64, count int64) ([][]byte, uint64, error) {
-	return slotPage(r.x.Tx, r.v.Obj, cursor, count, copyMember)
+	return slotPage(r.x.Tx, r.v.Obj, nil, cursor, count, copyMember)
 }
 
 // save stores the set as add and remove left it: a set left empty is

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"encoding/binary"
 
 	"github.com/oncekv/oncekv/store"
@@ -17,14 +18,17 @@ import (
 // the end) whose slots are cursor or more, in slot order, and the cursor
 // of the next page (0 when this is the last). A slot is never split
 // between two pages.
-func slotPage[T any](tx store.Tx, obj, cursor uint64, count int64, item func(sub, val []byte) (T, error)) ([]T, uint64, error) {
+func slotPage[T any](tx store.Tx, obj uint64, prefix []byte, cursor uint64, count int64, item func(sub, val []byte) (T, error)) ([]T, uint64, error) {
 	var page []T
 	var next, last uint64
-	err := tx.ScanElems(obj, binary.BigEndian.AppendUint64(nil, cursor), func(sub, val []byte) (bool, error) {
-		if len(sub) < 8 {
+	err := tx.ScanElems(obj, binary.BigEndian.AppendUint64(bytes.Clone(prefix), cursor), func(sub, val []byte) (bool, error) {
+		if !bytes.HasPrefix(sub, prefix) {
+			return false, nil
+		}
+		if len(sub) < len(prefix)+8 {
 			return false, ErrBadObject
 		}
-		slot := binary.BigEndian.Uint64(sub)
+		slot := binary.BigEndian.Uint64(sub[len(prefix):])
 		if int64(len(page)) >= count && slot != last {
 			next = slot
 			return false, nil
@@ -43,19 +47,22 @@ func slotPage[T any](tx store.Tx, obj, cursor uint64, count int64, item func(sub
 // slotPick is the item of obj's first element at or after slot, or of
 // its first element of all when none is; an object with no element is
 // ErrBadObject (an object is never left empty).
-func slotPick[T any](tx store.Tx, obj, slot uint64, item func(sub, val []byte) (T, error)) (T, error) {
+func slotPick[T any](tx store.Tx, obj uint64, prefix []byte, slot uint64, item func(sub, val []byte) (T, error)) (T, error) {
 	var out T
 	found := false
 	first := func(sub, val []byte) (bool, error) {
+		if !bytes.HasPrefix(sub, prefix) {
+			return false, nil
+		}
 		var err error
 		out, err = item(sub, val)
 		found = true
 		return false, err
 	}
-	if err := tx.ScanElems(obj, binary.BigEndian.AppendUint64(nil, slot), first); err != nil || found {
+	if err := tx.ScanElems(obj, binary.BigEndian.AppendUint64(bytes.Clone(prefix), slot), first); err != nil || found {
 		return out, err
 	}
-	if err := tx.ScanElems(obj, nil, first); err != nil || found {
+	if err := tx.ScanElems(obj, prefix, first); err != nil || found {
 		return out, err
 	}
 	return out, ErrBadObject

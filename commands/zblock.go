@@ -76,12 +76,12 @@ func (x *Ctx) zblock(keys [][]byte, timeout int64, reply func(*resp.Writer, bloc
 // members of the sorted set at key, lowest first (or highest, maxFirst).
 func zsetPop(s *Server, count int64, maxFirst bool) blockServe {
 	return func(tx store.Tx, db int, key []byte, v store.Value) blockServed {
-		z, err := zcodec.Decode(v.Data)
-		if err != nil {
-			return blockServed{err: errZsetCorrupt}
-		}
 		y := &Ctx{S: s, Tx: tx}
-		popped, err := y.zpopFrom(db, key, z, v, count, maxFirst)
+		r, err := y.zsetOf(db, key, v, true)
+		if err != nil {
+			return blockServed{err: err}
+		}
+		popped, err := y.zpopFrom(&r, count, maxFirst)
 		return blockServed{entries: popped, err: err}
 	}
 }
@@ -91,14 +91,14 @@ func zsetPop(s *Server, count int64, maxFirst bool) blockServe {
 // ErrWrongType.
 func (x *Ctx) zpopFirst(db int, keys [][]byte, count int64, maxFirst bool) ([]byte, []zEntry, error) {
 	for _, key := range keys {
-		z, v, found, err := x.zview(db, key, false)
+		r, err := x.zopen(db, key, false)
 		if err != nil {
 			return nil, nil, err
 		}
-		if !found {
+		if !r.found {
 			continue
 		}
-		popped, err := x.zpopFrom(db, key, z, v, count, maxFirst)
+		popped, err := x.zpopFrom(&r, count, maxFirst)
 		return key, popped, err
 	}
 	return nil, nil, nil

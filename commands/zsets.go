@@ -2,7 +2,6 @@ package commands
 
 import (
 	"bytes"
-	"hash/maphash"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -97,35 +96,32 @@ func (s *Server) SetZsetLimits(entries, value int64) {
 	s.zsetMaxValue.Store(value)
 }
 
-// zview reads the sorted set at key: ok false when missing, ErrWrongType
-// for a key of another kind. read counts a keyspace hit or miss.
+// zview reads the sorted set at key whole: ok false when missing,
+// ErrWrongType for a key of another kind. read counts a keyspace hit or
+// miss. An object is read element by element (zref.view): the commands
+// that read a set whole use it.
 func (x *Ctx) zview(db int, key []byte, read bool) (zcodec.View, store.Value, bool, error) {
-	v, ok, err := x.Tx.Get(db, key)
+	r, err := x.zopen(db, key, read)
+	if err != nil || !r.found {
+		return zcodec.View{}, r.v, false, err
+	}
+	z, err := r.view()
 	if err != nil {
-		return zcodec.View{}, v, false, err
+		return z, r.v, false, err
 	}
-	if read {
-		x.countLookup(ok)
-	}
-	if !ok {
-		return zcodec.View{}, v, false, nil
-	}
-	if v.Kind != store.KindZSet {
-		return zcodec.View{}, v, false, ErrWrongType
-	}
-	z, err := zcodec.Decode(v.Data)
-	if err != nil {
-		return z, v, false, errZsetCorrupt
-	}
-	return z, v, true, nil
+	return z, r.v, true, nil
 }
 
 // zput stores entries (sorted) at key as a set of encoding enc, deadline
-// at; no entries deletes the key.
+// at: inline, or an object when skiplist encoded (zsetobj.go); no entries
+// deletes the key.
 func (x *Ctx) zput(db int, key []byte, enc byte, entries []zcodec.Entry, at int64) error {
 	if len(entries) == 0 {
 		_, err := x.Tx.Delete(db, key)
 		return err
+	}
+	if enc == zcodec.Skiplist && fitsObj(entries) {
+		return x.zputObj(db, key, entries, at)
 	}
 	if enc == zcodec.Listpack {
 		for i := range entries {
@@ -152,13 +148,15 @@ func (x *Ctx) newEncoding(entries []zcodec.Entry) byte {
 	return zcodec.Listpack
 }
 
-// zmut is a set being changed: the members as they were (base) and those
-// added, updated or removed since. Its encoding changes as Redis 7.0's
-// zsetAdd changes it, member by member: a listpack becomes a skiplist when
-// a member is added that makes it too long or is too long itself, so
-// members stored before (in the listpack) keep no -0 score and members
-// added after keep theirs.
+// zmut is a set being changed: an object's members are changed in the
+// transaction as they come (obj); an inline set's are the members as they
+// were (base) and those added, updated or removed since. Its encoding
+// changes as Redis 7.0's zsetAdd changes it, member by member: a listpack
+// becomes a skiplist when a member is added that makes it too long or is
+// too long itself, so members stored before (in the listpack) keep no -0
+// score and members added after keep theirs.
 type zmut struct {
+	obj     *zref // the set, when it is an object
 	enc     byte
 	base    []zcodec.Entry
 	idx     map[string]int // base's ranks by member, once looked up often
@@ -169,17 +167,21 @@ type zmut struct {
 	// listpack's limits (zset-max-listpack-*).
 	n                    int
 	maxEntries, maxValue int64
+	err                  error // the first error of an object's change
 }
 
-func newZmut(z zcodec.View, found bool, x *Ctx) *zmut {
+func newZmut(r *zref) *zmut {
 	m := &zmut{enc: zcodec.Listpack}
-	m.maxEntries, m.maxValue = x.S.zsetLimits()
+	m.maxEntries, m.maxValue = r.x.S.zsetLimits()
 	if m.maxEntries == 0 {
 		m.enc = zcodec.Skiplist // created as one
 	}
-	if found {
-		m.enc = z.Encoding()
-		m.base = z.Entries()
+	switch {
+	case r.isObj():
+		m.obj, m.enc, m.n = r, zcodec.Skiplist, r.len()
+	case r.found:
+		m.enc = r.z.Encoding()
+		m.base = r.z.Entries()
 		m.n = len(m.base)
 	}
 	return m
@@ -209,6 +211,13 @@ func (m *zmut) baseRank(member []byte) int {
 
 // score is member's score now.
 func (m *zmut) score(member []byte) (float64, bool) {
+	if m.obj != nil {
+		f, ok, err := m.obj.score(member)
+		if err != nil && m.err == nil {
+			m.err = err
+		}
+		return f, ok
+	}
 	if s, ok := m.changed[string(member)]; ok {
 		return s, true
 	}
@@ -221,7 +230,31 @@ func (m *zmut) score(member []byte) (float64, bool) {
 	return 0, false
 }
 
+// toInline makes an object's change an inline one, for a member longer
+// than an object holds: the set is then stored inline (zput).
+func (m *zmut) toInline() {
+	entries, err := m.obj.entries()
+	if err != nil {
+		m.err = err
+		return
+	}
+	m.obj, m.base = nil, entries
+}
+
 func (m *zmut) set(member []byte, score float64) {
+	if m.obj != nil && len(member) > zobjMaxMember {
+		m.toInline()
+	}
+	if m.obj != nil {
+		old, had := m.score(member)
+		if m.err == nil {
+			m.err = m.obj.objSet(member, score, had, old)
+		}
+		if !had {
+			m.n++
+		}
+		return
+	}
 	_, had := m.score(member)
 	if !had {
 		if m.enc == zcodec.Listpack && (int64(m.n+1) > m.maxEntries || int64(len(member)) > m.maxValue) {
@@ -240,11 +273,18 @@ func (m *zmut) set(member []byte, score float64) {
 }
 
 func (m *zmut) remove(member []byte) bool {
-	if _, had := m.score(member); !had {
+	old, had := m.score(member)
+	if !had {
 		return false
 	}
-	delete(m.changed, string(member))
 	m.n--
+	if m.obj != nil {
+		if m.err == nil {
+			m.err = m.obj.objRemove(member, old)
+		}
+		return true
+	}
+	delete(m.changed, string(member))
 	if m.removed == nil {
 		m.removed = make(map[string]bool)
 	}
@@ -252,7 +292,19 @@ func (m *zmut) remove(member []byte) bool {
 	return true
 }
 
-// result is the set's entries now, sorted, and its encoding.
+// save stores the set as changed, deadline at.
+func (m *zmut) save(x *Ctx, db int, key []byte, at int64) error {
+	if m.err != nil {
+		return m.err
+	}
+	if m.obj != nil {
+		return m.obj.saveObj()
+	}
+	enc, entries := m.result()
+	return x.zput(db, key, enc, entries, at)
+}
+
+// result is an inline set's entries now, sorted, and its encoding.
 func (m *zmut) result() (byte, []zcodec.Entry) {
 	out := m.base
 	if len(m.changed) > 0 || len(m.removed) > 0 {
@@ -345,12 +397,12 @@ func zaddCmd(x *Ctx) {
 		scores[i] = f
 	}
 	key := x.Args[1]
-	z, v, found, err := x.zview(x.DB, key, false)
+	r, err := x.zopen(x.DB, key, false)
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	if !found && o.xx {
+	if !r.found && o.xx {
 		if o.incr {
 			x.W.Null()
 		} else {
@@ -358,7 +410,7 @@ func zaddCmd(x *Ctx) {
 		}
 		return
 	}
-	m := newZmut(z, found, x)
+	m := newZmut(&r)
 	var added, updated int64
 	var incrScore float64
 	incrDone := false
@@ -394,8 +446,7 @@ func zaddCmd(x *Ctx) {
 		incrScore, incrDone = score, true
 	}
 	if added+updated > 0 {
-		enc, entries := m.result()
-		if err := x.zput(x.DB, key, enc, entries, v.ExpireAt); err != nil {
+		if err := m.save(x, x.DB, key, r.v.ExpireAt); err != nil {
 			x.Fail(err)
 			return
 		}
@@ -419,23 +470,33 @@ func zincrbyCmd(x *Ctx) {
 		return
 	}
 	key, member := x.Args[1], x.Args[3]
-	z, v, found, err := x.zview(x.DB, key, false)
+	r, err := x.zopen(x.DB, key, false)
 	if err != nil {
 		x.Fail(err)
 		return
 	}
-	m := newZmut(z, found, x)
+	m := newZmut(&r)
 	score := by
-	if cur, had := m.score(member); had {
+	cur, had := m.score(member)
+	if m.err != nil {
+		x.Fail(m.err)
+		return
+	}
+	if had {
 		score += cur
 		if math.IsNaN(score) {
 			x.Fail(ErrZsetNaN)
 			return
 		}
+		if score == cur {
+			// Unchanged: no write, which WATCH would see (as Redis's
+			// zsetAdd, which reports no update).
+			writeScore(x.W, score)
+			return
+		}
 	}
 	m.set(member, score)
-	enc, entries := m.result()
-	if err := x.zput(x.DB, key, enc, entries, v.ExpireAt); err != nil {
+	if err := m.save(x, x.DB, key, r.v.ExpireAt); err != nil {
 		x.Fail(err)
 		return
 	}
@@ -444,12 +505,12 @@ func zincrbyCmd(x *Ctx) {
 
 func zremCmd(x *Ctx) {
 	key := x.Args[1]
-	z, v, found, err := x.zview(x.DB, key, false)
-	if err != nil || !found {
+	r, err := x.zopen(x.DB, key, false)
+	if err != nil || !r.found {
 		x.okInt(err, 0)
 		return
 	}
-	m := newZmut(z, true, x)
+	m := newZmut(&r)
 	var n int64
 	for _, member := range x.Args[2:] {
 		if m.remove(member) {
@@ -457,8 +518,7 @@ func zremCmd(x *Ctx) {
 		}
 	}
 	if n > 0 {
-		enc, entries := m.result()
-		if err := x.zput(x.DB, key, enc, entries, v.ExpireAt); err != nil {
+		if err := m.save(x, x.DB, key, r.v.ExpireAt); err != nil {
 			x.Fail(err)
 			return
 		}
@@ -476,65 +536,69 @@ func (x *Ctx) okInt(err error, n int64) {
 }
 
 func zcardCmd(x *Ctx) {
-	z, _, _, err := x.zview(x.DB, x.Args[1], true)
-	x.okInt(err, int64(z.Len()))
+	r, err := x.zopen(x.DB, x.Args[1], true)
+	x.okInt(err, int64(r.len()))
 }
 
 func zscoreCmd(x *Ctx) {
-	z, _, found, err := x.zview(x.DB, x.Args[1], true)
+	r, err := x.zopen(x.DB, x.Args[1], true)
+	if err != nil {
+		x.Fail(err)
+		return
+	}
+	f, ok, err := r.score(x.Args[2])
 	switch {
 	case err != nil:
 		x.Fail(err)
-	case !found:
+	case !ok:
 		x.W.Null()
 	default:
-		if i := z.Find(x.Args[2]); i >= 0 {
-			writeScore(x.W, z.At(i).Score)
-		} else {
-			x.W.Null()
-		}
+		writeScore(x.W, f)
 	}
 }
 
 func zmscoreCmd(x *Ctx) {
-	z, _, found, err := x.zview(x.DB, x.Args[1], true)
+	r, err := x.zopen(x.DB, x.Args[1], true)
 	if err != nil {
 		x.Fail(err)
 		return
 	}
 	members := x.Args[2:]
-	x.W.Array(len(members))
-	for _, member := range members {
-		i := -1
-		if found {
-			i = z.Find(member)
+	scores := make([]float64, len(members))
+	has := make([]bool, len(members))
+	for i, member := range members {
+		if scores[i], has[i], err = r.score(member); err != nil {
+			x.Fail(err)
+			return
 		}
-		if i < 0 {
+	}
+	x.W.Array(len(members))
+	for i := range members {
+		if !has[i] {
 			x.W.Null()
 			continue
 		}
-		writeScore(x.W, z.At(i).Score)
+		writeScore(x.W, scores[i])
 	}
 }
 
 func zrankCmd(rev bool) Handler {
 	return func(x *Ctx) {
-		z, _, found, err := x.zview(x.DB, x.Args[1], true)
+		r, err := x.zopen(x.DB, x.Args[1], true)
 		if err != nil {
 			x.Fail(err)
 			return
 		}
-		i := -1
-		if found {
-			i = z.Find(x.Args[2])
-		}
+		i, err := r.rank(x.Args[2])
 		switch {
+		case err != nil:
+			x.Fail(err)
 		case i < 0:
 			x.W.Null()
 		case rev:
-			x.W.Int(int64(z.Len() - 1 - i))
+			x.W.Int(int64(r.len()) - 1 - i)
 		default:
-			x.W.Int(int64(i))
+			x.W.Int(i)
 		}
 	}
 }
@@ -637,20 +701,7 @@ func (r zrange) span(z zcodec.View, rev bool) (from, to int) {
 	n := z.Len()
 	switch r.kind {
 	case zrRank:
-		start, end := r.start, r.end
-		ln := int64(n)
-		if start < 0 {
-			start += ln
-		}
-		if end < 0 {
-			end += ln
-		}
-		start = max(start, 0)
-		if start > end || start >= ln {
-			return 0, 0
-		}
-		end = min(end, ln-1)
-		return int(start), int(end) + 1
+		return rankSpan(r.start, r.end, n)
 	case zrScore:
 		if r.min > r.max || (r.min == r.max && (r.minEx || r.maxEx)) {
 			return 0, 0
@@ -822,14 +873,20 @@ func zrangeCmd(mode int, storeIt bool) Handler {
 		if storeIt {
 			src = x.Args[2]
 		}
-		z, _, found, err := x.zview(x.DB, src, true)
+		r, err := x.zopen(x.DB, src, true)
 		if err != nil {
 			x.Fail(err)
 			return
 		}
 		var picked []zcodec.Entry
-		if found {
-			picked = o.pick(z)
+		switch {
+		case r.isObj():
+			if picked, _, err = o.pickObj(&r, false); err != nil {
+				x.Fail(err)
+				return
+			}
+		case r.found:
+			picked = o.pick(r.z)
 		}
 		if storeIt {
 			x.zstore(x.Args[1], picked, true)
@@ -888,12 +945,17 @@ func zcountCmd(lex bool) Handler {
 			x.Fail(err)
 			return
 		}
-		z, _, found, err := x.zview(x.DB, x.Args[1], true)
-		if err != nil || !found {
+		z, err := x.zopen(x.DB, x.Args[1], true)
+		if err != nil || !z.found {
 			x.okInt(err, 0)
 			return
 		}
-		from, to := r.span(z, false)
+		if z.isObj() {
+			_, n, err := zrangeOpts{r: r, limit: -1}.pickObj(&z, true)
+			x.okInt(err, n)
+			return
+		}
+		from, to := r.span(z.z, false)
 		x.W.Int(int64(to - from))
 	}
 }
@@ -906,11 +968,20 @@ func zremrangeCmd(kind int) Handler {
 			return
 		}
 		key := x.Args[1]
-		z, v, found, err := x.zview(x.DB, key, false)
-		if err != nil || !found {
+		zr, err := x.zopen(x.DB, key, false)
+		if err != nil || !zr.found {
 			x.okInt(err, 0)
 			return
 		}
+		if zr.isObj() {
+			gone, _, err := zrangeOpts{r: r, limit: -1}.pickObj(&zr, false)
+			if err == nil && len(gone) > 0 {
+				err = zr.removeEntries(gone)
+			}
+			x.okInt(err, int64(len(gone)))
+			return
+		}
+		z, v := zr.z, zr.v
 		from, to := r.span(z, false)
 		if from >= to {
 			x.W.Int(0)
@@ -926,10 +997,17 @@ func zremrangeCmd(kind int) Handler {
 	}
 }
 
-// zpopFrom pops up to count entries of the set at key, lowest first (or
+// zpopFrom pops up to count members of the set r, lowest first (or
 // highest, max), and writes the rest back.
-func (x *Ctx) zpopFrom(db int, key []byte, z zcodec.View, v store.Value, count int64, maxFirst bool) ([]zcodec.Entry, error) {
-	entries := z.Entries()
+func (x *Ctx) zpopFrom(r *zref, count int64, maxFirst bool) ([]zcodec.Entry, error) {
+	if r.isObj() {
+		popped, _, err := zwalk{rev: maxFirst, limit: count}.run(r, false)
+		if err == nil {
+			err = r.removeEntries(popped)
+		}
+		return popped, err
+	}
+	entries := r.z.Entries()
 	n := int(min(count, int64(len(entries))))
 	var popped, rest []zcodec.Entry
 	if maxFirst {
@@ -944,7 +1022,7 @@ func (x *Ctx) zpopFrom(db int, key []byte, z zcodec.View, v store.Value, count i
 		// Copied: the store may reuse what Get returned once it writes.
 		popped[i].Member = bytes.Clone(popped[i].Member)
 	}
-	return popped, x.zput(db, key, z.Encoding(), rest, v.ExpireAt)
+	return popped, x.zput(r.db, r.key, r.z.Encoding(), rest, r.v.ExpireAt)
 }
 
 func zpopCmd(maxFirst bool) Handler {
@@ -962,17 +1040,16 @@ func zpopCmd(maxFirst bool) Handler {
 			}
 			count, nested = n, true
 		}
-		key := x.Args[1]
-		z, v, found, err := x.zview(x.DB, key, false)
+		r, err := x.zopen(x.DB, x.Args[1], false)
 		if err != nil {
 			x.Fail(err)
 			return
 		}
-		if !found || count == 0 {
+		if !r.found || count == 0 {
 			x.W.Array(0)
 			return
 		}
-		popped, err := x.zpopFrom(x.DB, key, z, v, count, maxFirst)
+		popped, err := x.zpopFrom(&r, count, maxFirst)
 		if err != nil {
 			x.Fail(err)
 			return
@@ -1046,15 +1123,15 @@ func zmpopCmd(x *Ctx) {
 		return
 	}
 	for _, key := range keys {
-		z, v, found, err := x.zview(x.DB, key, false)
+		r, err := x.zopen(x.DB, key, false)
 		if err != nil {
 			x.Fail(err)
 			return
 		}
-		if !found {
+		if !r.found {
 			continue
 		}
-		popped, err := x.zpopFrom(x.DB, key, z, v, count, maxFirst)
+		popped, err := x.zpopFrom(&r, count, maxFirst)
 		if err != nil {
 			x.Fail(err)
 			return
@@ -1088,17 +1165,27 @@ func zrandmemberCmd(x *Ctx) {
 		}
 		count = n
 	}
-	z, _, found, err := x.zview(x.DB, x.Args[1], true)
+	r, err := x.zopen(x.DB, x.Args[1], true)
 	if err != nil {
 		x.Fail(err)
 		return
 	}
+	found := r.found
 	if !withCount {
 		if !found {
 			x.W.Null()
 			return
 		}
-		x.W.Bulk(z.At(rand.IntN(z.Len())).Member)
+		if r.isObj() {
+			e, err := r.randomPick()
+			if err != nil {
+				x.Fail(err)
+				return
+			}
+			x.W.Bulk(e.Member)
+			return
+		}
+		x.W.Bulk(r.z.At(rand.IntN(r.z.Len())).Member)
 		return
 	}
 	withScores := len(x.Args) == 4
@@ -1110,6 +1197,21 @@ func zrandmemberCmd(x *Ctx) {
 	if count < -maxRandRepeats {
 		// Redis would stream that many, until it runs out of memory.
 		x.Fail(ErrRandTooMany)
+		return
+	}
+	if r.isObj() && (count < 0 && -count*4 < int64(r.len()) || count > 0 && count*4 < int64(r.len())) {
+		// A few of a large set: picked one by one, by random slots.
+		picked, err = r.randomPicks(count)
+		if err != nil {
+			x.Fail(err)
+			return
+		}
+		writeEntries(x, picked, withScores)
+		return
+	}
+	z, err := r.view()
+	if err != nil {
+		x.Fail(err)
 		return
 	}
 	if count < 0 {
@@ -1265,11 +1367,11 @@ func (x *Ctx) zsetOpInput(key []byte) (zcodec.View, error) {
 	case !ok:
 		return zcodec.View{}, nil
 	case v.Kind == store.KindZSet:
-		z, err := zcodec.Decode(v.Data)
+		r, err := x.zsetOf(x.DB, key, v, true)
 		if err != nil {
-			return z, errZsetCorrupt
+			return zcodec.View{}, err
 		}
-		return z, nil
+		return r.view()
 	case v.Kind == store.KindSet:
 		r, err := x.setOf(x.DB, key, v, ok)
 		if err != nil {
@@ -1372,45 +1474,50 @@ func zsetOp(op int, sets []zcodec.View, weights []float64, agg aggregate, limit 
 	return out
 }
 
-// zscanSeed hashes members for ZSCAN's cursor.
-var zscanSeed = maphash.MakeSeed()
-
-// zscanHash is a member's place in ZSCAN's order: never 0, the cursor
-// that ends a scan.
-func zscanHash(member []byte) uint64 {
-	return (maphash.Bytes(zscanSeed, member) >> 1) | 1
-}
-
 // zscanCmd is ZSCAN key cursor [MATCH pattern] [COUNT count]. A listpack
 // set answers whole, cursor 0, as Redis's. A larger one is walked in the
-// order of its members' hashes, the cursor the next hash: a member there
-// from the first call to the last is answered once at least, whatever
-// else changes.
+// order of its members' slots (fieldSlot, as an object's member index
+// lies), the cursor the next slot: a member there from the first call to
+// the last is answered once at least, whatever else changes, the set
+// becoming an object included.
 func zscanCmd(x *Ctx) {
 	cursor, ok := parseCursor(x.Args[2])
 	if !ok {
 		x.Fail(ErrCursor)
 		return
 	}
-	z, _, found, err := x.zview(x.DB, x.Args[1], true)
-	o, ok := x.scanStart(found, err)
+	r, err := x.zopen(x.DB, x.Args[1], true)
+	o, ok := x.scanStart(r.found, err)
 	if !ok {
 		return
 	}
 	count, pattern := o.count, o.pattern
-	enc := z.Encoding()
+	z := r.z
 	var batch []zcodec.Entry
 	var next uint64
-	if enc == zcodec.Listpack {
+	switch {
+	case r.isObj():
+		batch, next, err = slotPage(x.Tx, r.v.Obj, []byte{zMemberIdx}, cursor, count, func(sub, val []byte) (zcodec.Entry, error) {
+			f, err := zscoreOf(val)
+			if err != nil || len(sub) < 9 {
+				return zcodec.Entry{}, ErrBadObject
+			}
+			return zcodec.Entry{Member: bytes.Clone(sub[9:]), Score: f}, nil
+		})
+		if err != nil {
+			x.Fail(err)
+			return
+		}
+	case z.Encoding() == zcodec.Listpack:
 		batch = z.Entries()
-	} else {
+	default:
 		type hashed struct {
 			h uint64
 			i int
 		}
 		var hs []hashed
 		for i := 0; i < z.Len(); i++ {
-			if h := zscanHash(z.At(i).Member); h >= cursor {
+			if h := fieldSlot(z.At(i).Member); h >= cursor {
 				hs = append(hs, hashed{h, i})
 			}
 		}

@@ -125,6 +125,9 @@ type Tx interface {
 	// DeleteElem removes element sub of obj, reporting whether it was
 	// there.
 	DeleteElem(obj uint64, sub []byte) (bool, error)
+	// DropElem removes element sub of obj, there or not: DeleteElem
+	// without the read, for a caller that knows it is there.
+	DropElem(obj uint64, sub []byte) error
 	// ScanElems calls fn for each element of obj whose sub is >= from,
 	// in byte order of sub, until fn returns false or an error. The
 	// slices are valid only during the call; fn must not call the

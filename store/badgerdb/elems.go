@@ -113,6 +113,18 @@ func (t *tx) DeleteElem(obj uint64, sub []byte) (bool, error) {
 	return true, nil
 }
 
+func (t *tx) DropElem(obj uint64, sub []byte) error {
+	if !t.write {
+		return store.ErrReadOnly
+	}
+	k, err := t.elemKey(obj, sub)
+	if err != nil {
+		return nil // no such element can have been stored
+	}
+	t.stage(k, nil, true, false)
+	return nil
+}
+
 func (t *tx) ScanElems(obj uint64, from []byte, fn func(sub, val []byte) (bool, error)) error {
 	prefix := appendElemKey(nil, obj, nil)
 	start := append(bytes.Clone(prefix), from...)

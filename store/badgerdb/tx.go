@@ -387,12 +387,14 @@ func (s *DB) scanIn(view func(func(*badger.Txn) error) error, prefix, start []by
 		return o <= string(b)
 	}
 	return view(func(txn *badger.Txn) error {
-		opts := badger.IteratorOptions{Prefix: prefix, PrefetchValues: false}
-		if rev {
+		opts := badger.IteratorOptions{Prefix: prefix, PrefetchValues: false, Reverse: rev}
+		if rev && start == nil {
 			// Reversed, Seek lands on seek itself if it is there, the
 			// prefix's end too, which an iterator given the prefix
 			// calls the end of the walk: the prefix is checked here.
-			opts.Prefix, opts.Reverse = nil, true
+			// (An iterator without it reads every table, not only
+			// those that may hold the prefix: a step took 17 µs.)
+			opts.Prefix = nil
 		}
 		it := s.newIterator(txn, opts)
 		defer it.Close()
