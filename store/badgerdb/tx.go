@@ -430,11 +430,14 @@ func (s *DB) scanIn(view func(func(*badger.Txn) error) error, prefix, start []by
 				}
 				continue
 			}
-			val, err := it.Item().ValueCopy(nil)
-			if err != nil {
+			// Value, not ValueCopy: fn may not keep it, and a copy was
+			// an allocation per key walked.
+			more := false
+			err := it.Item().Value(func(val []byte) error {
+				var err error
+				more, err = fn(bkey, val)
 				return err
-			}
-			more, err := fn(bkey, val)
+			})
 			if err != nil || !more {
 				return err
 			}
