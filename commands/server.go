@@ -91,9 +91,11 @@ type Server struct {
 	// setMaxIntset is set-max-intset-entries (sets.go).
 	setMaxIntset atomic.Int64
 	cursors      scanCursors
-	hooks        []TxHook
-	infos        []InfoSection
-	once         *once.Engine
+	// zpages caches the pages of sorted set objects (zsetpages.go).
+	zpages zpageCache
+	hooks  []TxHook
+	infos  []InfoSection
+	once   *once.Engine
 	// onceWatched, if set (by tests), is called once a blocked ONCE
 	// waiter's client is watched by the engine (blockOn).
 	onceWatched func()

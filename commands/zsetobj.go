@@ -30,7 +30,8 @@ import (
 //
 // (scores as the 8 bytes of their IEEE 754 bits), so that a write of one
 // member costs a few elements whatever the size of the set. The value
-// holds the encoding byte, the number of members (uvarint), and the
+// holds the encoding byte, the number of members (uvarint), a stamp that
+// tells the pages kept in memory are its own (zsetpages.go), and the
 // bounds of the score index: names at or before its first (lo) and at or
 // after its last (hi), where walks from either end start. A removed
 // member leaves a tombstone in Badger until a compaction, so a walk from
@@ -38,10 +39,10 @@ import (
 // thousand of them; pops and removals at an end move its bound (ZPOPMIN
 // of a set of 100,000 members took 3.4 ms without). The pages
 // count the members, as Redis's skiplist counts its spans, so that a rank
-// (ZRANK, a ZRANGE by rank, ZCOUNT) sums the pages before it and walks
-// within one: O(n/zpageMax + zpageMax) elements, where Redis's skiplist
-// is O(log n). A page is split in two past zpageMax names and joins the
-// one before it under zpageMin.
+// (ZRANK, a ZRANGE by rank, ZCOUNT) sums the counts of the pages before
+// it, in memory, and walks within one: O(zpageMax) elements, where
+// Redis's skiplist is O(log n). A page is split in two past zpageMax
+// names and joins the one before it under zpageMin.
 //
 // A member's names hold it whole, so a set with a member longer than
 // zobjMaxMember (past what a store key may be) stays inline, skiplist
@@ -58,7 +59,7 @@ const (
 
 // The most and the fewest names of a page of the score index (variables
 // for tests).
-var zpageMax, zpageMin int64 = 512, 64
+var zpageMax, zpageMin int64 = 128, 16
 
 // zfirstPage is the first page's name: before every name of the score
 // index.
@@ -117,6 +118,8 @@ type zref struct {
 	// either is makes it stale, and saveObj finds the new one.
 	lo, hi           []byte
 	loStale, hiStale bool
+	stamp            uint64  // the value's stamp (zsetpages.go)
+	pg               *zpages // the pages, once read
 }
 
 // zopen reads key in db as a sorted set: found is false when it is
@@ -153,6 +156,10 @@ func (x *Ctx) zsetOf(db int, key []byte, v store.Value, ok bool) (zref, error) {
 			return r, errZsetCorrupt
 		}
 		b = b[w:]
+		if len(b) < 8 {
+			return r, errZsetCorrupt
+		}
+		r.stamp, b = binary.BigEndian.Uint64(b), b[8:]
 		ll, w := binary.Uvarint(b)
 		if w <= 0 || ll > uint64(len(b)-w) {
 			return r, errZsetCorrupt
@@ -273,89 +280,6 @@ func (r *zref) dropScore(m []byte, f float64) error {
 	return r.count(name, -1)
 }
 
-// page is the page of the score index that holds name: its own name and
-// count.
-func (r *zref) page(name []byte) ([]byte, int64, error) {
-	return r.pageBefore(append(append([]byte{zPageIdx}, name...), 0))
-}
-
-// pageBefore is the last page whose name is before pg, and its count.
-func (r *zref) pageBefore(pg []byte) (prev []byte, n int64, err error) {
-	err = r.x.Tx.ScanElemsRev(r.v.Obj, pg, func(sub, val []byte) (bool, error) {
-		if len(sub) < 2 || sub[0] != zPageIdx {
-			return false, nil
-		}
-		c, w := binary.Uvarint(val)
-		if w <= 0 || w != len(val) {
-			return false, ErrBadObject
-		}
-		prev, n = bytes.Clone(sub), int64(c)
-		return false, nil
-	})
-	if err == nil && prev == nil {
-		err = ErrBadObject // the first page is always there
-	}
-	return prev, n, err
-}
-
-// setPage stores page pg's count.
-func (r *zref) setPage(pg []byte, n int64) error {
-	return r.x.Tx.SetElem(r.v.Obj, pg, binary.AppendUvarint(nil, uint64(n)))
-}
-
-// count adds delta (one name added or removed) to the page of name; a
-// page grown past zpageMax is split in two, one shrunk under zpageMin
-// joins the one before it.
-func (r *zref) count(name []byte, delta int64) error {
-	pg, n, err := r.page(name)
-	if err != nil {
-		return err
-	}
-	n += delta
-	switch {
-	case n > zpageMax:
-		return r.splitPage(pg, n)
-	case n < zpageMin && !bytes.Equal(pg, zfirstPage):
-		prev, pn, err := r.pageBefore(pg)
-		if err != nil {
-			return err
-		}
-		if _, err := r.x.Tx.DeleteElem(r.v.Obj, pg); err != nil {
-			return err
-		}
-		return r.setPage(prev, pn+n)
-	}
-	return r.setPage(pg, n)
-}
-
-// splitPage splits page pg, of n names, at its middle name.
-func (r *zref) splitPage(pg []byte, n int64) error {
-	half := n / 2
-	var mid []byte
-	k := int64(0)
-	err := r.x.Tx.ScanElems(r.v.Obj, r.from(pg[1:]), func(sub, _ []byte) (bool, error) {
-		if len(sub) == 0 || sub[0] != zScoreIdx {
-			return false, nil
-		}
-		if k == half {
-			mid = append([]byte{zPageIdx}, sub...)
-			return false, nil
-		}
-		k++
-		return true, nil
-	})
-	if err == nil && mid == nil {
-		err = ErrBadObject
-	}
-	if err != nil {
-		return err
-	}
-	if err := r.setPage(pg, half); err != nil {
-		return err
-	}
-	return r.setPage(mid, n-half)
-}
-
 // saveObj stores the object's value after its members changed: its new
 // count, or the key's removal once it has none. Written even when the
 // count is the same: WATCH and the keyspace's version see the change.
@@ -386,8 +310,17 @@ func (r *zref) saveObj() error {
 		return ErrBadObject
 	}
 	r.loStale, r.hiStale = false, false
+	p := r.pg
+	if p == nil {
+		p = r.x.S.zpages.get(r.v.Obj, r.stamp) // unchanged: stamped anew
+	}
+	r.stamp = newStamp()
+	if p != nil {
+		p.stamp = r.stamp
+	}
 	v := r.v
 	v.Data = binary.AppendUvarint([]byte{zcodec.Skiplist}, uint64(r.n))
+	v.Data = binary.BigEndian.AppendUint64(v.Data, r.stamp)
 	v.Data = binary.AppendUvarint(v.Data, uint64(len(r.lo)))
 	v.Data = append(append(v.Data, r.lo...), r.hi...)
 	return r.x.Tx.Set(r.db, r.key, v)
@@ -419,6 +352,7 @@ func (x *Ctx) zputObj(db int, key []byte, entries []zcodec.Entry, at int64) erro
 		return err
 	}
 	r := zref{x: x, db: db, key: key, found: true, v: store.Value{Kind: store.KindZSet, Obj: obj, ExpireAt: at}}
+	r.pg = &zpages{}
 	for i, e := range entries {
 		val := binary.BigEndian.AppendUint64(nil, math.Float64bits(e.Score))
 		if err := x.Tx.SetElem(obj, r.scoreSub(e.Member, e.Score), val); err != nil {
@@ -442,12 +376,15 @@ func (x *Ctx) zputObj(db int, key []byte, entries []zcodec.Entry, at int64) erro
 			if err := r.setPage(pg, int64(n)); err != nil {
 				return err
 			}
+			r.pg.names = append(r.pg.names, bytes.Clone(pg))
+			r.pg.counts = append(r.pg.counts, int64(n))
 		}
 		if err := x.Tx.SetElem(obj, r.memberSub(e.Member), val); err != nil {
 			return err
 		}
 	}
 	r.n = int64(len(entries))
+	x.S.zpages.put(obj, r.pg)
 	return r.saveObj()
 }
 
@@ -581,26 +518,13 @@ func (r *zref) ranks(from, to int) ([]zcodec.Entry, error) {
 
 // pageOfRank is the page that holds rank i (< n), and the number of
 // members before it.
-func (r *zref) pageOfRank(i int64) (pg []byte, before int64, err error) {
-	err = r.x.Tx.ScanElems(r.v.Obj, zfirstPage, func(sub, val []byte) (bool, error) {
-		if len(sub) < 2 || sub[0] != zPageIdx {
-			return false, nil
-		}
-		c, w := binary.Uvarint(val)
-		if w <= 0 || w != len(val) {
-			return false, ErrBadObject
-		}
-		if before+int64(c) > i {
-			pg = bytes.Clone(sub)
-			return false, nil
-		}
-		before += int64(c)
-		return true, nil
-	})
-	if err == nil && pg == nil {
-		err = ErrBadObject
+func (r *zref) pageOfRank(i int64) ([]byte, int64, error) {
+	p, err := r.pages()
+	if err != nil {
+		return nil, 0, err
 	}
-	return pg, before, err
+	k, before := p.ofRank(i)
+	return p.names[k], before, nil
 }
 
 // rankOf is the number of members whose score index name is before pos
@@ -610,27 +534,13 @@ func (r *zref) rankOf(pos []byte) (int64, error) {
 	if pos == nil {
 		return r.n, nil
 	}
-	var before, last int64
-	var pg []byte
-	err := r.x.Tx.ScanElems(r.v.Obj, zfirstPage, func(sub, val []byte) (bool, error) {
-		if len(sub) < 2 || sub[0] != zPageIdx || (pg != nil && bytes.Compare(sub[1:], pos) > 0) {
-			return false, nil
-		}
-		c, w := binary.Uvarint(val)
-		if w <= 0 || w != len(val) {
-			return false, ErrBadObject
-		}
-		before += last
-		pg, last = bytes.Clone(sub), int64(c)
-		return true, nil
-	})
-	if err == nil && pg == nil {
-		err = ErrBadObject
-	}
+	p, err := r.pages()
 	if err != nil {
 		return 0, err
 	}
-	err = r.x.Tx.ScanElems(r.v.Obj, r.from(pg[1:]), func(sub, _ []byte) (bool, error) {
+	i := p.of(pos)
+	before := p.before(i)
+	err = r.x.Tx.ScanElems(r.v.Obj, r.from(p.names[i][1:]), func(sub, _ []byte) (bool, error) {
 		if len(sub) == 0 || sub[0] != zScoreIdx || bytes.Compare(sub, pos) >= 0 {
 			return false, nil
 		}

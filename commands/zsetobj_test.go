@@ -91,6 +91,21 @@ func zobjElems(tb testing.TB, s *Server, key string) (members, scores int) {
 		if len(pages) == 0 || pages[0].name != string(zfirstPage[1:]) {
 			tb.Errorf("no first page: %d pages", len(pages))
 		}
+		// The pages in memory, if they are the value's, are the same.
+		r, err := (&Ctx{S: s, Tx: tx}).zsetOf(0, []byte(key), v, true)
+		if err != nil {
+			return err
+		}
+		if p := s.zpages.get(v.Obj, r.stamp); p != nil {
+			if len(p.names) != len(pages) {
+				tb.Errorf("%d pages in memory, %d stored", len(p.names), len(pages))
+			}
+			for i := range min(len(p.names), len(pages)) {
+				if string(p.names[i][1:]) != pages[i].name || p.counts[i] != int64(pages[i].count) {
+					tb.Errorf("page %d in memory %q of %d, stored %q of %d", i, p.names[i][1:], p.counts[i], pages[i].name, pages[i].count)
+				}
+			}
+		}
 		for i, p := range pages {
 			if p.count != uint64(p.seen) {
 				tb.Errorf("page %d %q counts %d, holds %d", i, p.name, p.count, p.seen)
@@ -235,6 +250,11 @@ func TestZsetObjectModel(t *testing.T) {
 			args = []string{"ZSCORE", key, member()}
 		default:
 			args = []string{"ZCARD", key}
+		}
+		if step%7 == 0 { // the pages read again from the elements
+			obj.zpages.mu.Lock()
+			obj.zpages.m, obj.zpages.total = nil, 0
+			obj.zpages.mu.Unlock()
 		}
 		got, want := doObj(args...), doRef(args...)
 		if got != want {
