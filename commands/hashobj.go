@@ -40,12 +40,9 @@ type hashRef struct {
 // keyspace hit or miss, as Redis's lookupKeyRead does.
 func (x *Ctx) openHash(key []byte, count bool) (hashRef, error) {
 	r := hashRef{x: x, key: key}
-	v, ok, err := x.Tx.Get(x.DB, key)
+	v, ok, err := x.getCounted(x.DB, key, count)
 	if err != nil {
 		return r, err
-	}
-	if count {
-		x.countLookup(ok)
 	}
 	if !ok {
 		return r, nil

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/oncekv/oncekv/resp"
 	"github.com/oncekv/oncekv/store"
 	"github.com/oncekv/oncekv/store/badgerdb"
 )
@@ -19,25 +18,7 @@ import (
 // owns exactly LLEN elements, at consecutive positions (no element is
 // left behind by a pop, a trim, LREM or LINSERT).
 func TestListObjectModel(t *testing.T) {
-	st, err := badgerdb.Open(badgerdb.DefaultOptions(t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Start()
-	t.Cleanup(func() { st.Close() })
-	s := New(Config{}, st)
-	c := &resp.Conn{W: resp.NewWriter(2), Authed: true}
-	do := func(args ...string) string {
-		a := make([][]byte, len(args))
-		for i, s := range args {
-			a[i] = []byte(s)
-		}
-		s.Serve(c, a)
-		s.BeforeReply(c)
-		out := string(c.W.Bytes())
-		c.W.Reset()
-		return out
-	}
+	s, do := zsetServer(t, -1) // sorted sets as by default: unused here
 	bulks := func(elems []string) string {
 		out := "*" + strconv.Itoa(len(elems)) + "\r\n"
 		for _, e := range elems {
@@ -164,7 +145,7 @@ func TestListObjectModel(t *testing.T) {
 		if len(model) > listObjMaxElems {
 			grown = true
 		}
-		checkListForm(t, st, step, len(model), grown)
+		checkListForm(t, s.store.(*badgerdb.DB), step, len(model), grown)
 		if grown {
 			objSteps++
 		}

@@ -43,12 +43,9 @@ type setRef struct {
 // key of another kind is ErrWrongType. read counts a keyspace hit or
 // miss, as the lookups of Redis's read commands do.
 func (x *Ctx) openSet(db int, key []byte, read bool) (setRef, error) {
-	v, ok, err := x.Tx.Get(db, key)
+	v, ok, err := x.getCounted(db, key, read)
 	if err != nil {
 		return setRef{x: x, db: db, key: key}, err
-	}
-	if read {
-		x.countLookup(ok)
 	}
 	return x.setOf(db, key, v, ok)
 }

@@ -559,8 +559,14 @@ func (s *Server) SlowlogLen() int { return s.obs.slowlog.len() }
 // or miss (INFO keyspace_hits, keyspace_misses); the reads of write
 // commands (APPEND, INCR, RENAME…) do not count, as in Redis.
 func (x *Ctx) lookup(key []byte) (store.Value, bool, error) {
-	v, ok, err := x.Tx.Get(x.DB, key)
-	if err == nil {
+	return x.getCounted(x.DB, key, true)
+}
+
+// getCounted reads key in db, counting a keyspace hit or miss when read
+// (lookup's count, for the commands that read).
+func (x *Ctx) getCounted(db int, key []byte, read bool) (store.Value, bool, error) {
+	v, ok, err := x.Tx.Get(db, key)
+	if err == nil && read {
 		x.countLookup(ok)
 	}
 	return v, ok, err

@@ -126,12 +126,9 @@ type zref struct {
 // missing, a key of another kind is ErrWrongType. read counts a keyspace
 // hit or miss.
 func (x *Ctx) zopen(db int, key []byte, read bool) (zref, error) {
-	v, ok, err := x.Tx.Get(db, key)
+	v, ok, err := x.getCounted(db, key, read)
 	if err != nil {
 		return zref{x: x, db: db, key: key}, err
-	}
-	if read {
-		x.countLookup(ok)
 	}
 	return x.zsetOf(db, key, v, ok)
 }

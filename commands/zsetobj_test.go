@@ -14,8 +14,8 @@ import (
 )
 
 // zsetServer is a server on a store of its own whose sorted sets stay
-// listpack encoded (inline) up to inline members: its answer to one
-// command.
+// listpack encoded (inline) up to inline members (Redis's 128 when
+// negative), and its answer to one command.
 func zsetServer(tb testing.TB, inline int64) (*Server, func(args ...string) string) {
 	tb.Helper()
 	st, err := badgerdb.Open(badgerdb.DefaultOptions(tb.TempDir()))
@@ -25,12 +25,20 @@ func zsetServer(tb testing.TB, inline int64) (*Server, func(args ...string) stri
 	st.Start()
 	tb.Cleanup(func() { st.Close() })
 	s := New(Config{}, st)
-	s.SetZsetLimits(inline, 1<<40)
+	if inline >= 0 {
+		s.SetZsetLimits(inline, 1<<40)
+	}
+	return s, replies(s)
+}
+
+// replies is a connection of its own to s: its reply to one command, as
+// RESP2 bytes.
+func replies(s *Server) func(args ...string) string {
 	c := &resp.Conn{W: resp.NewWriter(2), Authed: true}
-	return s, func(args ...string) string {
+	return func(args ...string) string {
 		a := make([][]byte, len(args))
-		for i, s := range args {
-			a[i] = []byte(s)
+		for i, arg := range args {
+			a[i] = []byte(arg)
 		}
 		s.Serve(c, a)
 		s.BeforeReply(c)
@@ -164,6 +172,17 @@ func TestZsetObjectModel(t *testing.T) {
 		return "[" + member()
 	}
 	rank := func() string { return strconv.Itoa(rng.Intn(90) - 45) }
+	// revLimit adds REV, and LIMIT (an offset past a page at times), or
+	// not, to a ZRANGE.
+	revLimit := func(args []string) []string {
+		if rng.Intn(2) == 0 {
+			args = append(args, "REV")
+		}
+		if rng.Intn(2) == 0 {
+			args = append(args, "LIMIT", strconv.Itoa(rng.Intn(12)-1), strconv.Itoa(rng.Intn(12)-2))
+		}
+		return args
+	}
 	objSteps := 0
 	for step := range 3000 {
 		// Phases: grow, churn, shrink; "e" holds only score 0 (lex
@@ -207,22 +226,9 @@ func TestZsetObjectModel(t *testing.T) {
 			}
 			args = append(args, "WITHSCORES")
 		case op == 6:
-			args = []string{"ZRANGE", key, scoreBound(), scoreBound(), "BYSCORE"}
-			if rng.Intn(2) == 0 {
-				args = append(args, "REV")
-			}
-			if rng.Intn(2) == 0 {
-				args = append(args, "LIMIT", strconv.Itoa(rng.Intn(12)-1), strconv.Itoa(rng.Intn(12)-2))
-			}
-			args = append(args, "WITHSCORES")
+			args = append(revLimit([]string{"ZRANGE", key, scoreBound(), scoreBound(), "BYSCORE"}), "WITHSCORES")
 		case op == 7:
-			args = []string{"ZRANGE", key, lexBound(), lexBound(), "BYLEX"}
-			if rng.Intn(2) == 0 {
-				args = append(args, "REV")
-			}
-			if rng.Intn(2) == 0 {
-				args = append(args, "LIMIT", strconv.Itoa(rng.Intn(12)-1), strconv.Itoa(rng.Intn(12)-2))
-			}
+			args = revLimit([]string{"ZRANGE", key, lexBound(), lexBound(), "BYLEX"})
 		case op == 8:
 			args = []string{"ZCOUNT", key, scoreBound(), scoreBound()}
 		case op == 9:

@@ -318,6 +318,25 @@ var zsetGenCmds = []genCmd{
 		g.zsets = true
 		return ex(g, "ZADD", lexKey, "0", g.pick(genZMembers), "0", g.pick(genZMembers))
 	}},
+	// Many members at once, so that sets pass the listpack's 128 and
+	// become store objects (commands/zsetobj.go): members m0…, scores
+	// from the generator's, ties among them; on lexKey all score 0.
+	{gen: func(g *genReader) Step {
+		g.zsets = true
+		key, lex := g.key(), g.chance(3)
+		if lex {
+			key = lexKey
+		}
+		args := []string{key}
+		for i := range 100 + g.n(100) {
+			score := "0"
+			if !lex {
+				score = g.number(genScores)
+			}
+			args = append(args, score, fmt.Sprint("m", i*(1+g.n(3))))
+		}
+		return ex(g, "ZADD", args...)
+	}},
 	{gen: func(g *genReader) Step {
 		name := g.pick([]string{"ZLEXCOUNT", "ZRANGEBYLEX", "ZREVRANGEBYLEX", "ZREMRANGEBYLEX"})
 		args := []string{lexKey, g.pick(genLex), g.pick(genLex)}
