@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/oncekv/oncekv/resp"
@@ -282,5 +283,61 @@ func TestZsetObjectModel(t *testing.T) {
 	}
 	if objSteps < 1000 {
 		t.Fatalf("only %d steps saw an object", objSteps)
+	}
+}
+
+// TestZsetLongMember: a member longer than an object's names hold makes
+// an object set one value again, whole and in order, and a write once it
+// is gone makes it an object again.
+func TestZsetLongMember(t *testing.T) {
+	s, do := zsetServer(t, -1)
+	args := []string{"ZADD", "z"}
+	for i := range 200 {
+		args = append(args, strconv.Itoa(i%7), fmt.Sprint("m", i))
+	}
+	do(args...)
+	isObj := func() bool {
+		var obj uint64
+		if _, err := s.store.View(func(tx store.Tx) error {
+			v, _, err := tx.Get(0, []byte("z"))
+			obj = v.Obj
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return obj != 0
+	}
+	if !isObj() {
+		t.Fatal("200 members: not an object")
+	}
+	long := strings.Repeat("L", zobjMaxMember+1)
+	before := do("ZRANGE", "z", "0", "-1", "WITHSCORES")
+	if got := do("ZADD", "z", "3", long, "9", "m0"); got != ":1\r\n" {
+		t.Fatalf("ZADD of a long member: %q", got)
+	}
+	if isObj() {
+		t.Fatal("a member of 64,983 bytes in an object")
+	}
+	if got := do("ZCARD", "z"); got != ":201\r\n" {
+		t.Fatalf("ZCARD %q", got)
+	}
+	// After the 29 members of each score 0, 1 and 2 but m0 (now 9), and
+	// before those of score 3 ("m…" > "L…").
+	if got := do("ZRANK", "z", long); got != ":86\r\n" {
+		t.Fatalf("ZRANK of the long member %q", got)
+	}
+	if got := do("ZSCORE", "z", "m0"); got != "$1\r\n9\r\n" {
+		t.Fatalf("ZSCORE m0 %q", got)
+	}
+	do("ZREM", "z", long)
+	do("ZADD", "z", "0", "m0")
+	if !isObj() {
+		t.Fatal("the long member gone, a write did not make an object again")
+	}
+	if got := do("ZRANGE", "z", "0", "-1", "WITHSCORES"); got != before {
+		t.Fatalf("after the long member came and went: %.200q, want %.200q", got, before)
+	}
+	if got := do("OBJECT", "ENCODING", "z"); got != "$8\r\nskiplist\r\n" {
+		t.Fatalf("OBJECT ENCODING %q", got)
 	}
 }
