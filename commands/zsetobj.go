@@ -772,17 +772,18 @@ func (r *zref) runFar(w zwalk) ([]zcodec.Entry, int64, error) {
 	return w.run(r, false)
 }
 
-// randomPick is the member of an object at or after a random slot of its
-// member index (slotPick).
+// randomPick is the member of an object at a random rank: uniform, as
+// Redis's pick is, for the cost of a rank (a page walked at most).
 func (r *zref) randomPick() (zcodec.Entry, error) {
-	slot := rand.Uint64N(math.MaxInt64) + 1
-	return slotPick(r.x.Tx, r.v.Obj, []byte{zMemberIdx}, slot, func(sub, val []byte) (zcodec.Entry, error) {
-		f, err := zscoreOf(val)
-		if err != nil || len(sub) < 9 {
-			return zcodec.Entry{}, ErrBadObject
-		}
-		return zcodec.Entry{Member: bytes.Clone(sub[9:]), Score: f}, nil
-	})
+	i := rand.IntN(r.len())
+	e, err := r.ranks(i, i+1)
+	if err == nil && len(e) != 1 {
+		err = ErrBadObject
+	}
+	if err != nil {
+		return zcodec.Entry{}, err
+	}
+	return e[0], nil
 }
 
 // randomPicks is ZRANDMEMBER's count picks of an object much larger than

@@ -341,3 +341,36 @@ func TestZsetLongMember(t *testing.T) {
 		t.Fatalf("OBJECT ENCODING %q", got)
 	}
 }
+
+// TestZrandmemberUniform: ZRANDMEMBER of an object picks each member
+// alike, as Redis's does (a pick by a random rank, not a random slot):
+// 300 members, 30,000 picks of one and 600 of -50, each member expected
+// 200 times; picks by slot made some ten times likelier than others.
+func TestZrandmemberUniform(t *testing.T) {
+	_, do := zsetServer(t, -1)
+	args := []string{"ZADD", "z"}
+	for i := range 300 {
+		args = append(args, strconv.Itoa(i%5), fmt.Sprint("m", i))
+	}
+	do(args...)
+	seen := map[string]int{}
+	for range 30000 {
+		r := do("ZRANDMEMBER", "z")
+		_, m, _ := strings.Cut(strings.TrimSuffix(r, "\r\n"), "\r\n")
+		seen[m]++
+	}
+	for range 600 {
+		parts := strings.Split(strings.TrimSuffix(do("ZRANDMEMBER", "z", "-50"), "\r\n"), "\r\n")
+		for i := 2; i < len(parts); i += 2 {
+			seen[parts[i]]++
+		}
+	}
+	if len(seen) != 300 {
+		t.Fatalf("%d members picked, want 300", len(seen))
+	}
+	for m, n := range seen {
+		if n < 100*2-60 || n > 100*2+60 { // 200 expected, sd 14
+			t.Errorf("%s picked %d times of 60,000, expected 200", m, n)
+		}
+	}
+}
