@@ -286,16 +286,21 @@ func TestZsetObjectModel(t *testing.T) {
 	}
 }
 
+// zaddMany is a ZADD of n members m0, m1… to key, member i scored i%mod.
+func zaddMany(key string, n, mod int) []string {
+	args := []string{"ZADD", key}
+	for i := range n {
+		args = append(args, strconv.Itoa(i%mod), fmt.Sprint("m", i))
+	}
+	return args
+}
+
 // TestZsetLongMember: a member longer than an object's names hold makes
 // an object set one value again, whole and in order, and a write once it
 // is gone makes it an object again.
 func TestZsetLongMember(t *testing.T) {
 	s, do := zsetServer(t, -1)
-	args := []string{"ZADD", "z"}
-	for i := range 200 {
-		args = append(args, strconv.Itoa(i%7), fmt.Sprint("m", i))
-	}
-	do(args...)
+	do(zaddMany("z", 200, 7)...)
 	isObj := func() bool {
 		var obj uint64
 		if _, err := s.store.View(func(tx store.Tx) error {
@@ -348,11 +353,7 @@ func TestZsetLongMember(t *testing.T) {
 // 200 times; picks by slot made some ten times likelier than others.
 func TestZrandmemberUniform(t *testing.T) {
 	_, do := zsetServer(t, -1)
-	args := []string{"ZADD", "z"}
-	for i := range 300 {
-		args = append(args, strconv.Itoa(i%5), fmt.Sprint("m", i))
-	}
-	do(args...)
+	do(zaddMany("z", 300, 5)...)
 	seen := map[string]int{}
 	for range 30000 {
 		r := do("ZRANDMEMBER", "z")
