@@ -149,7 +149,7 @@ func (x *Ctx) zsetOf(db int, key []byte, v store.Value, ok bool) (zref, error) {
 		}
 		b := v.Data[1:]
 		n, w := binary.Uvarint(b)
-		if w <= 0 || n == 0 || n > math.MaxInt32 {
+		if w <= 0 || n == 0 || n > math.MaxInt64 {
 			return r, errZsetCorrupt
 		}
 		b = b[w:]

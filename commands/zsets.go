@@ -974,7 +974,17 @@ func zremrangeCmd(kind int) Handler {
 			return
 		}
 		if zr.isObj() {
-			gone, _, err := zrangeOpts{r: r, limit: -1}.pickObj(&zr, false)
+			o := zrangeOpts{r: r, limit: -1}
+			// All of it: the key goes, and its members with it in the
+			// background, as DEL's do.
+			if _, n, err := o.pickObj(&zr, true); err != nil || n == zr.n {
+				if err == nil {
+					_, err = x.Tx.Delete(x.DB, key)
+				}
+				x.okInt(err, n)
+				return
+			}
+			gone, _, err := o.pickObj(&zr, false)
 			if err == nil && len(gone) > 0 {
 				err = zr.removeEntries(gone)
 			}
@@ -1002,7 +1012,11 @@ func zremrangeCmd(kind int) Handler {
 func (x *Ctx) zpopFrom(r *zref, count int64, maxFirst bool) ([]zcodec.Entry, error) {
 	if r.isObj() {
 		popped, _, err := zwalk{rev: maxFirst, limit: count}.run(r, false)
-		if err == nil {
+		switch {
+		case err != nil:
+		case int64(len(popped)) == r.n:
+			_, err = x.Tx.Delete(r.db, r.key) // members removed in the background
+		default:
 			err = r.removeEntries(popped)
 		}
 		return popped, err
